@@ -1,0 +1,64 @@
+"""The task protocol, in BrowserGym's spirit: a task is separate from the sandbox.
+
+A task sets an episode up in a sandbox (``setup``), judges it after every step
+(``validate``), may know an oracle action (``cheat``), and cleans up (``teardown``).
+Tasks raise ``harness.errors.TaskError`` (or a ``SandboxError``) for infrastructure
+failures; they never turn those into a reward.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from fsm_sites.verdict import StepVerdict
+from harness.actions import Action
+from sandboxes.base import Sandbox
+
+
+class TaskSetup(BaseModel):
+    """What ``setup`` tells the env about the episode it prepared."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instruction: str = Field(description="the natural-language goal shown to the agent")
+    start_url: str = Field(description="where the sandbox was navigated")
+    allowed_origins: tuple[str, ...] = Field(default=(), description="origins the agent may visit")
+    fsm_state: str | None = Field(default=None, description="initial FSM state key, for FSM tasks")
+
+
+class Validation(BaseModel):
+    """The task's judgement after a step."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reward: float = Field(description="reward for this step (the env may shape it further)")
+    raw_reward: float = Field(description="the task's own reward before time discounting or shaping")
+    done: bool = Field(description="the episode has ended (success or failure)")
+    success: bool = Field(default=False, description="the goal was reached")
+    message: str = Field(default="", description="a human-readable reason")
+    verdict: StepVerdict | None = Field(default=None, description="FSM step verdict, if any")
+
+
+class Task(ABC):
+    """One task family member, parameterised by a seed at setup."""
+
+    #: stable id such as "miniwob:click-button" or "fsm:shop/buy_laptop"
+    id: str
+
+    @abstractmethod
+    async def setup(self, sandbox: Sandbox, *, seed: int | None) -> TaskSetup:
+        """Prepare a fresh episode in ``sandbox`` (which is already started)."""
+
+    @abstractmethod
+    async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
+        """Judge the episode after ``action`` (None when the agent's text did not parse)."""
+
+    async def cheat(self, sandbox: Sandbox) -> Action | None:
+        """The oracle's next action, or None where the task has no oracle."""
+        return None
+
+    async def teardown(self, sandbox: Sandbox) -> None:
+        """Release per-episode resources (server sessions, temp files)."""
+        return None

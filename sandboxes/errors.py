@@ -1,0 +1,31 @@
+"""Errors raised by sandboxes. All are infrastructure failures: the episode runner
+retries them and never turns them into a reward.
+
+    SandboxError
+    ├── SandboxStartError      the browser or display could not be started
+    ├── SandboxCrashed         the sandbox process died mid-episode (it has been restarted)
+    ├── SandboxTimeout         an operation on the sandbox ran past its limit
+    └── SandboxClosed          the sandbox was used after close()
+"""
+
+from __future__ import annotations
+
+
+class SandboxError(Exception):
+    """Base class of sandbox (infrastructure) errors."""
+
+
+class SandboxStartError(SandboxError):
+    """The sandbox could not be started; the message says what is missing."""
+
+
+class SandboxCrashed(SandboxError):
+    """The sandbox process died during an episode. It has been restarted; retry the episode."""
+
+
+class SandboxTimeout(SandboxError, TimeoutError):
+    """A sandbox operation did not finish in time."""
+
+
+class SandboxClosed(SandboxError):
+    """The sandbox was used after it was closed."""
