@@ -34,7 +34,10 @@ KEY_ALIASES = {
 def canonical_key(name: str) -> str:
     """Map a key spelling onto its canonical name; raise ValueError if unknown."""
     if len(name) == 1 and name.isprintable() and name != " ":
-        return name.lower() if name.isalpha() else name
+        # Some letters lower-case to two code points ("İ" -> "i̇"); keep those as they
+        # are so that canonical_key(canonical_key(k)) == canonical_key(k).
+        lowered = name.lower()
+        return lowered if name.isalpha() and len(lowered) == 1 else name
     lowered = name.strip().lower()
     lowered = KEY_ALIASES.get(lowered, lowered)
     if lowered in MODIFIER_KEYS or lowered in NAMED_KEYS:

@@ -59,3 +59,7 @@ class StepInfo(BaseModel):
     verdict: StepVerdict | None = Field(
         default=None, description="the FSM site's step verdict, for FSM tasks"
     )
+    success: bool = Field(default=False, description="the task's goal has been reached")
+    action_text: str | None = Field(
+        default=None, description="the model text the action was decoded from, if any"
+    )

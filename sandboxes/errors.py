@@ -5,7 +5,9 @@ retries them and never turns them into a reward.
     ├── SandboxStartError      the browser or display could not be started
     ├── SandboxCrashed         the sandbox process died mid-episode (it has been restarted)
     ├── SandboxTimeout         an operation on the sandbox ran past its limit
-    └── SandboxClosed          the sandbox was used after close()
+    ├── SandboxClosed          the sandbox was used after close()
+    ├── SandboxNavigationError reset could not load its start URL (site down, refused)
+    └── SandboxEvaluationError a JavaScript expression threw inside the page
 """
 
 from __future__ import annotations
@@ -29,3 +31,11 @@ class SandboxTimeout(SandboxError, TimeoutError):
 
 class SandboxClosed(SandboxError):
     """The sandbox was used after it was closed."""
+
+
+class SandboxNavigationError(SandboxError):
+    """``reset`` could not load its start URL (the site is down or refused the request)."""
+
+
+class SandboxEvaluationError(SandboxError):
+    """A JavaScript expression passed to ``evaluate`` threw inside the page."""

@@ -1,0 +1,26 @@
+# The harness image: Debian's Chromium, Xvfb and a window manager, plus the project.
+# Build: docker build -t cua-harness .    (podman build works the same)
+# Run:   docker run --rm cua-harness --help
+FROM python:3.11-slim-bookworm
+
+ENV DEBIAN_FRONTEND=noninteractive \
+    PYTHONUNBUFFERED=1 \
+    CUA_CHROMIUM=/usr/bin/chromium
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      chromium xvfb openbox xdotool bubblewrap iproute2 fonts-dejavu-core \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /opt/cua
+COPY pyproject.toml README.md ./
+COPY harness ./harness
+COPY sandboxes ./sandboxes
+COPY fsm_sites ./fsm_sites
+COPY trainers ./trainers
+RUN pip install --no-cache-dir .
+
+# The sandbox server arrives with the desktop/containers work; until then the entry
+# point is the CLI itself.
+ENTRYPOINT ["cua"]
+CMD ["--help"]

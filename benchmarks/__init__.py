@@ -1,0 +1,1 @@
+"""Measured comparisons (not tests); see BENCHMARKS.md."""

@@ -1,0 +1,230 @@
+"""Issue 3's benchmark: verified FSM-site trajectories per hour, reset time, jump vs replay.
+
+    .venv/bin/python -m benchmarks.bench_fsm [--quick]
+
+- Throughput: the oracle agent (``env.oracle_action()``, i.e. ``FSMTask.cheat``) plays the
+  ``fsm`` suite's tasks of every curated library site (one per goal, from the initial
+  state) in real Chromium: ``AsyncBrowserEnv`` + ``BrowserSandbox`` + ``FSMTask`` on one
+  ``BrowserHost`` and one ``SiteServer``, N episodes at once. A trajectory counts as
+  verified when the goal is reached, every step fired a transition on a shortest path,
+  and every step returned a screenshot. Rate = verified / wall time x 3600.
+- Reset: ``env.reset`` wall time of those episodes (new browser context + session + page).
+- Jump vs replay, for states on oracle paths at several depths: in the browser (reset, then
+  the server's jump + a page load, vs reset + re-executing the path's actions through
+  ``env.step``), and in the server alone (``jump`` vs re-applying the path's UI events).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.progress import Progress
+
+from benchmarks.common import console, fmt, median, percentile, print_table, ratio, write_results
+from fsm_sites.library import list_sites, load_site
+from fsm_sites.server import SiteServer
+from harness.env import AsyncBrowserEnv
+from harness.tasks.fsm import FSMTask, goal_tasks
+from sandboxes.browser_config import BrowserConfig
+from sandboxes.browser_host import BrowserHost
+
+TARGET_PER_HOUR = 5000
+TARGET_RESET_MS = 100
+
+
+def library_tasks(per_site: int | None) -> list[Any]:
+    """The fsm suite's goal tasks of every curated site (``per_site`` spread over depths)."""
+    tasks = []
+    for site in list_sites():
+        site_tasks = goal_tasks(load_site(site))
+        if per_site is not None and len(site_tasks) > per_site:
+            step = len(site_tasks) / per_site
+            site_tasks = [site_tasks[int(i * step)] for i in range(per_site)]
+        tasks.extend(site_tasks)
+    return tasks
+
+
+async def oracle_episode(env: AsyncBrowserEnv, seed: int) -> dict[str, Any]:
+    """One oracle episode; its reset time, steps, verdicts, actions and whether it verifies."""
+    start = time.perf_counter()
+    obs, _ = await env.reset(seed=seed)
+    reset_s = time.perf_counter() - start
+    shots, actions, verdicts, success = [obs.screenshot], [], [], False
+    for _ in range(env.max_steps):
+        action = await env.oracle_action()
+        if action is None:
+            break
+        obs, _, terminated, truncated, info = await env.step(action)
+        shots.append(obs.screenshot)
+        actions.append(action)
+        verdicts.append(info.verdict)
+        success = info.success
+        if terminated or truncated:
+            break
+    # The oracle's final Done step fires no transition; judge the steps that moved.
+    moving = [v for a, v in zip(actions, verdicts) if a.type != "done"]
+    verified = (success and bool(moving) and all(shot for shot in shots)
+                and all(v is not None and v.transition_fired and v.on_shortest_path for v in moving))
+    return {"task": env.task.id, "seed": seed, "reset_s": reset_s, "steps": len(actions),
+            "verified": verified, "success": success, "actions": actions,
+            "states": [v.state_after for v in moving if v is not None],
+            "screenshot_bytes": sum(len(s) for s in shots)}
+
+
+async def throughput(host: BrowserHost, server: SiteServer, tasks: list[Any], concurrency: int,
+                     seconds: float, progress: Progress) -> dict[str, Any]:
+    """Oracle episodes over ``tasks`` (cycled, new layout seed per lap) for ``seconds``."""
+    episodes: list[dict[str, Any]] = []
+    failures: list[str] = []
+    counter = iter(range(10**9))
+    bar = progress.add_task(f"oracle c{concurrency}", total=None)
+    deadline = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        sandbox = await host.new_sandbox()
+        while time.perf_counter() < deadline:
+            k = next(counter)
+            task = tasks[k % len(tasks)]
+            env = AsyncBrowserEnv(FSMTask([task], server), sandbox, max_steps=task.difficulty + 5)
+            try:
+                episodes.append(await oracle_episode(env, seed=k // len(tasks)))
+            except Exception as exc:  # counted: an unverifiable episode is a finding
+                failures.append(f"{task.site}/{task.id}: {type(exc).__name__}: {str(exc)[:160]}")
+            finally:
+                await env.close()
+            progress.advance(bar)
+        await sandbox.close()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    wall = time.perf_counter() - start
+    progress.remove_task(bar)
+    verified = sum(e["verified"] for e in episodes)
+    steps = sum(e["steps"] for e in episodes)
+    resets = [e["reset_s"] * 1000 for e in episodes]
+    return {
+        "concurrency": concurrency, "wall_s": wall, "episodes": len(episodes), "verified": verified,
+        "failures": failures[:10], "failed": len(failures), "steps": steps,
+        "verified_per_hour": verified / wall * 3600, "steps_per_s": steps / wall,
+        "reset_ms_p50": median(resets), "reset_ms_p90": percentile(resets, 90),
+        "unverified": [f"{e['task']} seed {e['seed']}" for e in episodes if not e["verified"]][:10],
+        "screenshot_kb_per_step": (sum(e["screenshot_bytes"] for e in episodes)
+                                   / max(1, steps + len(episodes)) / 1024),
+    }
+
+
+async def jump_vs_replay(host: BrowserHost, server: SiteServer, tasks: list[Any],
+                         repeats: int) -> list[dict[str, Any]]:
+    """Per depth: browser jump vs browser replay, and server-only jump vs event replay."""
+    deep = sorted((t for t in tasks if t.difficulty >= 3), key=lambda t: -t.difficulty)[:3]
+    sandbox = await host.new_sandbox()
+    rows = []
+    for task in deep:
+        env = AsyncBrowserEnv(FSMTask([task], server), sandbox, max_steps=task.difficulty + 5)
+        episode = await oracle_episode(env, seed=0)
+        sid = env.task._session  # noqa: SLF001 - the benchmark needs the live session id
+        events = [r.event for r in server.events(sid)]
+        moving = [a for a in episode["actions"] if a.type != "done"]
+        for depth in sorted({1, len(moving) // 2, len(moving)} - {0}):
+            target = episode["states"][depth - 1]
+            jump_ms, replay_ms, srv_jump_us, srv_replay_us = [], [], [], []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                await env.reset(seed=0)
+                sid = env.task._session  # noqa: SLF001
+                server.jump(sid, target)
+                await sandbox.reset(server.session_url(sid), allowed_origins=(server.site_url,))
+                await sandbox.screenshot()
+                jump_ms.append((time.perf_counter() - start) * 1000)
+                assert server.state(sid).key() == target
+                start = time.perf_counter()
+                await env.reset(seed=0)
+                for action in moving[:depth]:
+                    await env.step(action)
+                replay_ms.append((time.perf_counter() - start) * 1000)
+                sid = env.task._session  # noqa: SLF001
+                assert server.state(sid).key() == target, "replay did not reach the jumped-to state"
+                start = time.perf_counter()
+                server.reset(sid)
+                server.jump(sid, target)
+                srv_jump_us.append((time.perf_counter() - start) * 1e6)
+                start = time.perf_counter()
+                server.reset(sid)
+                for event in events[:depth]:
+                    server.send_event(sid, event)
+                srv_replay_us.append((time.perf_counter() - start) * 1e6)
+            rows.append({"task": f"{task.site}/{task.id}", "depth": depth,
+                         "jump_ms": median(jump_ms), "replay_ms": median(replay_ms),
+                         "server_jump_us": median(srv_jump_us), "server_replay_us": median(srv_replay_us)})
+        await env.close()
+    await sandbox.close()
+    return rows
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    tasks = library_tasks(2 if args.quick else None)
+    specs = [load_site(site) for site in list_sites()]
+    concurrencies = [int(c) for c in args.concurrency.split(",")]
+    async with SiteServer(specs) as server, BrowserHost(BrowserConfig(image_format=args.image_format)) as host:
+        with Progress(console=console, transient=True) as progress:
+            runs = []
+            for _ in range(args.repeats):
+                for c in concurrencies:
+                    runs.append(await throughput(host, server, tasks, c, args.seconds, progress))
+        jumps = await jump_vs_replay(host, server, tasks, 2 if args.quick else 5)
+    return {"tasks": len(tasks), "sites": len(specs), "runs": runs, "jump_vs_replay": jumps}
+
+
+def report(result: dict[str, Any]) -> dict[str, Any]:
+    by_c: dict[int, list[dict[str, Any]]] = {}
+    for r in result["runs"]:
+        by_c.setdefault(r["concurrency"], []).append(r)
+    summary = {c: {"verified_per_hour": median(r["verified_per_hour"] for r in rs),
+                   "steps_per_s": median(r["steps_per_s"] for r in rs),
+                   "reset_ms_p50": median(r["reset_ms_p50"] for r in rs),
+                   "verified": sum(r["verified"] for r in rs), "episodes": sum(r["episodes"] for r in rs),
+                   "failed": sum(r["failed"] for r in rs)} for c, rs in sorted(by_c.items())}
+    print_table(f"oracle over {result['tasks']} tasks of {result['sites']} curated sites (medians)",
+                ["concurrency", "verified traj/h", "steps/s", "reset ms p50", "verified/episodes", "errors"],
+                [[str(c), fmt(s["verified_per_hour"], 0), fmt(s["steps_per_s"]), fmt(s["reset_ms_p50"]),
+                  f"{s['verified']}/{s['episodes']}", str(s["failed"])] for c, s in summary.items()])
+    print_table("restore a state: jump vs replay (medians)",
+                ["task", "depth", "browser jump ms", "browser replay ms", "replay/jump",
+                 "server jump us", "server replay us"],
+                [[j["task"], str(j["depth"]), fmt(j["jump_ms"]), fmt(j["replay_ms"]),
+                  fmt(ratio(j["replay_ms"], j["jump_ms"]), 2), fmt(j["server_jump_us"]),
+                  fmt(j["server_replay_us"])] for j in result["jump_vs_replay"]])
+    best = max((s["verified_per_hour"] or 0 for s in summary.values()), default=0)
+    resets = [s["reset_ms_p50"] for s in summary.values() if s["reset_ms_p50"] is not None]
+    met = {"verified_per_hour_ge_5000": best >= TARGET_PER_HOUR,
+           "reset_median_lt_100ms": bool(resets) and min(resets) < TARGET_RESET_MS}
+    console.print(f"best verified trajectories/hour: {best:,.0f}; targets: {met}")
+    return {"summary": summary, "targets": met, "best_verified_per_hour": best}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 tasks per site, short runs")
+    parser.add_argument("--seconds", type=float, default=None, help="length of each throughput run")
+    parser.add_argument("--concurrency", default=None, help="comma-separated episode concurrencies")
+    parser.add_argument("--repeats", type=int, default=None, help="throughput runs per concurrency")
+    parser.add_argument("--image-format", default="png", choices=("png", "jpeg"), help="screenshot encoding")
+    parser.add_argument("--out", default=None, help="JSON results path")
+    args = parser.parse_args(argv)
+    args.seconds = args.seconds or (15.0 if args.quick else 40.0)
+    args.concurrency = args.concurrency or ("1,4" if args.quick else "1,2,4")
+    args.repeats = args.repeats or (1 if args.quick else 3)
+    result = asyncio.run(run(args))
+    summary = report(result)
+    path = write_results("bench_fsm", {"args": vars(args), **summary, **result},
+                         out=Path(args.out) if args.out else None)
+    console.print(f"results: {path}")
+    return summary
+
+
+if __name__ == "__main__":
+    main()

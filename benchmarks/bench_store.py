@@ -1,0 +1,300 @@
+"""Issue 4's benchmark: the tree store against flat storage, restore, and exploration.
+
+    .venv/bin/python -m benchmarks.bench_store [--quick]
+
+1. Collect real episodes once: FSM tasks of the curated library in Chromium, independent
+   rollouts from the root, each step the oracle's action with probability 0.7 and a random
+   action otherwise (so episodes share prefixes and branch, as collected data does).
+2. Store the same episodes (a) in ``TrajectoryStore`` (SQLite WAL + content-addressed WebP,
+   and PNG, blobs) and (b) flat (``benchmarks.flat_store``: a JSONL line per step + one
+   image file per screenshot): bytes on disk, insert throughput (first pass: every
+   screenshot new; later passes: the same episodes again, so blobs and nodes already exist),
+   export time (SFT to Parquet and JSONL, DPO, GRPO; flat: SFT to JSONL).
+3. Node restore: ``restore_node`` by jump vs by replay, per node depth.
+4. Environment steps per verified (successful) trajectory: ``Explorer`` with the random
+   agent, tree exploration vs independent rollouts from the root, same budget and seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import console, fmt, median, print_table, ratio, write_results
+from benchmarks.flat_store import FlatStore
+from fsm_sites.library import list_sites, load_site
+from fsm_sites.server import SiteServer
+from harness.env import AsyncBrowserEnv
+from harness.store.explore import ExploreConfig, Explorer, describe_action
+from harness.store.export import ExportConfig, export
+from harness.store.models import Frame, Step, Trajectory
+from harness.store.restore import restore_node
+from harness.store.stats import disk_bytes
+from harness.store.statekey import state_key_for
+from harness.store.store import TrajectoryStore
+from harness.tasks.fsm import FSMTask, goal_tasks
+from sandboxes.browser_config import BrowserConfig
+from sandboxes.browser_host import BrowserHost
+
+TARGET_INSERT = 5000
+
+
+def pick_tasks(n: int, lo: int, hi: int) -> list[Any]:
+    """``n`` goal tasks of depth lo..hi from different curated sites."""
+    picked = []
+    for site in list_sites():
+        fitting = [t for t in goal_tasks(load_site(site)) if lo <= t.difficulty <= hi]
+        if fitting:
+            picked.append(fitting[len(fitting) // 2])
+        if len(picked) == n:
+            break
+    return picked
+
+
+async def collect(env: AsyncBrowserEnv, episodes: int, p_oracle: float, seed: int) -> list[Trajectory]:
+    """Independent rollouts from the root with an oracle/random mixture policy."""
+    from harness.agents.random_agent import RandomAgent
+
+    rng, out = random.Random(seed), []
+    for _ in range(episodes):
+        obs, info = await env.reset(seed=0)
+        root = Frame(screenshot=obs.screenshot, url=obs.url, state_key=state_key_for(obs, info.fsm_state))
+        steps, success, total = [], False, 0.0
+        for _ in range(env.max_steps):
+            action = await env.oracle_action() if rng.random() < p_oracle else None
+            action = action or RandomAgent(seed=rng.randrange(2**31)).sample(obs.width, obs.height)
+            obs, reward, terminated, truncated, info = await env.step(action)
+            verdict = info.verdict
+            steps.append(Step(action=info.action or action.model_dump(), action_text=describe_action(action),
+                              screenshot=obs.screenshot, url=obs.url, reward=reward,
+                              state_key=state_key_for(obs, verdict.state_after if verdict else None),
+                              verdict=verdict.model_dump() if verdict else None, terminal=terminated))
+            total, success = total + reward, success or info.success
+            if terminated or truncated:
+                break
+        out.append(Trajectory(env=env.task.id, root=root, steps=tuple(steps), task_id=env.task.id,
+                              reward=total, success=success, agent="mixture"))
+    return out
+
+
+def insert_passes(trajectories: list[Trajectory], root: Path, passes: int, kind: str) -> dict[str, Any]:
+    """Insert the episodes ``passes`` times into one fresh store; time each pass."""
+    shutil.rmtree(root, ignore_errors=True)
+    steps = sum(len(t.steps) for t in trajectories)
+    times = []
+    if kind == "flat":
+        flat = FlatStore(root)
+        for p in range(passes):
+            start = time.perf_counter()
+            for i, trajectory in enumerate(trajectories):
+                flat.insert(trajectory, f"p{p}e{i}")
+            times.append(time.perf_counter() - start)
+        flat.close()
+        first_bytes = None
+    else:
+        store = TrajectoryStore(root, blob_format=kind)
+        first_bytes = None
+        for p in range(passes):
+            start = time.perf_counter()
+            for trajectory in trajectories:
+                store.insert_trajectory(trajectory)
+            times.append(time.perf_counter() - start)
+            if p == 0:
+                store.checkpoint()
+                first_bytes = disk_bytes(root)
+        store.checkpoint()
+        store.close()
+    return {"kind": kind, "steps_per_pass": steps, "pass_s": times,
+            "first_pass_steps_per_s": steps / times[0],
+            "later_steps_per_s": median(steps / t for t in times[1:]),
+            "bytes_one_pass": first_bytes if kind != "flat" else disk_bytes(root) // passes,
+            "bytes_all_passes": disk_bytes(root)}
+
+
+def export_times(store_dir: Path, flat_dir: Path, work: Path, repeats: int) -> dict[str, Any]:
+    out: dict[str, list[float]] = {}
+    store = TrajectoryStore(store_dir)
+    jobs = [("sft_parquet", "sft", False), ("sft_jsonl", "sft", True), ("dpo_parquet", "dpo", False),
+            ("grpo_parquet", "grpo", False)]
+    for _ in range(repeats):
+        for name, fmt_, jsonl in jobs:
+            target = work / name
+            shutil.rmtree(target, ignore_errors=True)
+            start = time.perf_counter()
+            export(store, fmt_, target, ExportConfig(jsonl=jsonl))
+            out.setdefault(f"store_{name}", []).append(time.perf_counter() - start)
+        target = work / "flat_sft"
+        shutil.rmtree(target, ignore_errors=True)
+        flat = FlatStore(flat_dir)
+        start = time.perf_counter()
+        flat.export_sft(target)
+        out.setdefault("flat_sft_jsonl", []).append(time.perf_counter() - start)
+        flat.close()
+    store.close()
+    return {k: median(v) for k, v in out.items()}
+
+
+async def restore_times(env: AsyncBrowserEnv, store_dir: Path, repeats: int) -> list[dict[str, Any]]:
+    """jump vs replay for the nodes on the longest successful path of the env's tree."""
+    store = TrajectoryStore(store_dir)
+    try:
+        episodes = [e for e in store.episodes(success=True) if e.task_id == env.task.id]
+        if not episodes:
+            return []
+        leaf = max(episodes, key=lambda e: e.steps).leaf_id
+        rows = []
+        for node in store.path_to(leaf)[1:]:
+            times: dict[str, list[float]] = {"jump": [], "replay": []}
+            steps: dict[str, int] = {}
+            for _ in range(repeats):
+                for mode in ("jump", "replay"):
+                    start = time.perf_counter()
+                    restored = await restore_node(env, store, node.id, seed=0, mode=mode)
+                    times[mode].append((time.perf_counter() - start) * 1000)
+                    steps[mode] = restored.env_steps
+            rows.append({"task": env.task.id, "depth": node.depth, "jump_ms": median(times["jump"]),
+                         "replay_ms": median(times["replay"]), "replay_env_steps": steps["replay"]})
+        return rows
+    finally:
+        store.close()
+
+
+async def explore_compare(env: AsyncBrowserEnv, work: Path, budget: int, seeds: list[int],
+                          max_depth: int) -> list[dict[str, Any]]:
+    rows = []
+    for seed in seeds:
+        for mode in ("tree", "independent"):
+            root = work / f"explore-{mode}-{seed}"
+            shutil.rmtree(root, ignore_errors=True)
+            store = TrajectoryStore(root)
+            config = ExploreConfig(budget=budget, agent="random", explore=mode, seed=seed,
+                                   max_depth=max_depth)
+            report = await Explorer(store, env, config, env_key=env.task.id).run()
+            store.close()
+            rows.append({"task": env.task.id, "seed": seed, "mode": mode, **report.to_dict()})
+    return rows
+
+
+async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    tasks = pick_tasks(args.tasks, 3, 5)
+    explore_task = pick_tasks(1, 2, 2)[0]
+    specs = [load_site(site) for site in list_sites()]
+    result: dict[str, Any] = {"tasks": [f"{t.site}/{t.id}" for t in tasks]}
+    async with SiteServer(specs) as server, BrowserHost(BrowserConfig()) as host:
+        sandbox = await host.new_sandbox()
+        trajectories, envs = [], []
+        start = time.perf_counter()
+        for k, task in enumerate(tasks):
+            env = AsyncBrowserEnv(FSMTask([task], server), sandbox, max_steps=task.difficulty + 4)
+            trajectories += await collect(env, args.episodes, 0.7, seed=k)
+            envs.append(env)
+        result["collect_s"] = time.perf_counter() - start
+        result["episodes"] = len(trajectories)
+        result["steps"] = sum(len(t.steps) for t in trajectories)
+        result["successes"] = sum(t.success for t in trajectories)
+        console.print(f"collected {result['episodes']} episodes, {result['steps']} steps "
+                      f"({result['successes']} successful) in {result['collect_s']:.0f}s")
+        inserts = {kind: [insert_passes(trajectories, work / f"ins-{kind}", args.passes, kind)
+                          for _ in range(args.repeats)] for kind in ("webp", "png", "flat")}
+        result["insert"] = {kind: {
+            "first_pass_steps_per_s": median(r["first_pass_steps_per_s"] for r in runs),
+            "later_steps_per_s": median(r["later_steps_per_s"] for r in runs),
+            "bytes_one_pass": runs[0]["bytes_one_pass"], "bytes_all_passes": runs[0]["bytes_all_passes"],
+        } for kind, runs in inserts.items()}
+        one_pass = {kind: work / f"one-{kind}" for kind in ("webp", "flat")}
+        insert_passes(trajectories, one_pass["webp"], 1, "webp")
+        insert_passes(trajectories, one_pass["flat"], 1, "flat")
+        result["export_s"] = export_times(one_pass["webp"], one_pass["flat"], work / "export", args.repeats)
+        result["restore"] = []
+        for env in envs[:2]:
+            result["restore"] += await restore_times(env, one_pass["webp"], args.restore_repeats)
+        for env in envs:
+            await env.close()
+        explore_env = AsyncBrowserEnv(FSMTask([explore_task], server), sandbox, max_steps=12)
+        result["explore"] = await explore_compare(explore_env, work, args.budget, args.seeds,
+                                                  max_depth=explore_task.difficulty + 4)
+        await explore_env.close()
+        await sandbox.close()
+    return result
+
+
+def report(result: dict[str, Any]) -> dict[str, Any]:
+    ins = result["insert"]
+    flat_bytes = ins["flat"]["bytes_one_pass"]
+    print_table(f"storage of the same {result['episodes']} episodes / {result['steps']} steps (medians)",
+                ["storage", "bytes (1 pass)", "vs flat", "insert steps/s, new blobs",
+                 "insert steps/s, repeat passes", "bytes (all passes)"],
+                [[kind, f"{r['bytes_one_pass']:,}", fmt(ratio(flat_bytes, r["bytes_one_pass"]), 2) + "x smaller",
+                  fmt(r["first_pass_steps_per_s"], 0), fmt(r["later_steps_per_s"], 0),
+                  f"{r['bytes_all_passes']:,}"] for kind, r in ins.items()])
+    print_table("export time (s, medians)", ["export", "seconds"],
+                [[k, fmt(v, 3)] for k, v in result["export_s"].items()])
+    print_table("node restore (ms, medians)", ["task", "depth", "jump ms", "replay ms", "replay/jump"],
+                [[r["task"], str(r["depth"]), fmt(r["jump_ms"]), fmt(r["replay_ms"]),
+                  fmt(ratio(r["replay_ms"], r["jump_ms"]), 2)] for r in result["restore"]])
+    print_table("exploration with the random agent, same budget", ["task", "seed", "mode", "env steps",
+                "episodes", "successes", "steps/success", "jumps", "replays"],
+                [[r["task"], str(r["seed"]), r["mode"], str(r["env_steps"]), str(r["episodes"]),
+                  str(r["successes"]), fmt(r["steps_per_success"]), str(r["restores_jump"]),
+                  str(r["restores_replay"])] for r in result["explore"]])
+    by_mode: dict[str, list[float]] = {}
+    for mode in ("tree", "independent"):
+        rows = [r for r in result["explore"] if r["mode"] == mode]
+        steps, wins = sum(r["env_steps"] for r in rows), sum(r["successes"] for r in rows)
+        by_mode[mode] = [steps / wins if wins else None]
+    summary = {
+        "insert_webp_first_pass_steps_per_s": ins["webp"]["first_pass_steps_per_s"],
+        "insert_webp_repeat_steps_per_s": ins["webp"]["later_steps_per_s"],
+        "saving_ratio_webp": ratio(flat_bytes, ins["webp"]["bytes_one_pass"]),
+        "steps_per_success_tree": by_mode["tree"][0],
+        "steps_per_success_independent": by_mode["independent"][0],
+    }
+    summary["targets"] = {
+        "insert_ge_5000_steps_per_s_new_blobs": (summary["insert_webp_first_pass_steps_per_s"] or 0) >= TARGET_INSERT,
+        "insert_ge_5000_steps_per_s_repeat": (summary["insert_webp_repeat_steps_per_s"] or 0) >= TARGET_INSERT,
+    }
+    console.print(f"summary: {summary}")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer episodes, a smaller budget")
+    parser.add_argument("--tasks", type=int, default=None, help="tasks (sites) to collect on")
+    parser.add_argument("--episodes", type=int, default=None, help="episodes collected per task")
+    parser.add_argument("--passes", type=int, default=None, help="insert passes per store")
+    parser.add_argument("--repeats", type=int, default=None, help="repeats of insert/export timings")
+    parser.add_argument("--restore-repeats", type=int, default=None, help="restores per node and mode")
+    parser.add_argument("--budget", type=int, default=None, help="env steps per exploration run")
+    parser.add_argument("--seeds", default=None, help="comma-separated exploration seeds")
+    parser.add_argument("--keep", default=None, help="keep the stores under this directory")
+    parser.add_argument("--out", default=None, help="JSON results path")
+    args = parser.parse_args(argv)
+    args.tasks = args.tasks or (2 if args.quick else 4)
+    args.episodes = args.episodes or (6 if args.quick else 15)
+    args.passes = args.passes or (3 if args.quick else 5)
+    args.repeats = args.repeats or (2 if args.quick else 3)
+    args.restore_repeats = args.restore_repeats or (1 if args.quick else 3)
+    args.budget = args.budget or (80 if args.quick else 250)
+    args.seeds = [int(s) for s in (args.seeds or ("0" if args.quick else "0,1")).split(",")]
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-store-"))
+    try:
+        result = asyncio.run(run(args, work))
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    summary = report(result)
+    path = write_results("bench_store", {"args": vars(args), "summary": summary, **result},
+                         out=Path(args.out) if args.out else None)
+    console.print(f"results: {path}")
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""`cua sites ...`: list, validate, synthesize and serve FSM sites."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+sites_app = typer.Typer(help="FSM-synthesized websites: list, validate, synth, serve.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(sites_app, name="sites")
+
+
+@sites_app.command("list")
+def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="print a JSON list")] = False) -> None:
+    """The curated library's sites with their page, goal and state counts."""
+    from fsm_sites.library import list_sites, load_machine
+
+    rows = []
+    for name in list_sites():
+        machine = load_machine(name)
+        spec = machine.spec
+        depths = [machine.distance(machine.initial, g.id) for g in spec.goals]
+        rows.append({
+            "name": name, "title": spec.title, "domain": spec.domain, "pages": len(spec.pages),
+            "goals": len(spec.goals), "states": len(machine.graph()),
+            "goal_depths": sorted(d for d in depths if d is not None),
+        })
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("name", "title", "domain", "pages", "goals", "states", "goal depths")
+    for r in rows:
+        table.add_row(r["name"], r["title"], r["domain"], str(r["pages"]), str(r["goals"]), str(r["states"]),
+                      ", ".join(map(str, r["goal_depths"])))
+    Console().print(table)
+
+
+@sites_app.command("validate")
+def validate_cmd(path: Annotated[Path, typer.Argument(help="a spec file (.yaml/.yml/.json)")]) -> None:
+    """Validate a spec file; prints every problem and exits 1 if there is any."""
+    from fsm_sites.engine import Machine
+    from fsm_sites.errors import SpecInvalid
+    from fsm_sites.validate import load_and_validate
+
+    try:
+        spec = load_and_validate(path)
+    except SpecInvalid as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(1) from None
+    states = len(Machine(spec).graph())
+    typer.echo(f"{path}: valid ({len(spec.pages)} pages, {len(spec.transitions)} transitions, "
+               f"{len(spec.goals)} goals, {states} reachable states)")
+
+
+@sites_app.command("synth")
+def synth_cmd(
+    seed: Annotated[int, typer.Option(help="random seed; each seed gives a different site")] = 0,
+    difficulty: Annotated[str, typer.Option(help="easy, medium or hard")] = "medium",
+    out: Annotated[Path, typer.Option(help="where to write the spec (.yaml or .json)")] = Path("site.yaml"),
+) -> None:
+    """Synthesize a new valid site from the domain templates and write it."""
+    from fsm_sites.generator import DIFFICULTIES, synthesize_site
+    from fsm_sites.spec import dump_spec
+
+    if difficulty not in DIFFICULTIES:
+        typer.echo(f"expected --difficulty in {list(DIFFICULTIES)}, got {difficulty!r}", err=True)
+        raise typer.Exit(2)
+    spec = synthesize_site(seed, difficulty)  # type: ignore[arg-type]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    dump_spec(spec, out)
+    typer.echo(f"wrote {out}: site {spec.name!r} ({len(spec.pages)} pages, {len(spec.goals)} goals)")
+
+
+@sites_app.command("serve")
+def serve_cmd(
+    sites: Annotated[list[str] | None, typer.Argument(help="library site names or spec files; default: all")] = None,
+    host: Annotated[str, typer.Option(help="interface to bind (keep it local)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port of the pages; the control API listens on port + 1")] = 8900,
+) -> None:
+    """Serve sites over HTTP (the site server lives in fsm_sites.server)."""
+    from fsm_sites import server  # imported lazily: the server pulls in aiohttp and the renderer
+
+    server.serve(list(sites or []), host, port)

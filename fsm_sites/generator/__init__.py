@@ -1,0 +1,135 @@
+"""Random site generator: ``synthesize_site(seed, difficulty) -> SiteSpec``.
+
+A site is a random *recipe* (see ``compose.py``) over one domain's vocabulary:
+a catalog with a collection, a form, and by difficulty a wizard, settings
+tabs, search and a confirm-in-a-modal action. Difficulty sets the number of
+items, fields and steps, hence the pages and the goals' path lengths. Every
+result passes ``validate_spec``; a draw that does not (too many states) is
+shrunk and drawn again, deterministically.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Literal
+
+from fsm_sites.generator.compose import (
+    CatalogPart,
+    FormPart,
+    ModalPart,
+    SettingsPart,
+    SiteRecipe,
+    WizardPart,
+    compose,
+)
+from fsm_sites.generator.templates import FieldDef, Item
+from fsm_sites.generator.vocab import VOCABS, DomainVocab
+from fsm_sites.spec import SiteSpec
+
+Difficulty = Literal["easy", "medium", "hard"]
+DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
+
+# (items, form fields, wizard steps, optional parts) per difficulty. Persistent
+# parts (collection, settings, modal list) multiply the state count of every
+# page, so hard sites get depth from a longer wizard rather than more parts.
+_SIZES: dict[str, tuple[tuple[int, int], tuple[int, int], int, int]] = {
+    "easy": ((3, 3), (2, 2), 0, 1),
+    "medium": ((4, 4), (2, 3), 2, 1),
+    "hard": ((4, 4), (3, 3), 3, 1),
+}
+_ATTEMPTS = 6
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "x"
+
+
+def synthesize_site(seed: int, difficulty: Difficulty = "medium") -> SiteSpec:
+    """A new valid site for ``seed`` at ``difficulty``; the same arguments give the same site."""
+    from fsm_sites.validate import validate_spec
+
+    if difficulty not in _SIZES:
+        raise ValueError(f"expected difficulty in {DIFFICULTIES}, got {difficulty!r}")
+    rng = random.Random(f"fsm-site-{seed}-{difficulty}")
+    problems: list = []
+    for shrink in range(_ATTEMPTS):
+        recipe = draw_recipe(rng, seed, difficulty, shrink)
+        spec = compose(recipe)
+        problems = validate_spec(spec)
+        if not problems:
+            return spec
+    raise RuntimeError(  # a bug in the templates, not a user error: every draw should validate
+        f"expected a valid site for seed {seed} ({difficulty}) within {_ATTEMPTS} draws, "
+        f"got {len(problems)} problem(s), first: {problems[0]}"
+    )
+
+
+def draw_recipe(rng: random.Random, seed: int, difficulty: str, shrink: int = 0) -> SiteRecipe:
+    """A random recipe; ``shrink`` > 0 draws a smaller one (fewer items, fields and parts)."""
+    (lo, hi), (flo, fhi), wizard_steps, optional = _SIZES[difficulty]
+    vocab = rng.choice(VOCABS)
+    # shrinking drops the optional parts first, then items, fields and wizard steps
+    n_items = max(3, rng.randint(lo, hi) - shrink // 2)
+    labels = rng.sample(vocab.items, n_items)
+    items = tuple(Item(slug(label), label, rng.choice(vocab.blurbs)) for label in labels)
+    catalog = CatalogPart("catalog", vocab.catalog, items, vocab.action, slug(vocab.collection),
+                          vocab.collection, max_len=2, per_page=rng.choice((2, 3, 3, 4)))
+    parts = ["settings", "search", "modal"]
+    rng.shuffle(parts)
+    chosen = set(parts[: max(0, optional - shrink)])
+    n_fields = max(1, rng.randint(flo, fhi) - shrink // 3)
+    form_title, submit, goal = vocab.form
+    form = FormPart("form", form_title, _draw_fields(rng, vocab, n_fields), submit, goal,
+                    confirm=difficulty != "easy", needs_collection=difficulty == "hard" and rng.random() < 0.5)
+    steps = max(0, wizard_steps - shrink // 2)
+    wizard = None
+    if steps >= 2:
+        pool = _draw_fields(rng, vocab, 2 * steps - 1, small=True)
+        wizard = WizardPart("wiz", vocab.wizard[0], tuple(tuple(pool[i::steps]) for i in range(steps)),
+                            vocab.wizard[1])
+    return SiteRecipe(
+        name=f"{vocab.domain}_{difficulty}_{seed}",
+        title=rng.choice(vocab.brands),
+        domain=vocab.domain,
+        tagline=f"{vocab.catalog} and more.",
+        catalog=catalog,
+        forms=(form,),
+        wizard=wizard,
+        settings=_draw_settings(rng, vocab) if "settings" in chosen else None,
+        search=_draw_search(rng, items) if "search" in chosen else {},
+        modal=ModalPart(vocab.modal[0], vocab.modal[1], "hidden", vocab.modal[0],
+                        tuple(i.id for i in rng.sample(items, 2))) if "modal" in chosen else None,
+        max_states=6000,
+    )
+
+
+def _draw_fields(rng: random.Random, vocab: DomainVocab, n: int, *, small: bool = False) -> tuple[FieldDef, ...]:
+    """``n`` distinct fields, at least one text input, in a random order.
+
+    ``small`` keeps every field to two states (one accepted text, two options) for wizards,
+    whose fields all live at once.
+    """
+    most = 1 if small else 2
+    pool = [FieldDef("text", fid, label, tuple(rng.sample(vals, rng.randint(1, min(most, len(vals))))))
+            for fid, label, vals in vocab.texts]
+    pool += [FieldDef("select" if rng.random() < 0.6 else "radio", fid, label,
+                      tuple(rng.sample(opts, 2)) if small else opts)
+             for fid, label, opts in vocab.selects]
+    pool += [FieldDef("checkbox", fid, label) for fid, label in vocab.checks]
+    first = rng.choice(pool[: len(vocab.texts)])
+    rest = [f for f in pool if f is not first]
+    fields = [first] + rng.sample(rest, min(n - 1, len(rest)))
+    rng.shuffle(fields)
+    return tuple(fields)
+
+
+def _draw_settings(rng: random.Random, vocab: DomainVocab) -> SettingsPart:
+    a, b = rng.sample(vocab.toggles, 2)
+    return SettingsPart("prefs", "Settings", (("general", "General", (a,)), ("more", "More", (b,))))
+
+
+def _draw_search(rng: random.Random, items: tuple[Item, ...]) -> dict[str, tuple[str, ...]]:
+    picks = rng.sample(items, 3)
+    first_word = picks[0].label.split()[0].lower()
+    return {first_word: (picks[0].id,), "popular": (picks[1].id, picks[2].id)}

@@ -1,0 +1,191 @@
+"""A site recipe (which templates, with what content) and ``compose`` that builds it.
+
+The curated library writes recipes by hand; the random generator draws them
+from vocabularies. Goals come with the templates: items collected, forms sent
+with given values, wizards completed, settings switched on, items archived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fsm_sites.generator.builder import SiteBuilder, cond
+from fsm_sites.generator.templates import (
+    FieldDef,
+    Item,
+    catalog,
+    collection,
+    form_flow,
+    modal_action,
+    search,
+    settings,
+    wizard,
+)
+from fsm_sites.spec import SiteSpec
+
+
+@dataclass(frozen=True)
+class CatalogPart:
+    key: str
+    title: str
+    items: tuple[Item, ...]
+    action: tuple[str, str]  # (button label, verb), e.g. ("Add to cart", "add")
+    collection_key: str
+    collection_title: str
+    max_len: int = 2
+    per_page: int = 3
+
+
+@dataclass(frozen=True)
+class FormPart:
+    key: str
+    title: str
+    fields: tuple[FieldDef, ...]
+    submit: str
+    goal: str  # what the user wants, e.g. "check out"
+    confirm: bool = True
+    needs_collection: bool = False  # entered from the collection page, only when it holds items
+
+
+@dataclass(frozen=True)
+class WizardPart:
+    key: str
+    title: str
+    steps: tuple[tuple[FieldDef, ...], ...]
+    goal: str
+
+
+@dataclass(frozen=True)
+class SettingsPart:
+    key: str
+    title: str
+    tabs: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]
+
+
+@dataclass(frozen=True)
+class ModalPart:
+    label: str  # button label, e.g. "Archive"
+    question: str
+    list_key: str
+    list_label: str
+    items: tuple[str, ...]  # item ids of the catalog that get the button
+
+
+@dataclass(frozen=True)
+class SiteRecipe:
+    name: str
+    title: str
+    domain: str
+    tagline: str
+    catalog: CatalogPart
+    forms: tuple[FormPart, ...] = ()
+    wizard: WizardPart | None = None
+    settings: SettingsPart | None = None
+    search: dict[str, tuple[str, ...]] = field(default_factory=dict)  # query -> item ids
+    modal: ModalPart | None = None
+    max_states: int = 6000
+
+
+def compose(recipe: SiteRecipe) -> SiteSpec:
+    """Build the spec of a recipe: a home page, the parts, a nav bar, and goals."""
+    b = SiteBuilder(recipe.name, recipe.title, recipe.domain, max_states=recipe.max_states)
+    home = b.add_page("home", recipe.title, body=recipe.tagline)
+    b.add_element(home, "promo", "text", f"New at {recipe.title}: see what's changed", distractor=True,
+                  section="header")
+    b.add_element(home, "legal", "text", "Privacy - Terms - Help", distractor=True, section="footer")
+    nav = _catalog_part(b, recipe)
+    for part in recipe.forms:
+        nav += _form_part(b, recipe, part)
+    if recipe.wizard:
+        nav += _wizard_part(b, recipe.wizard)
+    if recipe.settings:
+        nav += _settings_part(b, recipe.settings)
+    if recipe.search:
+        items = {i.id: i for i in recipe.catalog.items}
+        queries = {q: [(items[i].label, f"{recipe.catalog.key}_{i}") for i in ids] for q, ids in recipe.search.items()}
+        page = search(b, "search", "Search", queries)
+        nav.append((page, "Search"))
+        first_q, ids = next(iter(recipe.search.items()))
+        b.add_goal("search_open", f"find {items[ids[-1]].label} (searching for '{first_q}' lists it)",
+                   page=f"{recipe.catalog.key}_{ids[-1]}")
+    if recipe.modal:
+        _modal_part(b, recipe)
+    for target, label in nav:
+        b.link(home, f"go_{target}", label, target, f"open {label}", kind="card")
+    b.nav_bar([("home", "Home")] + nav[:4])
+    return b.build()
+
+
+def _catalog_part(b: SiteBuilder, recipe: SiteRecipe) -> list[tuple[str, str]]:
+    c = recipe.catalog
+    var = b.add_var(c.collection_key, "list", values=[i.id for i in c.items], max_len=c.max_len,
+                    label=c.collection_title.lower())
+    catalog(b, c.key, c.title, list(c.items), per_page=c.per_page, action=c.action, list_var=var)
+    collection(b, c.collection_key, c.collection_title, var, list(c.items))
+    verb = c.action[1]
+    first, last = c.items[0], c.items[-1]
+    b.add_goal(f"{verb}_{first.id}", f"make sure {first.label} is in your {c.collection_title.lower()}",
+               conditions=[cond(var, first.id, "contains")])
+    b.add_goal(f"{verb}_two", f"make sure both {first.label} and {last.label} are in your {c.collection_title.lower()}",
+               conditions=[cond(var, first.id, "contains"), cond(var, last.id, "contains")])
+    b.add_goal(f"open_{c.items[1].id}", f"open the page of {c.items[1].label}", page=f"{c.key}_{c.items[1].id}")
+    return [(c.key, c.title), (c.collection_key, c.collection_title)]
+
+
+def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple[str, str]]:
+    c = recipe.catalog
+    extra = [cond(c.collection_key, op="nonempty")] if part.needs_collection else []
+    pages = form_flow(b, part.key, part.title, list(part.fields), submit=part.submit, exit_to="home",
+                      confirm=part.confirm, result_title=f"{part.title}: thank you", extra_when=extra)
+    conditions = [_choice(f, part.key) for f in part.fields]
+    if part.needs_collection:
+        b.link(c.collection_key, "proceed", part.submit, pages["form"], f"proceed to {part.title.lower()}",
+               kind="button", visible_when=[cond(c.collection_key, op="nonempty")])
+        conditions.append(cond(c.collection_key, c.items[0].id, "contains"))
+        b.add_goal(part.key, f"{part.goal} with {c.items[0].label}", page=pages["result"], conditions=conditions)
+        return []
+    b.add_goal(part.key, part.goal, page=pages["result"], conditions=conditions)
+    return [(pages["form"], part.title)]
+
+
+def _choice(f: FieldDef, key: str) -> dict:
+    """The goal's wanted value of a field: the last accepted value, a checked box."""
+    var = f"{key}_{f.id}"
+    if f.kind == "checkbox":
+        return cond(var, True)
+    return cond(var, f.options[-1])
+
+
+def _wizard_part(b: SiteBuilder, w: WizardPart) -> list[tuple[str, str]]:
+    pages = wizard(b, w.key, w.title, [list(s) for s in w.steps], exit_to="home")
+    conditions = [_choice(f, f"{w.key}{i + 1}") for i, step in enumerate(w.steps) for f in step
+                  if f.kind != "select"]
+    b.add_goal(w.key, w.goal, page=pages["result"], conditions=conditions)
+    return [(pages["steps"][0], w.title)]
+
+
+def _settings_part(b: SiteBuilder, s: SettingsPart) -> list[tuple[str, str]]:
+    pages = settings(b, s.key, s.title, [(t, label, list(toggles)) for t, label, toggles in s.tabs])
+    first = s.tabs[0][2][0]
+    last = s.tabs[-1][2][-1]
+    b.add_goal(f"{s.key}_{first[0]}", f"turn on '{first[1]}'", conditions=[cond(f"{s.key}_{first[0]}", True)])
+    b.add_goal(f"{s.key}_both", f"turn on '{first[1]}' and '{last[1]}'",
+               conditions=[cond(f"{s.key}_{first[0]}", True), cond(f"{s.key}_{last[0]}", True)])
+    return [(pages[0], s.title)]
+
+
+def _modal_part(b: SiteBuilder, recipe: SiteRecipe) -> None:
+    m = recipe.modal
+    assert m is not None
+    c = recipe.catalog
+    var = b.add_var(m.list_key, "list", values=list(m.items), max_len=1, label=m.list_label.lower())
+    verb = m.label.lower()
+    slug = verb.replace(" ", "_")
+    labels = {i.id: i.label for i in c.items}
+    for item in m.items:
+        page = f"{c.key}_{item}"
+        modal_action(b, page, slug, m.label, m.question, f"{verb} {labels[item]}",
+                     effects=[{"op": "append", "var": var, "value": item}],
+                     when=[{"var": var, "op": "not_contains", "value": item}])
+    b.add_goal(f"{slug}_{m.items[-1]}", f"{verb} {labels[m.items[-1]]}",
+               conditions=[cond(var, m.items[-1], "contains")])

@@ -1,0 +1,214 @@
+"""Composable page-flow templates: catalog (list -> detail), collection, form (-> confirm),
+wizard, settings tabs, search and confirm-in-a-modal. Each adds pages, variables,
+transitions and goals to a ``SiteBuilder`` and returns the page ids it made."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fsm_sites.generator.builder import Cond, SiteBuilder, cond, effect
+
+
+@dataclass(frozen=True)
+class FieldDef:
+    """A form field: text (accepted values), select/radio (options) or checkbox."""
+
+    kind: Literal["text", "select", "radio", "checkbox"]
+    id: str
+    label: str
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    label: str
+    blurb: str = ""
+
+
+def _field_var(b: SiteBuilder, key: str, f: FieldDef) -> str:
+    name = f"{key}_{f.id}"
+    if f.kind == "checkbox":
+        return b.add_var(name, "bool", label=f.label.lower())
+    if f.kind == "select":
+        return b.add_var(name, "enum", values=list(f.options), label=f.label.lower())
+    return b.add_var(name, "enum", values=["", *f.options], label=f.label.lower())
+
+
+def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> tuple[list[str], list[Cond]]:
+    """Field elements and their transitions; returns (variables, conditions that make it complete)."""
+    variables, required = [], []
+    for f in fields:
+        var = _field_var(b, key, f)
+        variables.append(var)
+        label = f.label.lower()
+        if f.kind == "text":
+            b.add_element(page, f.id, "text_input", f.label, placeholder=f"Enter {label}", bind=var)
+            b.add_transition(page, f.id, f"type '$value' into the {label} field", event="input",
+                             values=f.options, effects=[effect("set", var, "$value")])
+            required.append(cond(var, op="nonempty"))
+        elif f.kind == "select":
+            opts = [{"value": o, "label": o.replace("_", " ").title()} for o in f.options]
+            b.add_element(page, f.id, "select", f.label, options=opts, bind=var)
+            b.add_transition(page, f.id, f"choose '$value' as the {label}", event="select",
+                             effects=[effect("set", var, "$value")])
+        elif f.kind == "radio":
+            opts = [{"value": o, "label": o.replace("_", " ").title()} for o in f.options]
+            b.add_element(page, f.id, "radio", f.label, options=opts, bind=var)
+            b.add_transition(page, f.id, f"pick '$value' for {label}", effects=[effect("set", var, "$value")])
+            required.append(cond(var, op="nonempty"))
+        else:
+            b.add_element(page, f.id, "checkbox", f.label, bind=var)
+            b.add_transition(page, f.id, f"tick '{f.label}'", event="check", when=[cond(var, False)],
+                             effects=[effect("set", var, True)])
+            b.add_transition(page, f.id, f"untick '{f.label}'", event="uncheck", when=[cond(var, True)],
+                             effects=[effect("set", var, False)])
+    return variables, required
+
+
+def catalog(b: SiteBuilder, key: str, title: str, items: list[Item], *, per_page: int = 4,
+            action: tuple[str, str] | None = None, list_var: str | None = None,
+            action_target: str | None = None) -> dict[str, str]:
+    """List pages (paginated) of cards, one detail page per item; returns {item id: detail page}.
+
+    ``action`` = (button label, verb) appends the item to ``list_var`` from its detail page.
+    """
+    chunks = [items[i:i + per_page] for i in range(0, len(items), per_page)]
+    list_pages = [b.add_page(key if n == 0 else f"{key}_p{n + 1}", title if n == 0 else f"{title} - page {n + 1}")
+                  for n in range(len(chunks))]
+    details: dict[str, str] = {}
+    for n, (page, chunk) in enumerate(zip(list_pages, chunks, strict=True)):
+        for item in chunk:
+            detail = b.add_page(f"{key}_{item.id}", item.label, body=item.blurb or None)
+            details[item.id] = detail
+            b.link(page, item.id, item.label, detail, f"open {item.label}", kind="card",
+                   description_text=item.blurb or None)
+            b.link(detail, "back", f"Back to {title.lower()}", page, f"go back to {title.lower()}", section="header")
+            b.add_element(detail, "share", "text", "Share", distractor=True, section="sidebar")
+            if action and list_var:
+                label, verb = action
+                b.add_element(detail, "act", "button", label)
+                b.add_transition(detail, "act", f"{verb} {item.label}", target=action_target,
+                                 effects=[effect("append", list_var, item.id)])
+        if n + 1 < len(list_pages):
+            b.link(page, "next", "Next page", list_pages[n + 1], f"go to page {n + 2} of {title.lower()}",
+                   kind="pagination", section="footer")
+        if n > 0:
+            b.link(page, "prev", "Previous page", list_pages[n - 1], f"go back to page {n} of {title.lower()}",
+                   kind="pagination", section="footer")
+    return details
+
+
+def collection(b: SiteBuilder, page: str, title: str, list_var: str, items: list[Item],
+               remove_label: str = "Remove") -> str:
+    """A page listing the items held in ``list_var``, each with a remove button."""
+    b.add_page(page, title, body=f"Items in your {title.lower()}.")
+    for item in items:
+        shown = [cond(list_var, item.id, "contains")]
+        b.add_element(page, f"row_{item.id}", "list_item", item.label, visible_when=shown)
+        b.add_element(page, f"rm_{item.id}", "button", f"{remove_label} {item.label}", visible_when=shown)
+        b.add_transition(page, f"rm_{item.id}", f"{remove_label.lower()} {item.label} from the {title.lower()}",
+                         effects=[effect("remove", list_var, item.id)])
+    b.add_element(page, "empty", "text", f"Your {title.lower()} is empty", visible_when=[cond(list_var, op="empty")])
+    return page
+
+
+def form_flow(b: SiteBuilder, key: str, title: str, fields: list[FieldDef], *, submit: str,
+              exit_to: str, confirm: bool = True, result_title: str = "Done",
+              extra_when: list[Cond] | None = None, on_done: list[Cond] | None = None) -> dict[str, str]:
+    """Form page -> (confirm modal) -> result page; returns the page ids {form, confirm, result}."""
+    form = b.add_page(key, title)
+    variables, required = add_fields(b, form, key, fields)
+    result = b.add_page(f"{key}_done", result_title, body=f"{title}: done.")
+    pages = {"form": form, "result": result}
+    b.add_element(form, "submit", "button", submit)
+    when = required + list(extra_when or [])
+    if confirm:
+        modal = b.add_page(f"{key}_confirm", f"Confirm: {title.lower()}", modal_of=form)
+        pages["confirm"] = modal
+        b.add_transition(form, "submit", f"press '{submit}'", when=when, target=modal)
+        b.link(modal, "ok", "Confirm", result, "confirm", kind="button", effects=on_done or [])
+        b.link(modal, "cancel", "Cancel", form, "cancel the confirmation", kind="button")
+    else:
+        b.add_transition(form, "submit", f"press '{submit}'", when=when, target=result, effects=on_done or [])
+    b.link(form, "cancel", "Cancel", exit_to, f"leave {title.lower()}", section="footer")
+    b.link(result, "continue", "Continue", exit_to, "continue", kind="button")
+    b.local_group(set(pages.values()), variables)
+    return pages
+
+
+def wizard(b: SiteBuilder, key: str, title: str, steps: list[list[FieldDef]], *, exit_to: str,
+           result_title: str = "All set") -> dict[str, Any]:
+    """A multi-step form: step pages with Next/Back, a review page, confirm modal, result."""
+    step_pages = [b.add_page(f"{key}_s{i + 1}", f"{title} - step {i + 1} of {len(steps)}")
+                  for i in range(len(steps))]
+    review = b.add_page(f"{key}_review", f"{title} - review")
+    variables: list[str] = []
+    for i, (page, fields) in enumerate(zip(step_pages, steps, strict=True)):
+        vars_i, required = add_fields(b, page, f"{key}{i + 1}", fields)
+        variables += vars_i
+        nxt = step_pages[i + 1] if i + 1 < len(step_pages) else review
+        b.add_element(page, "next", "button", "Next")
+        b.add_transition(page, "next", f"continue to step {i + 2}" if nxt != review else "continue to the review",
+                         when=required, target=nxt)
+        back = step_pages[i - 1] if i else exit_to
+        b.link(page, "back", "Back" if i else "Cancel", back, "go back a step" if i else f"leave {title.lower()}",
+               section="footer")
+    b.link(review, "back", "Back", step_pages[-1], "go back to the last step", section="footer")
+    flow = form_flow_tail(b, key, title, review, exit_to, result_title)
+    b.local_group(set(step_pages) | {review} | set(flow.values()), variables)
+    return {"steps": step_pages, "review": review, **flow}
+
+
+def form_flow_tail(b: SiteBuilder, key: str, title: str, page: str, exit_to: str, result_title: str) -> dict[str, str]:
+    modal = b.add_page(f"{key}_confirm", f"Submit {title.lower()}?", modal_of=page)
+    result = b.add_page(f"{key}_done", result_title, body=f"{title}: submitted.")
+    b.link(page, "submit", "Submit", modal, f"submit the {title.lower()}", kind="button")
+    b.link(modal, "ok", "Confirm", result, "confirm", kind="button")
+    b.link(modal, "cancel", "Cancel", page, "cancel the confirmation", kind="button")
+    b.link(result, "continue", "Continue", exit_to, "continue", kind="button")
+    return {"confirm": modal, "result": result}
+
+
+def settings(b: SiteBuilder, key: str, title: str, tabs: list[tuple[str, str, list[tuple[str, str]]]]) -> list[str]:
+    """Tabbed settings pages of persistent on/off toggles; returns the tab page ids."""
+    pages = [b.add_page(f"{key}_{tab}", f"{title} - {label}") for tab, label, _ in tabs]
+    for page, (_, _, toggles) in zip(pages, tabs, strict=True):
+        for other, (tab, label, _) in zip(pages, tabs, strict=True):
+            if other != page:
+                b.link(page, f"tab_{tab}", label, other, f"open the {label} tab", kind="tab", section="header")
+            else:
+                b.add_element(page, f"tab_{tab}", "text", label, section="header")
+        add_fields(b, page, key, [FieldDef("checkbox", tid, tlabel) for tid, tlabel in toggles])
+    return pages
+
+
+def search(b: SiteBuilder, key: str, title: str, queries: dict[str, list[tuple[str, str]]]) -> str:
+    """A search page with a text box; results list items link to detail pages."""
+    var = b.add_var(f"{key}_q", "enum", values=["", *queries], label="search")
+    page = b.add_page(key, title)
+    results = b.add_page(f"{key}_results", f"{title} - results")
+    b.add_element(page, "q", "text_input", "Search", placeholder="Search...", bind=var)
+    b.add_transition(page, "q", "search for '$value'", event="input", values=list(queries),
+                     effects=[effect("set", var, "$value")])
+    b.add_element(page, "go", "button", "Search")
+    b.add_transition(page, "go", "run the search", when=[cond(var, op="nonempty")], target=results)
+    for n, (query, hits) in enumerate(queries.items()):
+        for m, (label, target) in enumerate(hits):
+            b.link(results, f"hit{n}_{m}", label, target, f"open the result '{label}'", kind="list_item",
+                   visible_when=[cond(var, query)])
+    b.link(results, "again", "New search", page, "start a new search", section="header")
+    b.local_group({page, results}, [var])
+    return page
+
+
+def modal_action(b: SiteBuilder, page: str, eid: str, label: str, question: str, description: str, *,
+                 effects: list[Cond], target: str | None = None, when: list[Cond] | None = None) -> str:
+    """A button that opens a confirm modal; confirming applies ``effects``."""
+    modal = b.add_page(f"{page}_{eid}", question, modal_of=page)
+    b.add_element(page, eid, "button", label)
+    b.add_transition(page, eid, f"press '{label}'", target=modal, when=when or [])
+    b.link(modal, "ok", "Yes", target or page, description, kind="button", effects=effects)
+    b.link(modal, "cancel", "No", page, "cancel", kind="button")
+    return modal

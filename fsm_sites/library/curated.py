@@ -1,0 +1,212 @@
+"""The curated library's recipes (hand-picked content per domain).
+
+The YAML files under ``sites/`` are generated from these by
+``python -m fsm_sites.library.curated`` and checked in, so a site can also be
+edited by hand afterwards; ``tests/fsm_sites/test_library.py`` checks both agree.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from fsm_sites.generator.compose import (
+    CatalogPart,
+    FormPart,
+    ModalPart,
+    SettingsPart,
+    SiteRecipe,
+    WizardPart,
+    compose,
+)
+from fsm_sites.generator.templates import FieldDef as F
+from fsm_sites.generator.templates import Item as I  # noqa: E741
+from fsm_sites.spec import dump_spec
+
+RECIPES: tuple[SiteRecipe, ...] = (
+    SiteRecipe(
+        "shop", "Northwind Store", "shop", "Home goods, shipped fast.",
+        CatalogPart("products", "Products", (
+            I("lamp", "Desk lamp", "$25 - warm LED light"), I("mug", "Coffee mug", "$9 - 350 ml stoneware"),
+            I("chair", "Office chair", "$149 - mesh back"), I("rug", "Wool rug", "$89 - 120x170 cm"),
+            I("kettle", "Electric kettle", "$39 - 1.7 l"), I("clock", "Wall clock", "$19 - silent")),
+            ("Add to cart", "add"), "cart", "Cart"),
+        forms=(FormPart("checkout", "Checkout", (
+            F("text", "name", "Full name", ("Ada Lovelace",)), F("text", "address", "Street address", ("12 Elm St",)),
+            F("select", "shipping", "Shipping", ("standard", "express")), F("checkbox", "gift", "Gift wrap")),
+            "Place order", "place an order with express shipping and gift wrap", needs_collection=True),),
+        search={"lamp": ("lamp",), "kitchen": ("mug", "kettle")},
+    ),
+    SiteRecipe(
+        "mail", "Swiftmail", "mail", "Your inbox, minus the noise.",
+        CatalogPart("inbox", "Inbox", (
+            I("m1", "Quarterly report", "From: finance@acme.io"), I("m2", "Lunch on Friday?", "From: sam@acme.io"),
+            I("m3", "Your invoice #4411", "From: billing@cloudly.com"), I("m4", "Team offsite agenda", "From: hr@acme.io"),
+),
+            ("Star", "star"), "starred", "Starred", per_page=2),
+        forms=(FormPart("compose", "Compose", (
+            F("text", "to", "To", ("sam@acme.io", "hr@acme.io")), F("text", "subject", "Subject", ("Offsite",)),
+            F("select", "priority", "Priority", ("normal", "high")), F("checkbox", "receipt", "Request read receipt")),
+            "Send", "send an email to hr@acme.io about the offsite", confirm=False),),
+        modal=ModalPart("Archive", "Archive this message?", "archived", "Archive", ("m2", "m3")),
+    ),
+    SiteRecipe(
+        "calendar", "DayPlanner", "calendar", "Plan your week.",
+        CatalogPart("week", "This week", (
+            I("mon", "Monday", "3 events"), I("tue", "Tuesday", "1 event"), I("wed", "Wednesday", "No events"),
+            I("thu", "Thursday", "2 events")),
+            ("Mark as busy", "block"), "busy", "Busy days", per_page=4),
+        wizard=WizardPart("event", "New event", (
+            (F("text", "title", "Title", ("1:1 with Kim",)), F("select", "day", "Day", ("mon", "tue"))),
+            (F("select", "time", "Time", ("09:00", "14:00")), F("checkbox", "remind", "Remind me")),
+            (F("text", "guests", "Guests", ("kim@acme.io",)),)),
+            "create a '1:1 with Kim' event with a reminder and invite kim@acme.io"),
+        search={"team": ("mon", "thu"), "free": ("wed",)},
+        modal=ModalPart("Clear day", "Cancel every event on this day?", "cleared", "Cleared days", ("tue",)),
+    ),
+    SiteRecipe(
+        "bank", "Crestline Bank", "bank", "Banking that keeps up with you.",
+        CatalogPart("accounts", "Accounts", (
+            I("checking", "Everyday checking", "Balance $2,310.55"), I("savings", "High-yield savings", "Balance $12,004.10"),
+            I("card", "Platinum card", "Due $412.00"), I("loan", "Car loan", "Remaining $8,950.00")),
+            ("Pin to dashboard", "pin"), "pinned", "Dashboard", per_page=2),
+        forms=(FormPart("transfer", "Transfer money", (
+            F("select", "from", "From", ("checking", "savings")), F("select", "to", "To", ("savings", "card")),
+            F("text", "amount", "Amount", ("50", "250")), F("text", "memo", "Memo", ("rent",)),
+            F("checkbox", "monthly", "Repeat monthly")),
+            "Review transfer", "transfer 250 to the card with the memo 'rent'"),),
+        wizard=WizardPart("payee", "Add payee", (
+            (F("text", "pname", "Payee name", ("City Power",)), F("text", "acct", "Account number", ("99812",))),
+            (F("radio", "method", "Pay by", ("ach", "check")),)),
+            "add City Power as a payee paid by check"),
+        modal=ModalPart("Freeze", "Freeze this card?", "frozen", "Frozen cards", ("card",)),
+    ),
+    SiteRecipe(
+        "travel", "SkyTrip", "travel", "Flights and hotels at fair prices.",
+        CatalogPart("flights", "Flights", (
+            I("par", "New York - Paris", "Tue 18:40, 7h 20m, $512"), I("tyo", "Los Angeles - Tokyo", "Wed 11:05, 11h 50m, $830"),
+            I("lis", "Boston - Lisbon", "Fri 21:15, 6h 30m, $460"), I("rom", "Chicago - Rome", "Sat 16:00, 9h 45m, $640")),
+            ("Save flight", "save"), "saved", "Saved trips", per_page=2),
+        wizard=WizardPart("book", "Book a trip", (
+            (F("text", "pax", "Passenger name", ("Lee Chen",)), F("select", "cabin", "Cabin", ("economy", "business"))),
+            (F("checkbox", "bag", "Add a checked bag"), F("checkbox", "insure", "Travel insurance")),
+            (F("radio", "pay", "Payment", ("card", "paypal")),)),
+            "book a trip for Lee Chen with a checked bag and insurance, paid by PayPal"),
+        search={"Paris": ("par",), "Europe": ("lis", "rom")},
+    ),
+    SiteRecipe(
+        "settings", "Control Center", "settings", "Manage your account and devices.",
+        CatalogPart("devices", "Devices", (
+            I("phone", "Pixel phone", "Last seen today"), I("laptop", "Work laptop", "Last seen 2 days ago"),
+            I("tablet", "Tablet", "Last seen in March")),
+            ("Trust device", "trust"), "trusted", "Trusted devices", per_page=3),
+        forms=(FormPart("password", "Change password", (
+            F("text", "old", "Current password", ("hunter2",)), F("text", "new", "New password", ("Correct-Horse-9",)),
+            F("checkbox", "signout", "Sign out other devices")),
+            "Update password", "change the password to Correct-Horse-9 and sign out other devices"),),
+        settings=SettingsPart("cfg", "Preferences", (
+            ("privacy", "Privacy", (("location", "Share location"),)),
+            ("display", "Display", (("dark", "Dark mode"),)),
+            ("sound", "Sound", (("keys", "Keyboard clicks"),)))),
+    ),
+    SiteRecipe(
+        "forum", "Threadly", "forum", "Conversations worth having.",
+        CatalogPart("topics", "Latest topics", (
+            I("t1", "Best budget keyboard?", "42 replies"), I("t2", "Rust vs Go for CLIs", "118 replies"),
+            I("t3", "Show us your desk setup", "77 replies"), I("t4", "Weekly help thread", "9 replies"),
+            I("t5", "Rules - read first", "pinned")),
+            ("Follow", "follow"), "following", "Following", per_page=3),
+        forms=(FormPart("newpost", "New topic", (
+            F("text", "title", "Title", ("Ergonomic mice?",)), F("select", "board", "Board", ("general", "hardware")),
+            F("checkbox", "notify", "Email me replies")),
+            "Post", "post 'Ergonomic mice?' to the hardware board and get reply emails"),),
+        search={"keyboard": ("t1",), "setup": ("t3", "t1")},
+        modal=ModalPart("Report", "Report this topic?", "reported", "Reported", ("t2", "t4")),
+    ),
+    SiteRecipe(
+        "files", "Filebox", "file_manager", "All your files, everywhere.",
+        CatalogPart("files", "My files", (
+            I("cv", "resume.pdf", "84 KB, Documents"), I("tax", "taxes-2025.xlsx", "1.2 MB, Finance"),
+            I("pic", "beach.jpg", "3.4 MB, Photos"), I("song", "demo.mp3", "5.1 MB, Music"),
+            I("deck", "pitch.pptx", "9.8 MB, Work"), I("notes", "notes.txt", "2 KB, Documents")),
+            ("Star", "star"), "starred", "Starred files", per_page=3),
+        forms=(FormPart("upload", "Upload", (
+            F("text", "fname", "File name", ("report.docx", "photo.png")), F("select", "folder", "Folder", ("documents", "photos")),
+            F("checkbox", "share", "Share with team")),
+            "Upload", "upload photo.png to photos and share it with the team", confirm=False),),
+        modal=ModalPart("Delete", "Move this file to the trash?", "trash", "Trash", ("tax", "deck")),
+        search={"pdf": ("cv",), "work": ("deck", "tax")},
+    ),
+    SiteRecipe(
+        "recipes", "Pantry", "recipes", "Cook something good tonight.",
+        CatalogPart("recipes", "Recipes", (
+            I("soup", "Tomato soup", "25 min, vegan"), I("pasta", "Pesto pasta", "20 min"),
+            I("curry", "Chickpea curry", "40 min, vegan"), I("cake", "Lemon cake", "1 h 10 min"),
+            I("salad", "Greek salad", "15 min")),
+            ("Save to cookbook", "save"), "cookbook", "Cookbook"),
+        wizard=WizardPart("plan", "Meal plan", (
+            (F("select", "day", "Day", ("saturday", "sunday")), F("radio", "meal", "Meal", ("lunch", "dinner"))),
+            (F("text", "servings", "Servings", ("2", "4")), F("checkbox", "shop", "Add to shopping list"))),
+            "plan dinner for 4 and add it to the shopping list"),
+        search={"vegan": ("soup", "curry"), "quick": ("salad",)},
+    ),
+    SiteRecipe(
+        "crm", "LeadDesk", "crm", "Close more deals.",
+        CatalogPart("contacts", "Contacts", (
+            I("ana", "Ana Ruiz", "Acme Corp - Lead"), I("ben", "Ben Okafor", "Globex - Qualified"),
+            I("cho", "Cho Min", "Initech - Customer"), I("dev", "Dev Patel", "Umbrella - Lead")),
+            ("Add to campaign", "add"), "campaign", "Campaign", per_page=2),
+        forms=(FormPart("newcontact", "New contact", (
+            F("text", "cname", "Name", ("Eva Stone",)), F("text", "company", "Company", ("Hooli",)),
+            F("select", "stage", "Stage", ("lead", "qualified", "customer")), F("checkbox", "vip", "VIP")),
+            "Save contact", "add Eva Stone from Hooli as a VIP customer"),),
+        settings=SettingsPart("crmset", "Workspace", (
+            ("sync", "Sync", (("gmail", "Sync Gmail"), ("cal", "Sync calendar"))),)),
+    ),
+    SiteRecipe(
+        "jobs", "HireHub", "job_board", "Find work you love.",
+        CatalogPart("jobs", "Open roles", (
+            I("fe", "Frontend engineer", "Remote - $120k"), I("ds", "Data scientist", "Berlin - EUR 85k"),
+            I("pm", "Product manager", "NYC - $140k"), I("ux", "UX designer", "London - GBP 70k"),
+            I("sre", "Site reliability engineer", "Remote - $150k"), I("qa", "QA analyst", "Austin - $90k")),
+            ("Save job", "save"), "saved_jobs", "Saved jobs", per_page=3),
+        wizard=WizardPart("apply", "Apply", (
+            (F("text", "aname", "Name", ("Rosa Diaz",)), F("text", "email", "Email", ("rosa@mail.com",))),
+            (F("select", "resume", "Resume", ("resume_2025", "resume_short")), F("checkbox", "cover", "Include cover letter")),
+            (F("radio", "start", "Start date", ("now", "next_month")),)),
+            "apply as Rosa Diaz with a cover letter, starting next month"),
+        search={"remote": ("fe", "sre"), "design": ("ux",)},
+    ),
+    SiteRecipe(
+        "food", "QuickBite", "food_delivery", "Hot food at your door.",
+        CatalogPart("menu", "Menu", (
+            I("pizza", "Margherita pizza", "$14 - Luigi's"), I("ramen", "Tonkotsu ramen", "$16 - Ichiban"),
+            I("tacos", "Fish tacos", "$12 - La Playa"), I("wings", "Hot wings", "$11 - Wing Co")),
+            ("Add to basket", "add"), "basket", "Basket"),
+        forms=(FormPart("order", "Checkout", (
+            F("text", "addr", "Delivery address", ("5 Pine Ave",)), F("radio", "tip", "Tip", ("10", "15", "20")),
+            F("checkbox", "contactless", "Contactless delivery")),
+            "Place order", "order to 5 Pine Ave with a 20% tip and contactless delivery", needs_collection=True),),
+        settings=SettingsPart("account", "Account", (
+            ("diet", "Dietary", (("veg", "Vegetarian only"),)), ("promo", "Offers", (("deals", "Email deals"),)))),
+        search={"spicy": ("wings", "ramen"), "fish": ("tacos",)},
+    ),
+)
+
+SITES_DIR = Path(__file__).parent / "sites"
+
+
+def write_all(directory: Path = SITES_DIR) -> list[Path]:
+    """Compose every recipe and write it as YAML; returns the written paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for recipe in RECIPES:
+        path = directory / f"{recipe.name}.yaml"
+        dump_spec(compose(recipe), path)
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":
+    for written in write_all(Path(sys.argv[1]) if len(sys.argv) > 1 else SITES_DIR):
+        print(written)

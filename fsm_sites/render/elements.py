@@ -1,0 +1,206 @@
+"""HTML for single UI elements and for groups of like elements.
+
+Every live element carries ``data-el`` (its id) and ``data-kind``; clickable kinds
+also carry ``data-ev="click"``, which the page script turns into a click event.
+Elements drawn beneath a modal are rendered inert (``live=False``): no ``data-el``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from html import escape
+
+from fsm_sites.spec import Element, VarValue
+
+CLICK_KINDS = frozenset({"button", "link", "tab", "list_item", "card", "pagination", "radio"})
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What an element needs to know to draw itself in the current state."""
+
+    value_of: Callable[[Element], VarValue | None]  # the bound variable's value, None if unbound
+    is_active: Callable[[Element], bool]  # tab/pagination/nav link that matches the state
+    live: bool  # interactive (False beneath a modal)
+
+
+def attrs(el: Element, ctx: Ctx, *extra: str) -> str:
+    """The data attributes of an element (none when it is inert)."""
+    if not ctx.live:
+        return " " + " ".join(extra) if extra else ""
+    parts = [f'data-el="{escape(el.id)}"', f'data-kind="{el.kind}"']
+    if el.kind in CLICK_KINDS:
+        parts.append('data-ev="click"')
+    return " " + " ".join([*parts, *extra])
+
+
+def show(value: VarValue | None) -> str:
+    """A variable's value as display text."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    if isinstance(value, tuple):
+        return ", ".join(value) if value else "(none)"
+    return str(value)
+
+
+def _button(el: Element, ctx: Ctx, secondary: bool) -> str:
+    cls = "btn secondary" if secondary else "btn"
+    return f'<button type="button" class="{cls}"{attrs(el, ctx)}>{escape(el.label)}</button>'
+
+
+def _link(el: Element, ctx: Ctx) -> str:
+    active = ' class="active"' if ctx.is_active(el) else ""
+    return f'<a href="#"{active}{attrs(el, ctx)}>{escape(el.label)}</a>'
+
+
+def _text_input(el: Element, ctx: Ctx) -> str:
+    value = show(ctx.value_of(el)) if el.bind else ""
+    placeholder = f' placeholder="{escape(el.placeholder)}"' if el.placeholder else ""
+    input_id = f"in-{escape(el.id)}"
+    return (
+        f'<div class="field"><label class="field-label" for="{input_id}">{escape(el.label)}</label>'
+        f'<input class="input" id="{input_id}" type="text" autocomplete="off" spellcheck="false"'
+        f' value="{escape(value)}"{placeholder}{attrs(el, ctx)}></div>'
+    )
+
+
+def _select(el: Element, ctx: Ctx) -> str:
+    current = show(ctx.value_of(el)) if el.bind else ""
+    shown = next((o.label or o.value for o in el.options if o.value == current), "Choose…")
+    options = "".join(
+        f'<li class="dd-option{" selected" if o.value == current else ""}" role="option"'
+        f' data-value="{escape(o.value)}">{escape(o.label or o.value)}</li>'
+        for o in el.options
+    )
+    return (
+        f'<div class="field"><span class="field-label">{escape(el.label)}</span>'
+        f'<div class="dropdown"{attrs(el, ctx)}><button type="button" class="dd-toggle">'
+        f'<span>{escape(shown)}</span><span class="caret">▾</span></button>'
+        f'<ul class="dd-menu" role="listbox" hidden>{options}</ul></div></div>'
+    )
+
+
+def _checkbox(el: Element, ctx: Ctx) -> str:
+    checked = " checked" if el.bind and ctx.value_of(el) is True else ""
+    return (
+        f'<div class="field"><label class="check"{attrs(el, ctx)}>'
+        f'<input type="checkbox"{checked}><span>{escape(el.label)}</span></label></div>'
+    )
+
+
+def radio_checked(el: Element, value: VarValue | None) -> bool:
+    """A radio is on when its bound variable holds its id or its label."""
+    if value is None or isinstance(value, tuple):
+        return False
+    text = show(value).lower()
+    return text in (el.id.lower(), el.label.lower()) or any(o.value.lower() == text for o in el.options)
+
+
+def _radio(el: Element, ctx: Ctx) -> str:
+    """A single radio (click, no value) or, with options, a radio group (click with the option's value)."""
+    value = ctx.value_of(el) if el.bind else None
+    if not el.options:
+        on = el.bind is not None and radio_checked(el, value)
+        return (
+            f'<div class="{"radio checked" if on else "radio"}" role="radio" aria-checked="{str(on).lower()}"'
+            f'{attrs(el, ctx)}><span class="dot"></span><span>{escape(el.label)}</span></div>'
+        )
+    items = []
+    for option in el.options:
+        on = value is not None and show(value) == option.value
+        click = ' data-ev="click"' if ctx.live else ""
+        items.append(
+            f'<div class="{"radio checked" if on else "radio"}" role="radio" aria-checked="{str(on).lower()}"'
+            f' data-value="{escape(option.value)}"{click}><span class="dot"></span>'
+            f"<span>{escape(option.label or option.value)}</span></div>"
+        )
+    holder = f' data-el="{escape(el.id)}" data-kind="radio"' if ctx.live else ""
+    return (
+        f'<div class="field"><span class="field-label">{escape(el.label)}</span>'
+        f'<div class="radio-group" role="radiogroup"{holder}>{"".join(items)}</div></div>'
+    )
+
+
+def _tab(el: Element, ctx: Ctx) -> str:
+    cls = "tab active" if ctx.is_active(el) else "tab"
+    return f'<div class="{cls}" role="tab"{attrs(el, ctx)}>{escape(el.label)}</div>'
+
+
+def _card(el: Element, ctx: Ctx) -> str:
+    desc = f'<span class="desc">{escape(el.description)}</span>' if el.description else ""
+    return (
+        f'<div class="card"{attrs(el, ctx)}><span class="thumb"></span>'
+        f'<span><span class="title">{escape(el.label)}</span><br>{desc}</span></div>'
+    )
+
+
+def _pagination(el: Element, ctx: Ctx) -> str:
+    cls = "page-btn active" if ctx.is_active(el) else "page-btn"
+    return f'<span class="{cls}"{attrs(el, ctx)}>{escape(el.label)}</span>'
+
+
+def _text(el: Element, ctx: Ctx) -> str:
+    if el.bind:
+        value = escape(show(ctx.value_of(el)))
+        return f'<div class="stat"{attrs(el, ctx)}><span>{escape(el.label)}</span><span class="value">{value}</span></div>'
+    return f'<p class="body-text"{attrs(el, ctx)}>{escape(el.label)}</p>'
+
+
+def render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:
+    """One element's HTML."""
+    kind = el.kind
+    if kind == "button":
+        return _button(el, ctx, secondary)
+    if kind == "link":
+        return _link(el, ctx)
+    if kind == "text_input":
+        return _text_input(el, ctx)
+    if kind == "select":
+        return _select(el, ctx)
+    if kind == "checkbox":
+        return _checkbox(el, ctx)
+    if kind == "radio":
+        return _radio(el, ctx)
+    if kind == "tab":
+        return _tab(el, ctx)
+    if kind in ("card", "list_item"):
+        return _card(el, ctx)
+    if kind == "pagination":
+        return _pagination(el, ctx)
+    return _text(el, ctx)
+
+
+GROUP_OF_KIND = {
+    "button": "buttons", "link": "links", "tab": "tabs", "list_item": "collection", "card": "collection",
+    "pagination": "pager", "radio": "radios", "text_input": "form", "select": "form", "checkbox": "form",
+    "text": "text",
+}
+
+
+def group_of(el: Element) -> str:
+    """The component a run of elements of this kind forms; radio groups sit in forms."""
+    return "form" if el.kind == "radio" and el.options else GROUP_OF_KIND[el.kind]
+
+
+def render_group(group: str, elements: list[Element], ctx: Ctx, collection_cls: str) -> str:
+    """A run of like elements as one component (tab bar, card grid, form panel, ...)."""
+    if group == "buttons":
+        inner = "".join(render_element(e, ctx, secondary=i > 0) for i, e in enumerate(elements))
+        return f'<div class="btn-row">{inner}</div>'
+    inner = "".join(render_element(e, ctx) for e in elements)
+    if group == "tabs":
+        return f'<div class="tabs" role="tablist">{inner}</div>'
+    if group == "collection":
+        return f'<div class="collection {collection_cls}">{inner}</div>'
+    if group == "pager":
+        return f'<nav class="pager" aria-label="pages">{inner}</nav>'
+    if group == "radios":
+        return f'<div class="panel"><div class="radio-group" role="radiogroup">{inner}</div></div>'
+    if group == "form":
+        return f'<form class="panel form" onsubmit="return false">{inner}</form>'
+    if group == "links":
+        return f'<div class="links">{inner}</div>'
+    return f'<div class="panel">{inner}</div>'

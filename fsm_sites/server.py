@@ -1,0 +1,219 @@
+"""The site server: an agent-facing aiohttp app plus a control app on a separate port.
+
+Agent app (``site_url``; the only origin the agent's browser may visit):
+    GET  /s/{session}/          the page of the session's current state
+    POST /s/{session}/event     a UI event {page, element, event, value} -> {"ok", "seq"}
+Control app (``control_url``; never handed to the browser): see ``fsm_sites.control``.
+
+Both bind to 127.0.0.1. Sessions live in a ``SessionStore``; ``SiteServer`` also
+exposes every control operation as a plain Python method, so the harness can drive
+sessions in-process without HTTP. See docs/fsm_server.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import OrderedDict
+from collections.abc import Iterable
+from pathlib import Path
+
+from aiohttp import web
+
+from fsm_sites.render import render_page
+from fsm_sites.sessions import (
+    BadRequest,
+    EventRecord,
+    Session,
+    SessionError,
+    SessionStore,
+    parse_event,
+)
+from fsm_sites.spec import SiteSpec, load_spec
+from fsm_sites.state import State, UIEvent
+
+_RENDER_CACHE = 4096
+
+
+def error_response(exc: SessionError) -> web.Response:
+    return web.json_response({"error": str(exc), "kind": type(exc).__name__}, status=exc.status)
+
+
+class SiteServer:
+    """Serves many sites and many concurrent sessions; start with ``await start()``."""
+
+    def __init__(self, sites: Iterable[SiteSpec], *, host: str = "127.0.0.1", site_port: int = 0,
+                 control_port: int = 0) -> None:
+        self.store = SessionStore()
+        for spec in sites:
+            self.store.add_site(spec)
+        self.host = host
+        self._ports = (site_port, control_port)
+        self._runners: list[web.AppRunner] = []
+        self._urls: list[str] = []
+        self._html: OrderedDict[tuple[str, State, int], str] = OrderedDict()
+
+    # ---- lifecycle ---------------------------------------------------------------------
+    async def start(self) -> None:
+        """Bind both apps (port 0 picks free ports). Idempotent."""
+        if self._runners:
+            return
+        from fsm_sites.control import control_app
+
+        for app, port in ((self._site_app(), self._ports[0]), (control_app(self), self._ports[1])):
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            site = web.TCPSite(runner, self.host, port)
+            await site.start()
+            bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self._runners.append(runner)
+            self._urls.append(f"http://{self.host}:{bound}")
+
+    async def close(self) -> None:
+        """Stop both apps and drop every session. Idempotent."""
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()
+        self._urls.clear()
+        self.store.sessions.clear()
+
+    async def __aenter__(self) -> SiteServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @property
+    def site_url(self) -> str:
+        """Origin of the agent-facing app, e.g. http://127.0.0.1:41234."""
+        return self._started()[0]
+
+    @property
+    def control_url(self) -> str:
+        """Origin of the control app (keep it away from the agent's browser)."""
+        return self._started()[1]
+
+    def _started(self) -> list[str]:
+        if not self._urls:
+            raise RuntimeError("expected a started SiteServer, got one not started; call `await server.start()`")
+        return self._urls
+
+    # ---- control operations (also served over HTTP by fsm_sites.control) ----------------
+    def add_site(self, spec: SiteSpec) -> None:
+        """Serve one more site (replaces a site of the same name)."""
+        self.store.add_site(spec)
+
+    def sites(self) -> list[SiteSpec]:
+        return [m.spec for m in self.store.machines.values()]
+
+    def create_session(self, site: str, *, goal: str, start_state: str | None = None, seed: int = 0) -> Session:
+        """A new session at ``start_state`` (default: the site's initial state)."""
+        return self.store.create(site, goal=goal, start_state=start_state, seed=seed)
+
+    def session_url(self, session_id: str) -> str:
+        """Where the agent's browser opens the session."""
+        self.store.get(session_id)
+        return f"{self.site_url}/s/{session_id}/"
+
+    def state(self, session_id: str) -> State:
+        return self.store.get(session_id).state
+
+    def reset(self, session_id: str) -> State:
+        return self.store.reset(session_id).state
+
+    def jump(self, session_id: str, state_key: str) -> State:
+        """Put the session straight into a reachable state (restores a tree node without replay)."""
+        return self.store.jump(session_id, state_key).state
+
+    def events(self, session_id: str, since: int = 0) -> list[EventRecord]:
+        """The session's accepted events with seq > ``since``, each with its verdict."""
+        return self.store.events(session_id, since)
+
+    def send_event(self, session_id: str, event: UIEvent) -> EventRecord:
+        """Apply a UI event as if the page had sent it (tests, benchmarks, headless replays)."""
+        return self.store.apply(session_id, event)
+
+    def delete_session(self, session_id: str) -> None:
+        self.store.delete(session_id)
+
+    def render(self, session: Session) -> str:
+        """The session's current page (cached by site, state and seed)."""
+        key = (session.site, session.state, session.seed)
+        html = self._html.get(key)
+        if html is None:
+            html = render_page(session.machine.spec, session.state, seed=session.seed,
+                               machine=session.machine, base_path=".")
+            self._html[key] = html
+            if len(self._html) > _RENDER_CACHE:
+                self._html.popitem(last=False)
+        return html
+
+    # ---- the agent-facing app ----------------------------------------------------------
+    def _site_app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024)
+        app.router.add_get("/s/{sid}", self._redirect_slash)
+        app.router.add_get("/s/{sid}/", self._page)
+        app.router.add_post("/s/{sid}/event", self._event)
+        return app
+
+    async def _redirect_slash(self, request: web.Request) -> web.StreamResponse:
+        raise web.HTTPFound(f"/s/{request.match_info['sid']}/")
+
+    async def _page(self, request: web.Request) -> web.StreamResponse:
+        try:
+            session = self.store.get(request.match_info["sid"])
+        except SessionError as exc:
+            return web.Response(text=f"<h1>Session not found</h1><p>{exc}</p>", status=exc.status,
+                                content_type="text/html")
+        return web.Response(text=self.render(session), content_type="text/html",
+                            headers={"Cache-Control": "no-store"})
+
+    async def _event(self, request: web.Request) -> web.StreamResponse:
+        sid = request.match_info["sid"]
+        try:
+            try:
+                payload = json.loads(await request.text())
+            except ValueError as exc:
+                raise BadRequest(f"expected a JSON body {{page, element, event, value}}, got invalid JSON: {exc}") from exc
+            record = self.store.apply(sid, parse_event(payload))
+        except SessionError as exc:
+            return error_response(exc)
+        # The page learns only that its event was taken: the verdict stays on the control side.
+        return web.json_response({"ok": True, "seq": record.seq})
+
+
+def resolve_sites(names: Iterable[str | Path | SiteSpec]) -> list[SiteSpec]:
+    """Specs from SiteSpec objects, spec file paths, or library site names (empty: the whole library)."""
+    names = list(names)
+    from fsm_sites import library
+
+    if not names:
+        return [library.load_site(n) for n in library.list_sites()]
+    out: list[SiteSpec] = []
+    for item in names:
+        if isinstance(item, SiteSpec):
+            out.append(item)
+        elif Path(item).suffix in (".yaml", ".yml", ".json") or Path(item).is_file():
+            out.append(load_spec(item))
+        else:
+            out.append(library.load_site(str(item)))
+    return out
+
+
+def serve(sites: Iterable[str | Path | SiteSpec] = (), host: str = "127.0.0.1", port: int = 8900) -> None:
+    """Run a SiteServer until interrupted: site app on ``port``, control app on ``port + 1``."""
+
+    async def run() -> None:
+        server = SiteServer(resolve_sites(sites), host=host, site_port=port, control_port=port + 1)
+        await server.start()
+        print(f"serving {len(server.sites())} site(s): pages at {server.site_url}, control at {server.control_url}")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await server.close()
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,95 @@
+"""A seeded agent that samples uniformly over the whole action space."""
+
+from __future__ import annotations
+
+import random
+import string
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.actions import (
+    MODIFIER_KEYS,
+    NAMED_KEYS,
+    Action,
+    Click,
+    Done,
+    DoubleClick,
+    Drag,
+    Key,
+    Move,
+    RightClick,
+    Scroll,
+    TypeText,
+    Wait,
+)
+from harness.agents.base import AgentContext
+from harness.observation import Observation
+
+
+class RandomAgentConfig(BaseModel):
+    """Relative weights of each action type and the bounds of their arguments."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    weights: dict[str, float] = Field(
+        default={
+            "click": 6.0, "double_click": 1.0, "right_click": 0.5, "move": 1.0, "drag": 1.0,
+            "scroll": 1.0, "type_text": 2.0, "key": 1.0, "wait": 0.25, "done": 0.0,
+        },
+        description="relative sampling weight per action type; 0 disables a type",
+    )
+    max_text_chars: int = Field(default=8, ge=1, description="longest random text to type")
+    max_wait_s: float = Field(default=0.2, ge=0, description="longest random wait in seconds")
+    max_scroll: int = Field(default=200, ge=1, description="largest wheel delta in pixels")
+
+
+class RandomAgent:
+    """Samples an action type by weight, then its arguments within the screenshot."""
+
+    name = "random"
+
+    def __init__(self, seed: int | None = None, config: RandomAgentConfig | None = None) -> None:
+        self.config = config or RandomAgentConfig()
+        types = [t for t, w in self.config.weights.items() if w > 0]
+        if not types:
+            raise ValueError(f"expected at least one positive weight, got {self.config.weights}")
+        self._types = types
+        self._weights = [self.config.weights[t] for t in types]
+        self._rng = random.Random(seed)
+
+    def reset(self, seed: int | None) -> None:
+        self._rng = random.Random(seed)
+
+    async def act(self, obs: Observation, ctx: AgentContext) -> Action:
+        return self.sample(obs.width, obs.height)
+
+    def sample(self, width: int, height: int) -> Action:
+        """One random action with coordinates inside a width x height screenshot."""
+        rng = self._rng
+        kind = rng.choices(self._types, self._weights)[0]
+        x, y = rng.randrange(width), rng.randrange(height)
+        if kind in ("click", "double_click", "right_click", "move"):
+            cls = {"click": Click, "double_click": DoubleClick, "right_click": RightClick,
+                   "move": Move}[kind]
+            return cls(x=x, y=y)
+        if kind == "drag":
+            return Drag(x=x, y=y, to_x=rng.randrange(width), to_y=rng.randrange(height))
+        if kind == "scroll":
+            limit = self.config.max_scroll
+            return Scroll(x=x, y=y, dy=rng.randint(-limit, limit))
+        if kind == "type_text":
+            alphabet = string.ascii_letters + string.digits + " "
+            length = rng.randint(1, self.config.max_text_chars)
+            return TypeText(text="".join(rng.choice(alphabet) for _ in range(length)))
+        if kind == "key":
+            return self._key()
+        if kind == "wait":
+            return Wait(seconds=round(rng.uniform(0, self.config.max_wait_s), 3))
+        return Done()
+
+    def _key(self) -> Key:
+        rng = self._rng
+        main = rng.choice([*NAMED_KEYS, *string.ascii_lowercase, *string.digits])
+        if rng.random() < 0.2:
+            return Key(keys=(rng.choice(MODIFIER_KEYS), main))
+        return Key(keys=(main,))

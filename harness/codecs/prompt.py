@@ -1,0 +1,94 @@
+"""System-prompt text generated from the action models themselves.
+
+Each action type contributes its docstring, its fields' descriptions, and an example
+produced by *encoding* a sample instance with the codec at hand, so the prompt can
+never drift from what the decoder accepts. Adding an action or a field to
+``harness/actions.py`` changes every prompt; a field without a sample value here fails
+loudly (and in the tests) instead of silently dropping out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from harness.actions import ACTION_TYPES, MODIFIER_KEYS, NAMED_KEYS, NORMALIZED_MAX, Action
+from harness.codecs.base import CodecOptions, Size
+
+# Distinct values so that a reader can match each field to its place in the syntax.
+EXAMPLE_VALUES: dict[str, Any] = {
+    "x": 640, "y": 360, "to_x": 900, "to_y": 420, "dx": 0, "dy": 300,
+    "text": "hello world", "keys": ("ctrl", "c"), "seconds": 1.0, "answer": "42",
+}
+# Encoding the examples in normalized mode against this size keeps the numbers as written.
+EXAMPLE_SIZE: Size = (NORMALIZED_MAX, NORMALIZED_MAX)
+_PIXEL_WORDS = "screenshot pixels"
+_NORMALIZED_WORDS = f"normalized 0-{NORMALIZED_MAX} units"
+
+
+def example_actions() -> list[Action]:
+    """One sample instance of every action type, built from EXAMPLE_VALUES."""
+    examples = []
+    for cls in ACTION_TYPES:
+        fields = {}
+        for name in cls.model_fields:
+            if name == "type":
+                continue
+            if name not in EXAMPLE_VALUES:
+                raise ValueError(
+                    f"expected an example value for field {cls.__name__}.{name} in "
+                    "harness/codecs/prompt.py EXAMPLE_VALUES, got none; add one"
+                )
+            fields[name] = EXAMPLE_VALUES[name]
+        examples.append(cls(**fields))
+    return examples
+
+
+def describe_fields(cls: type, options: CodecOptions) -> str:
+    """``name=value (description)`` for every field but the tag, from the model."""
+    parts = []
+    for name, info in cls.model_fields.items():  # type: ignore[attr-defined]
+        if name == "type":
+            continue
+        text = info.description or ""
+        if options.coordinates == "normalized":
+            text = text.replace(_PIXEL_WORDS, _NORMALIZED_WORDS)
+        if not info.is_required():
+            text += f"; optional, default {info.default!r}"
+        parts.append(f"{name}={EXAMPLE_VALUES[name]!r} ({text})")
+    return "; ".join(parts)
+
+
+def coordinate_sentence(options: CodecOptions) -> str:
+    if options.coordinates == "normalized":
+        return (
+            f"Coordinates are normalized to 0-{NORMALIZED_MAX} on both axes: (0, 0) is the "
+            f"top-left corner of the screenshot and ({NORMALIZED_MAX}, {NORMALIZED_MAX}) "
+            "the bottom-right."
+        )
+    return (
+        "Coordinates are integer pixels of the screenshot: (0, 0) is the top-left corner, "
+        "x grows to the right and y grows downwards."
+    )
+
+
+def build_prompt(
+    header: str, encode: Callable[..., str], options: CodecOptions, notes: str = ""
+) -> str:
+    """The action-space description: header, coordinates, one entry per action type."""
+    lines = [header.strip(), "", coordinate_sentence(options), "", "Available actions:"]
+    for action in example_actions():
+        cls = type(action)
+        example = encode(action, size=EXAMPLE_SIZE)
+        doc = (cls.__doc__ or cls.__name__).strip()
+        lines.append(f"- {cls.__name__}: {doc}")
+        lines.append(f"  Fields: {describe_fields(cls, options)}.")
+        lines.extend("    " + line for line in example.splitlines())
+    lines += [
+        "",
+        f"Key names: {', '.join(MODIFIER_KEYS + NAMED_KEYS)}, or any single printable "
+        "character; modifiers come first in a combination.",
+    ]
+    if notes:
+        lines += ["", notes.strip()]
+    return "\n".join(lines) + "\n"

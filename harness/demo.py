@@ -1,0 +1,134 @@
+"""`cua demo`: the whole pipeline on embedded defaults, as the commands a user would type.
+
+Each stage runs one `cua` command in a subprocess (so the demo exercises exactly the CLI
+the README documents), prints it, and the demo ends with an index page linking every
+report it produced.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.rule import Rule
+
+console = Console()
+
+
+@dataclass
+class Stage:
+    """One demo command and the files it leaves for the index page."""
+
+    title: str
+    args: list[str]
+    links: dict[str, str] = field(default_factory=dict)  # label -> path relative to the out dir
+    allow_failure: bool = False
+
+
+def demo_stages(out: Path, *, quick: bool) -> list[Stage]:
+    episodes = "1" if quick else "2"
+    budget = "60" if quick else "150"
+    site = out / "synth_site.yaml"
+    tasks = out / "synth_tasks.jsonl"
+    store = out / "store"
+    return [
+        Stage("MiniWoB++: random agent", [
+            "eval", "--suite", "miniwob:click-button,click-link,click-checkboxes,enter-text",
+            "--agent", "random", "--episodes", episodes, "--concurrency", "2", "--seed", "0",
+            "--max-steps", "5", "--out", str(out / "miniwob_random"), "--no-progress",
+        ], {"MiniWoB++ report": "miniwob_random/report.html"}),
+        Stage("FSM sites: synthesize a new site", [
+            "sites", "synth", "--seed", "7", "--difficulty", "easy", "--out", str(site),
+        ], {"synthesized site spec": "synth_site.yaml"}),
+        Stage("FSM sites: validate it", ["sites", "validate", str(site)]),
+        Stage("FSM sites: synthesize tasks and verify their oracle paths in a real browser", [
+            "tasks", "synth", "--site", str(site), "--n", "6", "--seed", "0", "--out", str(tasks),
+        ], {"verified tasks": "synth_tasks.jsonl"}),
+        Stage("FSM sites: oracle agent on the verified tasks", [
+            "eval", "--suite", f"fsm-tasks:{tasks}", "--agent", "oracle", "--episodes", "1",
+            "--concurrency", "2", "--max-steps", "20", "--out", str(out / "fsm_oracle"),
+            "--no-progress",
+        ], {"FSM oracle report": "fsm_oracle/report.html"}),
+        Stage("FSM sites: random agent on the verified tasks", [
+            "eval", "--suite", f"fsm-tasks:{tasks}", "--agent", "random", "--episodes", "1",
+            "--concurrency", "2", "--max-steps", "8", "--out", str(out / "fsm_random"),
+            "--no-progress",
+        ], {"FSM random report": "fsm_random/report.html"}),
+        Stage("Tree store: collect with tree exploration", [
+            "collect", "--suite", "fsm:shop", "--store", str(store), "--budget", budget,
+            "--agent", "random", "--explore", "tree", "--seed", "0",
+        ]),
+        Stage("Tree store: statistics", ["store", "stats", str(store)]),
+        Stage("Tree store: export DPO pairs", [
+            "store", "export", str(store), "--format", "dpo", "--out", str(out / "export_dpo"),
+        ], {"DPO export": "export_dpo"}),
+        Stage("Tree store: trajectory viewer", [
+            "view", str(store), "--out", str(out / "viewer"),
+        ], {"trajectory viewer": "viewer/index.html"}),
+    ]
+
+
+def run_stage(stage: Stage) -> tuple[int, float]:
+    console.print(Rule(stage.title))
+    console.print(f"[dim]$ cua {' '.join(stage.args)}[/dim]")
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", *stage.args], check=False)
+    return proc.returncode, time.perf_counter() - started
+
+
+def write_index(out: Path, results: list[tuple[Stage, int, float]]) -> Path:
+    rows = []
+    for stage, code, seconds in results:
+        status = "ok" if code == 0 else f"exit {code}"
+        links = " · ".join(
+            f'<a href="{html.escape(path)}">{html.escape(label)}</a>'
+            for label, path in stage.links.items() if (out / path).exists()
+        )
+        rows.append(
+            f"<tr><td>{html.escape(stage.title)}</td><td><code>cua {html.escape(' '.join(stage.args))}"
+            f"</code></td><td>{status}</td><td>{seconds:.1f} s</td><td>{links}</td></tr>"
+        )
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>cua demo</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2rem}}td,th{{border:1px solid #ccc;padding:.4rem;
+vertical-align:top}}table{{border-collapse:collapse}}code{{font-size:.8rem}}</style></head><body>
+<h1>cua demo</h1><table><tr><th>stage</th><th>command</th><th>status</th><th>time</th><th>outputs</th></tr>
+{''.join(rows)}</table></body></html>"""
+    index = out / "index.html"
+    index.write_text(page, encoding="utf-8")
+    (out / "stages.json").write_text(json.dumps(
+        [{"title": s.title, "args": s.args, "exit": c, "seconds": round(t, 2)} for s, c, t in results],
+        indent=2), encoding="utf-8")
+    return index
+
+
+def demo_command(
+    out: Annotated[Path, typer.Option("--out", help="where the demo writes everything")] = Path("runs/demo"),
+    quick: Annotated[bool, typer.Option("--quick/--full", help="fewer episodes and a smaller budget")] = True,
+) -> None:
+    """Run the pipeline end to end on embedded defaults and print where its report is."""
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for stage in demo_stages(out, quick=quick):
+        code, seconds = run_stage(stage)
+        results.append((stage, code, seconds))
+        if code != 0 and not stage.allow_failure:
+            console.print(f"[red]stage failed ({stage.title}); stopping[/red]")
+            break
+    index = write_index(out, results)
+    failed = [s.title for s, c, _ in results if c != 0]
+    console.print(Rule("demo finished" if not failed else "demo stopped"))
+    console.print(f"report: {index.resolve()}")
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo_command)

@@ -1,0 +1,338 @@
+"""The env: one task in one sandbox, with a gymnasium-shaped API.
+
+``AsyncBrowserEnv`` is the core (async, used by the episode runner); ``BrowserEnv`` is a
+``gymnasium.Env`` that drives the same core on a private event loop in a thread, for
+code that is not async. ``make_env("miniwob:click-button")`` builds the sync one with its
+own Chromium.
+
+Two error channels (see docs/evaluation.md): the agent's mistakes (text no codec can
+parse, a click outside the screenshot, an action the page refuses) come back as
+``Observation.last_action_error`` and the step still counts; infrastructure failures
+(``SandboxError``, ``TaskError``, ``EpisodeTimeout``) raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import gymnasium
+from pydantic import ValidationError
+
+from harness.actions import POINTER_ACTIONS, Action, Done, Drag, parse_action
+from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
+from harness.observation import Observation, ResetInfo, StepInfo
+from harness.tasks.base import Task, TaskSetup, Validation
+from sandboxes.base import Sandbox, Screenshot
+
+T = TypeVar("T")
+StepResult = tuple[Observation, float, bool, bool, StepInfo]
+
+DEFAULT_MAX_STEPS = 30
+DEFAULT_STEP_TIMEOUT_S = 30.0
+DEFAULT_RESET_TIMEOUT_S = 60.0
+
+
+def sandbox_overrides_for(task: Task) -> dict[str, Any]:
+    """Per-sandbox BrowserConfig overrides a task asks for (its ``viewport``, if any)."""
+    viewport = getattr(task, "viewport", None)
+    if viewport is None:
+        return {}
+    return {"viewport_width": int(viewport[0]), "viewport_height": int(viewport[1])}
+
+
+def resolve_codec(codec: Any) -> Any:
+    """A codec object from a name ("qwen", "uitars", "pyautogui", "json") or an object."""
+    if codec is None or isinstance(codec, str):
+        from harness.codecs import get_codec
+
+        return get_codec(codec or "json")
+    return codec
+
+
+class AsyncBrowserEnv:
+    """One task in one sandbox. ``reset`` starts an episode; ``step`` acts and judges."""
+
+    def __init__(
+        self,
+        task: Task,
+        sandbox: Sandbox,
+        *,
+        codec: Any = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
+        reset_timeout_s: float = DEFAULT_RESET_TIMEOUT_S,
+    ) -> None:
+        if max_steps < 1:
+            raise ConfigError(f"expected max_steps >= 1, got {max_steps}")
+        if step_timeout_s <= 0 or reset_timeout_s <= 0:
+            raise ConfigError(
+                f"expected positive timeouts, got step_timeout_s={step_timeout_s}, "
+                f"reset_timeout_s={reset_timeout_s}"
+            )
+        self.task = task
+        self.sandbox = sandbox
+        self.max_steps = max_steps
+        self.step_timeout_s = step_timeout_s
+        self.reset_timeout_s = reset_timeout_s
+        self._codec_spec = codec
+        self._codec: Any = None
+        self._setup: TaskSetup | None = None
+        self._episode_id = ""
+        self._steps = 0
+        self._ended = True
+        self._last_obs: Observation | None = None
+
+    @property
+    def codec(self) -> Any:
+        """The codec that decodes text actions (resolved on first use; default "json")."""
+        if self._codec is None:
+            self._codec = resolve_codec(self._codec_spec)
+        return self._codec
+
+    @property
+    def last_observation(self) -> Observation | None:
+        """The most recent observation (None before the first reset)."""
+        return self._last_obs
+
+    @property
+    def episode_id(self) -> str:
+        return self._episode_id
+
+    async def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, ResetInfo]:
+        """Start a fresh episode of the task, seeded, in a fresh browser context."""
+        if options:
+            raise ConfigError(
+                f"expected no reset options, got {sorted(options)}; seed the episode with seed="
+            )
+        start = time.perf_counter()
+        if self._setup is not None:
+            await self.task.teardown(self.sandbox)
+        self._setup = None
+        setup = await self._timed(
+            self.task.setup(self.sandbox, seed=seed), self.reset_timeout_s, "reset"
+        )
+        shot = await self._timed(self.sandbox.screenshot(), self.step_timeout_s, "screenshot")
+        self._setup, self._steps, self._ended = setup, 0, False
+        self._episode_id = uuid.uuid4().hex[:12]
+        obs = self._observe(shot, None)
+        info = ResetInfo(
+            task=self.task.id,
+            seed=seed,
+            episode_id=self._episode_id,
+            reset_seconds=time.perf_counter() - start,
+            fsm_state=setup.fsm_state,
+        )
+        return obs, info
+
+    async def step(self, action: Action | str | dict) -> StepResult:
+        """Act, judge, observe. Text is decoded with the codec; agent errors don't raise."""
+        if self._setup is None or self._last_obs is None:
+            raise RuntimeError("expected reset() before step(), got step() first; call reset()")
+        if self._ended:
+            raise RuntimeError("expected reset() after the episode ended, got another step()")
+        start = time.perf_counter()
+        parsed, text, error = self._decode(action)
+        validation, shot, agent_error = await self._timed(
+            self._act_and_judge(parsed, error), self.step_timeout_s, "step"
+        )
+        self._steps += 1
+        error = error if error is not None else agent_error
+        terminated = validation.done or isinstance(parsed, Done)
+        truncated = not terminated and self._steps >= self.max_steps
+        self._ended = terminated or truncated
+        obs = self._observe(shot, error)
+        info = StepInfo(
+            task=self.task.id,
+            episode_id=self._episode_id,
+            action=parsed.model_dump() if parsed is not None else None,
+            raw_reward=validation.raw_reward,
+            message=validation.message,
+            step_seconds=time.perf_counter() - start,
+            verdict=validation.verdict,
+            success=validation.success,
+            action_text=text,
+        )
+        return obs, float(validation.reward), terminated, truncated, info
+
+    async def oracle_action(self) -> Action | None:
+        """The task's oracle action for the current state (``Task.cheat``), or None."""
+        if self._setup is None:
+            raise RuntimeError("expected reset() before oracle_action(), got none")
+        return await self._timed(self.task.cheat(self.sandbox), self.step_timeout_s, "cheat")
+
+    async def close(self) -> None:
+        """Tear the task down. The sandbox belongs to whoever made it and stays open."""
+        if self._setup is not None:
+            self._setup = None
+            await self.task.teardown(self.sandbox)
+        self._ended = True
+
+    # ---- internals -------------------------------------------------------------------
+
+    async def _act_and_judge(
+        self, action: Action | None, error: str | None
+    ) -> tuple[Validation, Screenshot, str | None]:
+        """Execute (unless the agent already erred), validate, screenshot."""
+        agent_error = None
+        if action is not None and error is None:
+            agent_error = await self.sandbox.execute(action)
+        judged = action if error is None else None
+        validation = await self.task.validate(self.sandbox, judged)
+        return validation, await self.sandbox.screenshot(), agent_error
+
+    def _decode(self, action: Action | str | dict) -> tuple[Action | None, str | None, str | None]:
+        """(action, source text, agent error) for whatever the agent handed over."""
+        assert self._last_obs is not None
+        size = (self._last_obs.width, self._last_obs.height)
+        text: str | None = None
+        try:
+            if isinstance(action, str):
+                text = action
+                parsed = self.codec.decode(action, size=size)
+            elif isinstance(action, dict):
+                parsed = parse_action(action)
+            else:
+                parsed = action
+        except ActionParseError as exc:
+            return None, text, str(exc)
+        except ValidationError as exc:
+            return None, text, f"expected an action dict, got {action!r}: {exc.errors()[0]['msg']}"
+        return parsed, text, out_of_bounds(parsed, size)
+
+    def _observe(self, shot: Screenshot, error: str | None) -> Observation:
+        assert self._setup is not None
+        obs = Observation(
+            screenshot=shot.data,
+            image_format=shot.format,
+            width=shot.width,
+            height=shot.height,
+            instruction=self._setup.instruction,
+            url=self.sandbox.url,
+            step=self._steps,
+            last_action_error=error,
+        )
+        self._last_obs = obs
+        return obs
+
+    async def _timed(self, awaitable: Coroutine[Any, Any, T], limit: float, what: str) -> T:
+        try:
+            return await asyncio.wait_for(awaitable, limit)
+        except TimeoutError as exc:
+            raise EpisodeTimeout(
+                f"expected {what} of {self.task.id} within {limit}s, got a timeout; "
+                "raise the timeout or check the sandbox"
+            ) from exc
+
+
+def out_of_bounds(action: Action, size: tuple[int, int]) -> str | None:
+    """An agent error if a pointer action's coordinates fall outside the screenshot."""
+    if not isinstance(action, POINTER_ACTIONS):
+        return None
+    points = [(action.x, action.y)]
+    if isinstance(action, Drag):
+        points.append((action.to_x, action.to_y))
+    width, height = size
+    for x, y in points:
+        if not (0 <= x < width and 0 <= y < height):
+            return (
+                f"expected a point inside the {width}x{height} screenshot, got {action.type} "
+                f"at ({x}, {y}); use x in [0, {width - 1}] and y in [0, {height - 1}]"
+            )
+    return None
+
+
+# ---- the sync wrapper --------------------------------------------------------------------
+
+
+class _LoopThread:
+    """A private asyncio loop on a daemon thread; ``run`` blocks on one coroutine."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="cua-env", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+        self.loop.close()
+
+
+class BrowserEnv(gymnasium.Env):
+    """A gymnasium env over ``AsyncBrowserEnv`` with its own Chromium (``BrowserHost``).
+
+    Observations are ``Observation`` models and actions are ``Action`` models or model
+    text (decoded with ``codec``); rather than Box/Discrete spaces, the typed models are
+    the contract.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        task: Task | str,
+        *,
+        browser_config: Any = None,
+        codec: Any = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
+    ) -> None:
+        from harness.tasks.registry import make_task
+        from sandboxes.browser_host import BrowserHost
+
+        self.task = make_task(task) if isinstance(task, str) else task
+        self._loop = _LoopThread()
+        self._host = BrowserHost(browser_config)
+        try:
+            self._loop.run(self._host.start())
+            sandbox = self._loop.run(self._host.new_sandbox(**sandbox_overrides_for(self.task)))
+        except BaseException:
+            self._loop.run(self._host.close())
+            self._loop.stop()
+            raise
+        self._sandbox = sandbox
+        self.env = AsyncBrowserEnv(
+            self.task, sandbox, codec=codec, max_steps=max_steps, step_timeout_s=step_timeout_s
+        )
+        self._closed = False
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, ResetInfo]:
+        super().reset(seed=seed)
+        return self._loop.run(self.env.reset(seed=seed, options=options))
+
+    def step(self, action: Action | str | dict) -> StepResult:
+        return self._loop.run(self.env.step(action))
+
+    def oracle_action(self) -> Action | None:
+        return self._loop.run(self.env.oracle_action())
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._loop.run(self.env.close())
+            self._loop.run(self._host.close())
+        finally:
+            self._loop.stop()
+
+
+def make_env(task_id: str, **kwargs: Any) -> BrowserEnv:
+    """A sync env for ``task_id`` (e.g. "miniwob:click-button") with its own Chromium.
+
+    Keyword arguments go to ``BrowserEnv`` (browser_config, codec, max_steps, step_timeout_s).
+    """
+    return BrowserEnv(task_id, **kwargs)

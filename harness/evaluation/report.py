@@ -1,0 +1,147 @@
+"""report.html: a summary table and, per episode, its screenshots with the actions drawn.
+
+Screenshots are the JPEGs the runner saved under ``episodes/<episode>/``, referenced by
+relative path (the report lives next to them). Each action is an SVG overlay in the
+screenshot's own pixel space (``viewBox``), so it lines up however the JPEG was
+downscaled: a crosshair for clicks and hovers, an arrow for drags and scrolls, a text
+label for typing, keys, waits and done; agent errors are a red caption.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from harness.runner import EpisodeRecord, StepRecord
+
+MAX_EPISODES = 200  # beyond this the page gets too heavy to open; the table still lists all
+THUMB_WIDTH = 200
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; margin-bottom: 1.5em; }
+td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+td:first-child, th:first-child { text-align: left; }
+.ok { color: #08a045; font-weight: bold; } .bad { color: #c62828; font-weight: bold; }
+.episode { border-top: 2px solid #ddd; padding-top: .6em; margin-top: 1em; }
+.steps { display: flex; flex-wrap: wrap; gap: 8px; }
+.frame { position: relative; display: inline-block; }
+.frame img, .frame svg { display: block; }
+.frame svg { position: absolute; top: 0; left: 0; }
+.cap { font-size: 11px; max-width: 200px; overflow-wrap: anywhere; }
+.err { color: #c62828; }
+"""
+
+
+def _table(summary: dict[str, Any]) -> str:
+    head = "<tr><th>task</th><th>episodes</th><th>success</th><th>mean reward</th>" \
+           "<th>steps</th><th>wall s</th><th>steps/s</th></tr>"
+    rows = [(task, figs) for task, figs in summary["per_task"].items()]
+    rows.append(("all", summary))
+    body = "".join(
+        f"<tr><td>{escape(name)}</td><td>{f['episodes']}</td><td>{f['success_rate']:.1%}</td>"
+        f"<td>{f['mean_reward']:.3f}</td><td>{f['steps']}</td><td>{f['wall_seconds']:.1f}</td>"
+        f"<td>{f['steps_per_second']:.2f}</td></tr>"
+        for name, f in rows
+    )
+    return f"<table>{head}{body}</table>"
+
+
+def _label(x: float, y: float, text: str, size: float, color: str = "#d500f9") -> str:
+    return (
+        f'<text x="{x}" y="{y}" font-size="{size}" fill="{color}" stroke="white" '
+        f'stroke-width="{size / 6}" paint-order="stroke">{escape(text)}</text>'
+    )
+
+
+def action_svg(action: dict | None, width: int, height: int) -> str:
+    """SVG shapes (no <svg> wrapper) drawing ``action`` in a width x height screenshot."""
+    if not action:
+        return ""
+    unit = max(width, height) / 40  # marker size relative to the image
+    kind = action.get("type")
+    x, y = action.get("x"), action.get("y")
+    color = {"click": "#ff1744", "double_click": "#ff9100", "right_click": "#2979ff"}.get(kind, "#00b0ff")
+    if kind in ("click", "double_click", "right_click", "move") and x is not None:
+        r = unit
+        return (
+            f'<circle cx="{x}" cy="{y}" r="{r}" fill="none" stroke="{color}" stroke-width="{unit / 4}"/>'
+            f'<line x1="{x - 2 * r}" y1="{y}" x2="{x + 2 * r}" y2="{y}" stroke="{color}" stroke-width="{unit / 5}"/>'
+            f'<line x1="{x}" y1="{y - 2 * r}" x2="{x}" y2="{y + 2 * r}" stroke="{color}" stroke-width="{unit / 5}"/>'
+            + ("" if kind == "click" else _label(x + r, y - r, kind.replace("_click", ""), unit * 1.5))
+        )
+    if kind in ("drag", "scroll") and x is not None:
+        to_x = action.get("to_x", x + action.get("dx", 0) / 4)
+        to_y = action.get("to_y", y + action.get("dy", 0) / 4)
+        label = "" if kind == "drag" else _label(x + unit, y, f"scroll {action.get('dy', 0)}", unit * 1.5)
+        return (
+            f'<line x1="{x}" y1="{y}" x2="{to_x}" y2="{to_y}" stroke="#00c853" '
+            f'stroke-width="{unit / 3}" marker-end="url(#arrow)"/>'
+            f'<circle cx="{x}" cy="{y}" r="{unit / 2}" fill="#00c853"/>' + label
+        )
+    text = {
+        "type_text": f"type {action.get('text', '')!r}",
+        "key": "key " + "+".join(action.get("keys", ())),
+        "wait": f"wait {action.get('seconds', '')}s",
+        "done": f"done {action.get('answer') or ''}".strip(),
+    }.get(kind, str(kind))
+    return _label(unit / 2, height - unit, text[:40], unit * 1.6)
+
+
+def _frame(step: StepRecord, width: int, height: int) -> str:
+    if step.screenshot is None:
+        return ""
+    shown_h = round(THUMB_WIDTH * height / width) if width else THUMB_WIDTH
+    marker = (
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="8" refY="5" markerWidth="4" '
+        'markerHeight="4" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+        'fill="#00c853"/></marker></defs>'
+    )
+    overlay = action_svg(step.action, width, height)
+    caption = escape(step.action_text or (str(step.action.get("type")) if step.action else "unparsed"))
+    error = f'<div class="cap err">{escape(step.error)}</div>' if step.error else ""
+    return (
+        f'<div><div class="frame"><img src="{escape(step.screenshot)}" width="{THUMB_WIDTH}" '
+        f'height="{shown_h}" alt="step {step.step}"><svg width="{THUMB_WIDTH}" height="{shown_h}" '
+        f'viewBox="0 0 {width} {height}" preserveAspectRatio="none">{marker}{overlay}</svg></div>'
+        f'<div class="cap">{step.step}. {caption[:80]} · r={step.reward:.2f}</div>{error}</div>'
+    )
+
+
+def _episode(record: EpisodeRecord) -> str:
+    status = '<span class="ok">success</span>' if record.success else '<span class="bad">fail</span>'
+    error = f'<div class="err">error: {escape(record.error)}</div>' if record.error else ""
+    frames = "".join(_frame(s, record.width, record.height) for s in record.trajectory)
+    if record.final_screenshot:
+        final = StepRecord(step=record.steps, action=None, reward=record.reward,
+                           raw_reward=record.raw_reward, screenshot=record.final_screenshot,
+                           action_text="final")
+        frames += _frame(final, record.width, record.height)
+    return (
+        f'<div class="episode" id="{escape(record.episode)}"><h3>{escape(record.task)} '
+        f"· seed {record.seed} · #{record.index} · {status} · reward {record.reward:.3f} "
+        f"· {record.steps} steps · {record.wall_seconds:.1f}s</h3>"
+        f"<div>{escape(record.instruction)}</div>{error}<div class=\"steps\">{frames}</div></div>"
+    )
+
+
+def render_report(summary: dict[str, Any], records: list[EpisodeRecord], title: str) -> str:
+    """The whole report page as a string."""
+    shown = records[:MAX_EPISODES]
+    more = (f"<p>{len(records) - len(shown)} more episodes are in results.jsonl.</p>"
+            if len(records) > len(shown) else "")
+    failed = sum(1 for r in records if r.error)
+    note = f"<p class='err'>{failed} episode(s) failed on infrastructure errors and are not scored.</p>" if failed else ""
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>{_table(summary)}{note}"
+        f"{''.join(_episode(r) for r in shown)}{more}</body></html>"
+    )
+
+
+def write_report(path: Path, summary: dict[str, Any], records: list[EpisodeRecord],
+                 title: str = "cua eval") -> Path:
+    """Write report.html; screenshot paths in ``records`` are relative to its folder."""
+    path.write_text(render_report(summary, records, title), encoding="utf-8")
+    return path

@@ -1,0 +1,67 @@
+"""summary.json: success rate, reward, steps and speed over a results.jsonl, per task too.
+
+Episodes that failed for infrastructure reasons after every retry carry an ``error``;
+they are left out of every figure (they measure the harness, not the agent) and the CLI
+reports how many there were. When a key (task, seed, index) appears more than once
+(a resumed run), its last record wins.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from harness.runner import EpisodeRecord
+
+SUMMARY_KEYS = (
+    "episodes", "success_rate", "mean_reward", "steps", "wall_seconds", "steps_per_second",
+    "per_task",
+)
+
+
+def latest(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
+    """One record per (task, seed, index), the last one written."""
+    by_key: dict[tuple, EpisodeRecord] = {}
+    for record in records:
+        by_key[record.key] = record
+    return list(by_key.values())
+
+
+def figures(records: list[EpisodeRecord]) -> dict[str, float | int]:
+    """The figures of one group of scored episodes.
+
+    ``wall_seconds`` sums the episodes' own wall times, so ``steps_per_second`` is the
+    speed of one env, independent of concurrency.
+    """
+    n = len(records)
+    steps = sum(r.steps for r in records)
+    wall = sum(r.wall_seconds for r in records)
+    return {
+        "episodes": n,
+        "success_rate": round(sum(r.success for r in records) / n, 4) if n else 0.0,
+        "mean_reward": round(sum(r.reward for r in records) / n, 4) if n else 0.0,
+        "steps": steps,
+        "wall_seconds": round(wall, 3),
+        "steps_per_second": round(steps / wall, 3) if wall > 0 else 0.0,
+    }
+
+
+def summarize(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
+    """The summary.json object (top-level keys exactly ``SUMMARY_KEYS``)."""
+    scored = [r for r in latest(records) if r.error is None]
+    per_task: dict[str, list[EpisodeRecord]] = {}
+    for record in scored:
+        per_task.setdefault(record.task, []).append(record)
+    return {
+        **figures(scored),
+        "per_task": {task: figures(rs) for task, rs in sorted(per_task.items())},
+    }
+
+
+def write_summary(path: Path, records: Iterable[EpisodeRecord]) -> dict[str, Any]:
+    """Write summary.json and return it."""
+    summary = summarize(records)
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+    return summary

@@ -1,0 +1,132 @@
+"""`cua tasks synth`: synthesize FSM tasks for a site, verify each in a real browser.
+
+Verification replays each task's oracle through the browser sandbox and the env
+(``FSMTask.cheat`` -> ``env.step``) and keeps a task only when the oracle reaches the
+goal and every step that sent an event was on a shortest path. Steps that send no
+event (focusing a field, typing, opening a dropdown) are preparatory and allowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, is_dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+
+from fsm_sites.server import SiteServer, resolve_sites
+from fsm_sites.spec import SiteSpec
+from harness.tasks.fsm import FSMTask, goal_tasks
+
+console = Console(stderr=True)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of verifying one task."""
+
+    task_id: str
+    kept: bool
+    reason: str  # "ok" or why it was dropped
+    steps: int
+
+
+async def verify_one(task: Any, server: SiteServer, sandbox: Any, *, seed: int = 0) -> Verdict:
+    """Replay ``task``'s oracle in ``sandbox`` through the env; keep it only if it is clean."""
+    from harness.env import AsyncBrowserEnv
+
+    difficulty = int(getattr(task, "difficulty", 0) or 8)
+    fsm_task = FSMTask(task, server)
+    env = AsyncBrowserEnv(fsm_task, sandbox, max_steps=6 * difficulty + 6)
+    try:
+        await env.reset(seed=seed)
+    except Exception as exc:  # a broken task must be reported, not crash the run
+        return Verdict(task.id, False, f"setup failed: {exc}", 0)
+    try:
+        for step in range(env.max_steps):
+            action = await env.oracle_action()
+            if action is None:
+                return Verdict(task.id, False, "the oracle has no path from the current state", step)
+            _, _, terminated, truncated, info = await env.step(action)
+            events = fsm_task.step_events[-1]
+            if events and not info.verdict.on_shortest_path:
+                return Verdict(task.id, False, f"step {step + 1} left the shortest path "
+                               f"({info.verdict.transition_id or 'no transition fired'})", step + 1)
+            if terminated or truncated:
+                reached = info.success
+                return Verdict(task.id, reached, "ok" if reached else info.message, step + 1)
+        return Verdict(task.id, False, f"did not reach the goal in {env.max_steps} steps", env.max_steps)
+    finally:
+        await env.close()
+
+
+async def verify_tasks(tasks: Sequence[Any], specs: Sequence[SiteSpec], *, seed: int = 0,
+                       show_progress: bool = True) -> list[Verdict]:
+    """Verify every task in one browser and one site server (sequentially: 2-core machines)."""
+    from sandboxes.browser import BrowserHost
+
+    out: list[Verdict] = []
+    async with SiteServer(specs) as server, BrowserHost() as host:
+        sandbox = await host.new_sandbox()
+        try:
+            with Progress(console=console, disable=not show_progress) as progress:
+                bar = progress.add_task("verifying tasks", total=len(tasks))
+                for task in tasks:
+                    out.append(await verify_one(task, server, sandbox, seed=seed))
+                    progress.advance(bar)
+        finally:
+            await sandbox.close()
+    return out
+
+
+def synthesize(spec: SiteSpec, n: int, seed: int) -> list[Any]:
+    """Up to ``n`` tasks: fsm_sites.tasks' synthesis where it exists, else one per goal."""
+    try:
+        from fsm_sites import tasks as fsm_tasks
+    except ImportError:
+        fsm_tasks = None
+    synth = getattr(fsm_tasks, "synthesize_tasks", None)
+    return list(synth(spec, n=n, seed=seed)) if synth else goal_tasks(spec)[:n]
+
+
+def _task_json(task: Any) -> str:
+    if hasattr(task, "model_dump_json"):
+        return task.model_dump_json()
+    return json.dumps(asdict(task) if is_dataclass(task) else dict(task))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``cua tasks synth``."""
+    tasks_app = typer.Typer(help="Synthesize and verify FSM-site tasks.", no_args_is_help=True)
+
+    @tasks_app.command("synth")
+    def synth(
+        site: Annotated[str, typer.Option("--site", help="a library site name or a spec file (.yaml/.json)")],
+        n: Annotated[int, typer.Option("--n", min=1, help="how many tasks to synthesize")] = 20,
+        out: Annotated[Path, typer.Option("--out", help="where to write the kept tasks")] = Path("tasks.jsonl"),
+        seed: Annotated[int, typer.Option("--seed", help="synthesis seed and verification layout seed")] = 0,
+        verify: Annotated[bool, typer.Option("--verify/--no-verify", help="replay each oracle in a browser")] = True,
+    ) -> None:
+        spec = resolve_sites([site])[0]
+        tasks = synthesize(spec, n, seed)
+        kept = tasks
+        if verify:
+            verdicts = asyncio.run(verify_tasks(tasks, [spec], seed=seed))
+            kept = [t for t, v in zip(tasks, verdicts, strict=True) if v.kept]
+            reasons = Counter(v.reason for v in verdicts if not v.kept)
+            console.print(f"verified {len(tasks)} task(s): kept {len(kept)}, dropped {len(tasks) - len(kept)}")
+            for reason, count in reasons.most_common():
+                console.print(f"  dropped {count}: {reason}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(_task_json(t) + "\n" for t in kept), encoding="utf-8")
+        console.print(f"wrote {len(kept)} task(s) to {out}")
+        if verify and not kept:
+            raise typer.Exit(code=1)
+
+    app.add_typer(tasks_app, name="tasks")

@@ -1,0 +1,98 @@
+"""Content-addressed screenshot blobs.
+
+A blob's address is the sha256 of the screenshot bytes as the sandbox captured them
+(Chromium's PNG encoder is deterministic, so the same pixels give the same bytes):
+hashing needs no decode, so a repeated screenshot costs one hash and one lookup.
+Only a screenshot seen for the first time is re-encoded, by default as lossless WebP
+(pixel-identical, about 4.5x smaller than Chromium's PNG; numbers in docs/store.md).
+Files are written to a temp name and renamed, so a crash never leaves a torn blob.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from harness.errors import StoreError
+
+BlobFormat = Literal["webp", "png"]
+_SUFFIX = {"webp": ".webp", "png": ".png"}
+
+
+def blob_hash(data: bytes) -> str:
+    """The address of a screenshot: sha256 hex of its captured bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+class BlobDir:
+    """A directory of image files named by hash, fanned out by the first two hex digits."""
+
+    def __init__(self, root: Path, fmt: BlobFormat = "webp") -> None:
+        if fmt not in _SUFFIX:
+            raise StoreError(f"expected blob format 'webp' or 'png', got {fmt!r}; pick one of those")
+        self.root = root
+        self.fmt = fmt
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, digest: str) -> Path:
+        """Where the blob lives (whichever format it was written in)."""
+        for suffix in (_SUFFIX[self.fmt], *(s for s in _SUFFIX.values() if s != _SUFFIX[self.fmt])):
+            candidate = self.root / digest[:2] / (digest + suffix)
+            if candidate.exists():
+                return candidate
+        return self.root / digest[:2] / (digest + _SUFFIX[self.fmt])
+
+    def put(self, data: bytes) -> tuple[str, int, int, int]:
+        """Store a screenshot once; return (hash, stored bytes, width, height)."""
+        digest = blob_hash(data)
+        target = self.root / digest[:2] / (digest + _SUFFIX[self.fmt])
+        if target.exists():
+            width, height = _size(target.read_bytes())
+            return digest, target.stat().st_size, width, height
+        encoded, width, height = self._encode(data)
+        target.parent.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(encoded)
+        os.replace(tmp, target)
+        return digest, len(encoded), width, height
+
+    def get(self, digest: str) -> bytes:
+        """The stored (re-encoded) bytes of a blob."""
+        path = self.path(digest)
+        if not path.exists():
+            raise StoreError(f"expected blob {digest} under {self.root}, got no such file; "
+                             "the blob directory is incomplete")
+        return path.read_bytes()
+
+    def image(self, digest: str):  # -> PIL.Image.Image
+        """Decode a blob into an RGB PIL image."""
+        from PIL import Image
+
+        return Image.open(io.BytesIO(self.get(digest))).convert("RGB")
+
+    def _encode(self, data: bytes) -> tuple[bytes, int, int]:
+        from PIL import Image
+
+        image = Image.open(io.BytesIO(data))
+        width, height = image.size
+        if self.fmt == "png" and image.format == "PNG":
+            return data, width, height  # already PNG: keep the captured bytes
+        out = io.BytesIO()
+        if self.fmt == "webp":
+            image.convert("RGBA" if image.mode in ("RGBA", "LA", "P") else "RGB").save(
+                out, "WEBP", lossless=True, quality=80, method=4
+            )
+        else:
+            image.save(out, "PNG")
+        return out.getvalue(), width, height
+
+
+def _size(data: bytes) -> tuple[int, int]:
+    from PIL import Image
+
+    return Image.open(io.BytesIO(data)).size

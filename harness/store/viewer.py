@@ -1,0 +1,87 @@
+"""A static HTML viewer of a store: a collapsible tree, node details and path filmstrips."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from harness.store.draw import draw_action
+from harness.store.index import TreeIndex
+from harness.store.models import Node
+from harness.store.store import TrajectoryStore
+
+_ASSETS = Path(__file__).with_name("viewer_assets")
+
+
+def write_viewer(store: TrajectoryStore, out: Path) -> Path:
+    """Write ``out/index.html`` plus ``out/img/``; return the index path."""
+    images = out / "img"
+    images.mkdir(parents=True, exist_ok=True)
+    data: dict[str, dict] = {}
+    trees_html = []
+    for tree in store.trees():
+        index = TreeIndex.load(store, tree.id)
+        for node in index.nodes.values():
+            data[str(node.id)] = _node_record(store, index, node, images)
+        root = tree.root_id
+        body = _subtree_html(index, root) if root is not None else ""
+        trees_html.append(f'<section class="tree"><h2>{html.escape(tree.env)} '
+                          f'<small>{html.escape(tree.start_key)}</small></h2>{body}</section>')
+    payload = json.dumps(data).replace("</", "<\\/")
+    page = (_ASSETS / "index.html").read_text()
+    page = page.replace("/*STYLE*/", (_ASSETS / "viewer.css").read_text())
+    page = page.replace("/*SCRIPT*/", (_ASSETS / "viewer.js").read_text())
+    page = page.replace("<!--TREES-->", "\n".join(trees_html) or "<p>(empty store)</p>")
+    page = page.replace("/*DATA*/null", payload)
+    target = out / "index.html"
+    target.write_text(page)
+    return target
+
+
+def _node_record(store: TrajectoryStore, index: TreeIndex, node: Node, images: Path) -> dict:
+    shot = f"img/{node.id}.png"
+    if node.obs_blob and not (images / f"{node.id}.png").exists():
+        store.blobs.image(node.obs_blob).save(images / f"{node.id}.png")
+    action_img = None
+    parent = index.nodes.get(node.parent_id) if node.parent_id is not None else None
+    if parent is not None and parent.obs_blob and node.action is not None:
+        action_img = f"img/{node.id}-action.png"
+        if not (out := images / f"{node.id}-action.png").exists():
+            draw_action(store.blobs.image(parent.obs_blob), node.action).save(out)
+    return {
+        "id": node.id, "parent": node.parent_id, "depth": node.depth, "state": node.state_key,
+        "action": node.action, "action_text": node.action_text, "url": node.url,
+        "verdict": node.verdict, "reward": node.step_reward, "visits": node.visits,
+        "status": node.status.value, "success": node.success, "flags": list(node.flags),
+        "shot": shot if node.obs_blob else None, "action_shot": action_img,
+        "path": [n.id for n in index.path(node.id)],
+    }
+
+
+def _label(node: Node) -> str:
+    what = node.action_text or (node.action or {}).get("type", "") or "root"
+    mark = " ✓" if node.success else ""
+    return f"#{node.id} {what} → {node.state_key}{mark}"
+
+
+def _subtree_html(index: TreeIndex, node_id: int) -> str:
+    """Nested <details> (collapsible natively); iterative so deep trees do not hit recursion limits."""
+    parts: list[str] = []
+    stack: list[tuple[int, bool]] = [(node_id, False)]
+    while stack:
+        current, closing = stack.pop()
+        if closing:
+            parts.append("</details>" if index.children.get(current) else "")
+            continue
+        node = index.nodes[current]
+        kids = index.children.get(current, [])
+        label = (f'<span class="node status-{node.status.value}" data-id="{node.id}">'
+                 f"{html.escape(_label(node))}</span>")
+        if kids:
+            parts.append(f"<details open><summary>{label}</summary>")
+            stack.append((current, True))
+            stack.extend((k, False) for k in reversed(kids))
+        else:
+            parts.append(f'<div class="leaf">{label}</div>')
+    return "".join(parts)

@@ -1,0 +1,244 @@
+"""FSM-site tasks: an episode is one session of a ``SiteServer``, judged by the site's machine.
+
+- ``setup`` creates a session (the task's start state and goal; layout seed = the
+  episode seed, 0 when None) and opens it in the sandbox, confined to the site origin.
+- ``validate`` waits for the page to show the state its last event produced, then
+  folds the verdicts of the events sent since the previous step into one
+  ``StepVerdict`` (before = first before, after = last after). Reward: 1.0 when the
+  goal is reached, else 0.0, plus ``shaping * -(distance change)`` if ``shaping`` > 0.
+  Done when the goal is reached, or when the goal can no longer be reached (a dead end).
+- ``cheat`` returns the next oracle action: the first edge of a shortest path from the
+  *current* state, located on the page by ``data-el`` (see ``harness.tasks.fsm_oracle``).
+
+The ``fsm`` suite names every curated library site (``fsm:shop`` draws one of the
+site's synthesized tasks per episode, by seed) and every task (``fsm:shop/<task id>``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+from urllib.parse import parse_qs
+
+from fsm_sites.engine import Machine
+from fsm_sites.server import SiteServer
+from fsm_sites.spec import SiteSpec
+from fsm_sites.state import State
+from fsm_sites.verdict import StepVerdict
+from harness.actions import Action, Done
+from harness.errors import TaskError
+from harness.tasks.base import Task, TaskSetup, Validation
+from harness.tasks.fsm_oracle import next_action, probe_expression
+from sandboxes.base import Sandbox
+from sandboxes.errors import SandboxEvaluationError
+
+_SETTLE_TIMEOUT_S = 5.0
+_STATUS = ("(() => { const f = window.__fsm; return f ? {pending: f.pending, ready: document.readyState,"
+           " search: location.search} : null; })()")
+_FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+
+
+def combine_verdicts(verdicts: Sequence[StepVerdict]) -> StepVerdict:
+    """Several events in one agent step as one verdict: first before, last after."""
+    first, last = verdicts[0], verdicts[-1]
+    fired = [v for v in verdicts if v.transition_fired]
+    return StepVerdict(
+        state_before=first.state_before, state_after=last.state_after, transition_fired=bool(fired),
+        transition_id=fired[-1].transition_id if fired else None,
+        on_shortest_path=all(v.on_shortest_path for v in verdicts),
+        distance_before=first.distance_before, distance_after=last.distance_after,
+        goal_reached=last.goal_reached,
+    )
+
+
+class FSMTask(Task):
+    """One FSM task (or, given several, one drawn per episode by seed) on a ``SiteServer``."""
+
+    has_oracle = True
+
+    def __init__(self, task: Any | Sequence[Any], server: SiteServer | None = None, *,
+                 shaping: float = 0.0, name: str | None = None) -> None:
+        self.choices = list(task) if isinstance(task, (list, tuple)) else [task]
+        if not self.choices:
+            raise TaskError("expected at least one FSM task spec, got none")
+        first = self.choices[0]
+        self.id = f"fsm:{name or (first.site if len(self.choices) > 1 else f'{first.site}/{first.id}')}"
+        self.shaping = shaping
+        self.task = first
+        self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)
+        self._server = server
+        self._session: str | None = None
+        self._cursor = 0
+
+    # ---- Task protocol ------------------------------------------------------------------
+    async def setup(self, sandbox: Sandbox, *, seed: int | None) -> TaskSetup:
+        layout_seed = 0 if seed is None else int(seed)
+        self.task = self.choices[layout_seed % len(self.choices)]
+        server = await self._ensure_server()
+        session = server.create_session(self.task.site, goal=self.task.goal,
+                                        start_state=self.task.start_state, seed=layout_seed)
+        self._session, self._cursor, self.step_events = session.id, 0, []
+        url = server.session_url(session.id)
+        await sandbox.reset(url, allowed_origins=(server.site_url,))
+        await self._settle(sandbox, server, session.id)  # first paint done before the screenshot
+        return TaskSetup(instruction=self.task.instruction, start_url=url,
+                         allowed_origins=(server.site_url,), fsm_state=session.state.key())
+
+    async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
+        server, sid = self._require()
+        await self._settle(sandbox, server, sid)
+        records = server.events(sid, since=self._cursor)
+        self.step_events.append(len(records))
+        if records:
+            self._cursor = records[-1].seq
+            verdict = combine_verdicts([r.verdict for r in records])
+        else:
+            verdict = self._idle_verdict(server, sid)
+        success = verdict.goal_reached
+        dead_end = verdict.distance_after is None
+        raw = 1.0 if success else 0.0
+        progress = -(verdict.distance_delta or 0)
+        reward = raw + self.shaping * progress if self.shaping > 0 else raw
+        message = ("goal reached" if success else "the goal can no longer be reached" if dead_end
+                   else f"{verdict.distance_after} step(s) from the goal")
+        return Validation(reward=reward, raw_reward=raw, done=success or dead_end, success=success,
+                          message=message, verdict=verdict)
+
+    async def cheat(self, sandbox: Sandbox) -> Action | None:
+        server, sid = self._require()
+        session = server.store.get(sid)
+        if session.goal_fn(session.state):
+            return Done()
+        paths = session.machine.shortest_paths(session.state, session.goal_fn, limit=1)
+        if not paths:
+            return None
+        edge = paths[0][0]
+        probe = await sandbox.evaluate(probe_expression(edge))
+        return next_action(edge, probe if isinstance(probe, dict) else None, session.state.page)
+
+    async def teardown(self, sandbox: Sandbox) -> None:
+        if self._session is not None and self._server is not None:
+            if self._session in self._server.store.sessions:
+                self._server.delete_session(self._session)
+        self._session = None
+
+    # ---- helpers ------------------------------------------------------------------------
+    def current_state(self) -> State:
+        server, sid = self._require()
+        return server.state(sid)
+
+    def _idle_verdict(self, server: SiteServer, sid: str) -> StepVerdict:
+        session = server.store.get(sid)
+        key, distance = session.state.key(), session.distance(session.state)
+        return StepVerdict(state_before=key, state_after=key, transition_fired=False, on_shortest_path=False,
+                           distance_before=distance, distance_after=distance,
+                           goal_reached=session.goal_fn(session.state))
+
+    def _require(self) -> tuple[SiteServer, str]:
+        if self._server is None or self._session is None:
+            raise TaskError(f"expected setup() before using task {self.id}, got no session")
+        return self._server, self._session
+
+    async def _ensure_server(self) -> SiteServer:
+        if self._server is None:
+            self._server = await shared_server()
+        if self.task.site not in self._server.store.machines:
+            from fsm_sites.library import load_site
+
+            self._server.add_site(load_site(self.task.site))
+        return self._server
+
+    async def _settle(self, sandbox: Sandbox, server: SiteServer, sid: str) -> None:
+        """Wait until the page shows the state of the session's last event (the page
+        reloads itself with ``?v=<seq>`` after each event), so the screenshot is current."""
+        deadline = time.monotonic() + _SETTLE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                status = await sandbox.evaluate(_STATUS)
+            except SandboxEvaluationError:  # the page navigated twice under us; look again
+                status = None
+            if isinstance(status, dict) and not status["pending"] and status["ready"] == "complete":
+                seen = parse_qs(status["search"].lstrip("?")).get("v", [None])[0]
+                seq = server.store.get(sid).seq
+                if seen in (str(seq), "x") or (seen is None and seq == 0):
+                    # A loaded document may not have painted yet; wait for two frames so
+                    # the screenshot that follows captures the new state.
+                    await sandbox.evaluate(_FRAMES)
+                    return
+            await asyncio.sleep(0.02)
+        raise TaskError(f"expected the page of {self.id} to show the new state within "
+                        f"{_SETTLE_TIMEOUT_S}s, got a page still loading at {sandbox.url}")
+
+
+_SHARED: dict[int, SiteServer] = {}
+
+
+async def shared_server() -> SiteServer:
+    """One SiteServer per event loop, started on first use, serving library sites on demand."""
+    loop_id = id(asyncio.get_running_loop())
+    server = _SHARED.get(loop_id)
+    if server is None:
+        server = SiteServer([])
+        await server.start()
+        _SHARED[loop_id] = server
+    return server
+
+
+# ---- the `fsm` suite ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GoalTask:
+    """A task built straight from a named goal: start at the site's initial state."""
+
+    id: str
+    site: str
+    start_state: str
+    goal: str
+    instruction: str
+    difficulty: int
+
+
+def goal_tasks(spec: SiteSpec) -> list[GoalTask]:
+    """One task per goal of ``spec`` that the initial state can reach, shortest first."""
+    machine = Machine(spec)
+    tasks = []
+    for goal in spec.goals:
+        distance = machine.distance(machine.initial, goal.id)
+        if distance is not None and distance > 0:
+            tasks.append(GoalTask(goal.id, spec.name, machine.initial.key(), goal.id,
+                                  goal.description[:1].upper() + goal.description[1:] + ".", distance))
+    return sorted(tasks, key=lambda t: (t.difficulty, t.id))
+
+
+@cache
+def _library_tasks(site: str) -> tuple[GoalTask, ...]:
+    from fsm_sites.library import load_site
+
+    return tuple(goal_tasks(load_site(site)))
+
+
+class FSMSuite:
+    """``fsm:SITE`` draws one of the site's goal tasks per episode (by seed);
+    ``fsm:SITE/GOAL`` is one task."""
+
+    def names(self) -> list[str]:
+        from fsm_sites.library import list_sites
+
+        sites = list(list_sites())
+        return sites + [f"{s}/{t.id}" for s in sites for t in _library_tasks(s)]
+
+    def make(self, name: str) -> FSMTask:
+        site, _, goal = name.partition("/")
+        tasks = _library_tasks(site)
+        if goal:
+            return FSMTask([t for t in tasks if t.id == goal], name=name)
+        return FSMTask(list(tasks), name=site)
+
+
+def suite() -> FSMSuite:
+    """The registry's entry point for the ``fsm`` prefix."""
+    return FSMSuite()

@@ -1,0 +1,79 @@
+"""The FSM oracle: turn the next edge of a shortest path into one screen action.
+
+The oracle reads the page only to *locate* things (``data-el`` bounding boxes, the
+focused input, whether a dropdown is open); what to do comes from the site's machine.
+One edge may take several actions, each returned by its own ``cheat`` call:
+
+- click / check / uncheck: Click at the element's centre (a radio group's option, by value).
+- select: Click the dropdown's toggle, then (menu open) Click the option.
+- input: Click the text field, select its old text with ctrl+a if any, TypeText the value,
+  then Key(enter).
+- an element outside the viewport: Scroll it into view first.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fsm_sites.engine import Edge
+from harness.actions import Action, Click, Key, Scroll, TypeText, Wait
+
+# Reads what the oracle needs about one element; returns null while the page is loading.
+_PROBE = """(() => {
+  const q = %s, value = %s, event = %s;
+  if (!window.__fsm) return null;
+  const host = document.querySelector('[data-el="' + CSS.escape(q) + '"]');
+  const box = (el) => { if (!el) return null; const r = el.getBoundingClientRect();
+    return {x: r.left + r.width / 2, y: r.top + r.height / 2, w: r.width, h: r.height}; };
+  let target = host, menuOpen = false, option = null;
+  if (host && value !== null && host.querySelector('[data-value]')) {
+    option = host.querySelector('[data-value="' + CSS.escape(value) + '"]');
+    if (event !== 'select') target = option;
+  }
+  if (host && event === 'select') {
+    const menu = host.querySelector('.dd-menu');
+    menuOpen = !!menu && !menu.hidden;
+    target = menuOpen ? option : host.querySelector('.dd-toggle');
+  }
+  const active = document.activeElement;
+  return {page: document.body.getAttribute('data-page'), found: !!target, box: box(target),
+          menuOpen: menuOpen, focused: !!host && active === host,
+          text: host && host.value !== undefined ? host.value : null,
+          selected: !!host && host.value !== undefined && host.value.length > 0 &&
+                    host.selectionStart === 0 && host.selectionEnd === host.value.length,
+          vw: window.innerWidth, vh: window.innerHeight};
+})()"""
+
+
+def probe_expression(edge: Edge) -> str:
+    """The JS expression that describes ``edge``'s element on the page."""
+    return _PROBE % (json.dumps(edge.element), json.dumps(edge.value), json.dumps(edge.event))
+
+
+def _in_view(box: dict[str, float], vw: int, vh: int) -> bool:
+    return 0 <= box["x"] < vw and 0 <= box["y"] < vh
+
+
+def _click(box: dict[str, float]) -> Click:
+    return Click(x=max(0, int(box["x"])), y=max(0, int(box["y"])))
+
+
+def next_action(edge: Edge, probe: dict[str, Any] | None, current_page: str) -> Action:
+    """The one action that moves the page toward firing ``edge`` (see the module docstring)."""
+    if not probe or probe.get("page") != current_page or not probe.get("found") or not probe.get("box"):
+        return Wait(seconds=0.2)  # the page is still loading the new state
+    box, vw, vh = probe["box"], int(probe["vw"]), int(probe["vh"])
+    if not _in_view(box, vw, vh):
+        return Scroll(x=vw // 2, y=vh // 2, dy=int(box["y"] - vh / 2))
+    if edge.event != "input":
+        return _click(box)
+    wanted = edge.value or ""
+    if not probe.get("focused"):
+        return _click(box)
+    text = probe.get("text") or ""
+    if text == wanted:
+        return Key(keys=("enter",))
+    if text and not probe.get("selected"):
+        return Key(keys=("ctrl", "a"))
+    return TypeText(text=wanted) if wanted else Key(keys=("backspace",))

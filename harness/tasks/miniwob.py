@@ -1,0 +1,272 @@
+"""The MiniWoB++ suite: every task page shipped in the ``miniwob`` pip package.
+
+Pages are served over HTTP by one aiohttp server per process, bound to 127.0.0.1 and
+started lazily on its own thread (so envs on any event loop, the sync wrapper's included,
+share it). An episode is started the way the ``miniwob`` package's own Selenium env does
+it: ``Math.seedrandom(seed)``, ``core.setDataMode(mode)``, ``core.startEpisodeReal()``;
+the reward is read from the page's own globals (``WOB_REWARD_GLOBAL`` is time-discounted,
+``WOB_RAW_REWARD_GLOBAL`` is not) and the instruction from ``core.getUtterance()``.
+
+Viewport: 160x210 CSS pixels, exactly MiniWoB's task area (``#wrap``), which already holds
+the instruction (the yellow ``#query`` box) at its top. The ``miniwob`` package opens a
+500x320 window and crops the screenshot to that same 160x210 box; sizing the viewport to it
+gives the same pixels with no crop, and puts the page's reward HUD (at x=165) off-screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import threading
+import time
+from collections.abc import Sequence
+from typing import Literal
+
+import miniwob
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.actions import Action, Click
+from harness.errors import TaskError
+from harness.tasks.base import Task, TaskSetup, Validation
+from sandboxes.base import Sandbox
+
+HTML_DIR = pathlib.Path(miniwob.__file__).parent / "html"
+TASK_DIR = HTML_DIR / "miniwob"
+#: MiniWoB's task area (constants.TASK_WIDTH/TASK_HEIGHT in the miniwob package).
+VIEWPORT = (160, 210)
+
+
+class MiniWoBConfig(BaseModel):
+    """How MiniWoB episodes are started and rewarded."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reward: Literal["discounted", "raw"] = Field(
+        default="discounted",
+        description="env reward: the page's time-discounted WOB_REWARD_GLOBAL or the raw one",
+    )
+    data_mode: Literal["train", "test"] = Field(
+        default="train", description="MiniWoB's data split passed to core.setDataMode"
+    )
+    ready_timeout_s: float = Field(
+        default=10.0, gt=0, description="how long to wait for the page to load and be ready"
+    )
+
+
+# ---- the page server ---------------------------------------------------------------------
+
+
+class _PageServer:
+    """A static aiohttp server for the miniwob html tree, living on its own thread."""
+
+    def __init__(self, root: pathlib.Path) -> None:
+        self.root = root
+        self.base_url: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> str:
+        with self._lock:
+            if self.base_url is not None:
+                return self.base_url
+            ready = threading.Event()
+            errors: list[BaseException] = []
+            self._thread = threading.Thread(
+                target=self._serve, args=(ready, errors), name="miniwob-server", daemon=True
+            )
+            self._thread.start()
+            ready.wait(timeout=30)
+            if errors or self.base_url is None:
+                raise TaskError(f"expected the MiniWoB page server to start, got {errors!r}")
+            return self.base_url
+
+    def _serve(self, ready: threading.Event, errors: list[BaseException]) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._start_site())
+        except BaseException as exc:  # reported to start() and re-raised there
+            errors.append(exc)
+            ready.set()
+            return
+        ready.set()
+        loop.run_forever()
+        loop.close()
+
+    async def _start_site(self) -> None:
+        app = web.Application()
+        app.router.add_static("/", self.root, follow_symlinks=False)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.base_url = f"http://127.0.0.1:{port}/"
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._loop is None or self._thread is None:
+                return
+            if self._runner is not None:
+                asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop = self._thread = self._runner = None
+            self.base_url = None
+
+
+_SERVER = _PageServer(HTML_DIR)
+
+
+def server_url() -> str:
+    """Base URL of this process's MiniWoB page server, starting it on first use."""
+    return _SERVER.start()
+
+
+def stop_server() -> None:
+    """Stop the page server (it restarts on the next ``server_url``)."""
+    _SERVER.stop()
+
+
+def task_names() -> list[str]:
+    """Every MiniWoB task shipped in the miniwob package (130 in miniwob 1.0)."""
+    return sorted(p.stem for p in TASK_DIR.glob("*.html"))
+
+
+# ---- the task ----------------------------------------------------------------------------
+
+_READY_JS = (
+    "typeof core !== 'undefined' && typeof genProblem === 'function'"
+    " && document.getElementById('sync-task-cover') !== null"
+)
+_STATE_JS = (
+    "({done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL,"
+    " reason: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON)})"
+)
+_UTTERANCE_JS = (
+    "(() => { const u = core.getUtterance();"
+    " return (u !== null && typeof u === 'object') ? u.utterance : u; })()"
+)
+
+#: JS expressions that find the element an oracle clicks, for the tasks that have one.
+_ORACLE_TARGETS: dict[str, str] = {
+    "click-test": "document.getElementById('subbtn')",
+    "click-test-2": "document.getElementById('subbtn')",
+    "click-button": (
+        "[...document.querySelectorAll('#area button')].find("
+        "b => b.textContent === /\"(.*)\"/.exec(core.getUtterance())[1])"
+    ),
+    "click-link": (
+        "[...document.querySelectorAll('#area .alink')].find("
+        "a => a.textContent === /\"(.*)\"/.exec(core.getUtterance())[1])"
+    ),
+}
+
+
+class MiniWoBTask(Task):
+    """One MiniWoB++ page; ``setup`` starts a seeded episode in a fresh browser context."""
+
+    #: the viewport the sandbox should have for this task (CSS pixels)
+    viewport: tuple[int, int] = VIEWPORT
+
+    def __init__(self, name: str, config: MiniWoBConfig | None = None) -> None:
+        if not (TASK_DIR / f"{name}.html").is_file():
+            raise TaskError(f"expected a MiniWoB page {name}.html in {TASK_DIR}, got none")
+        self.name = name
+        self.id = f"miniwob:{name}"
+        self.config = config or MiniWoBConfig()
+
+    @property
+    def has_oracle(self) -> bool:
+        return self.name in _ORACLE_TARGETS
+
+    @property
+    def url(self) -> str:
+        return f"{server_url()}miniwob/{self.name}.html"
+
+    async def setup(self, sandbox: Sandbox, *, seed: int | None) -> TaskSetup:
+        url = self.url
+        origin = url.split("/miniwob/")[0]
+        await sandbox.reset(url, allowed_origins=(origin,))
+        instruction = await self.start_episode(sandbox, seed=seed)
+        return TaskSetup(instruction=instruction, start_url=url, allowed_origins=(origin,))
+
+    async def start_episode(self, sandbox: Sandbox, *, seed: int | None) -> str:
+        """Start a seeded episode on the already loaded page; return its instruction."""
+        await self._wait_for(sandbox, _READY_JS, "the page to load (core.js and genProblem)")
+        seed_js = "Math.seedrandom();" if seed is None else f"Math.seedrandom({json.dumps(seed)});"
+        await sandbox.evaluate(
+            f"(() => {{ {seed_js} core.setDataMode({json.dumps(self.config.data_mode)});"
+            " core.startEpisodeReal(); return true; })()"
+        )
+        await self._wait_for(sandbox, "WOB_TASK_READY === true", "WOB_TASK_READY")
+        instruction = await sandbox.evaluate(_UTTERANCE_JS)
+        return str(instruction or "")
+
+    async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
+        state = await sandbox.evaluate(_STATE_JS)
+        if not isinstance(state, dict):
+            raise TaskError(f"expected the WOB_* globals as an object, got {state!r}")
+        done = bool(state["done"])
+        raw = float(state["raw"]) if done else 0.0
+        discounted = float(state["reward"]) if done else 0.0
+        return Validation(
+            reward=discounted if self.config.reward == "discounted" else raw,
+            raw_reward=raw,
+            done=done,
+            success=done and raw > 0,
+            message=state.get("reason") or "",
+        )
+
+    async def cheat(self, sandbox: Sandbox) -> Action | None:
+        target = _ORACLE_TARGETS.get(self.name)
+        if target is None:
+            return None
+        center = await sandbox.evaluate(
+            f"(() => {{ const el = {target}; if (!el) return null;"
+            " const r = el.getClientRects()[0];"
+            " return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)]; })()"
+        )
+        if center is None:
+            raise TaskError(f"expected the oracle target of {self.id} on the page, got none")
+        return Click(x=int(center[0]), y=int(center[1]))
+
+    async def _wait_for(self, sandbox: Sandbox, expression: str, what: str) -> None:
+        # Poll inside the page (one round trip in the common case), in slices shorter
+        # than the sandbox's own evaluate timeout, until our deadline.
+        deadline = time.monotonic() + self.config.ready_timeout_s
+        probe = (
+            "new Promise(resolve => { const until = Date.now() + 2000; const check = () => {"
+            f" let ok = false; try {{ ok = Boolean({expression}); }} catch (e) {{}}"
+            " if (ok || Date.now() > until) resolve(ok); else setTimeout(check, 10); };"
+            " check(); })"
+        )
+        while not await sandbox.evaluate(probe):
+            if time.monotonic() > deadline:
+                raise TaskError(
+                    f"expected {what} within {self.config.ready_timeout_s}s on {self.id}, "
+                    "got a timeout; check the page server and the browser"
+                )
+
+
+class MiniWoBSuite:
+    """The ``miniwob`` suite for the task registry."""
+
+    def __init__(self, config: MiniWoBConfig | None = None) -> None:
+        self.config = config or MiniWoBConfig()
+        self._names = task_names()
+
+    def names(self) -> Sequence[str]:
+        return self._names
+
+    def make(self, name: str) -> MiniWoBTask:
+        return MiniWoBTask(name, self.config)
+
+
+def suite() -> MiniWoBSuite:
+    """Entry point named in ``harness.tasks.registry.SUITES``."""
+    return MiniWoBSuite()

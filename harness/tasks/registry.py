@@ -1,0 +1,134 @@
+"""The task registry: suite prefixes mapped lazily onto the modules that define them.
+
+A task id is ``"<suite>:<name>"`` (``"miniwob:click-button"``). A suite is any object
+with ``names() -> Sequence[str]`` and ``make(name) -> Task``; ``SUITES`` maps a prefix
+onto ``"module:function"`` returning one. Modules are imported only when their suite is
+first asked for, so the registry costs nothing at import and adding a suite is one line
+(or one ``register_suite`` call from outside).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Sequence
+from functools import cache
+from typing import Protocol, runtime_checkable
+
+from harness.errors import UnknownTaskError
+from harness.tasks.base import Task
+
+
+@runtime_checkable
+class TaskSuite(Protocol):
+    """A family of tasks sharing a prefix."""
+
+    def names(self) -> Sequence[str]:
+        """Every task name in the suite, without the prefix."""
+
+    def make(self, name: str) -> Task:
+        """A fresh task object for ``name`` (one per episode is fine: they are cheap)."""
+
+
+#: prefix -> "module:function"; the function takes no argument and returns a TaskSuite.
+SUITES: dict[str, str] = {
+    "miniwob": "harness.tasks.miniwob:suite",
+    "fsm": "harness.tasks.fsm:suite",
+}
+
+
+def register_suite(prefix: str, target: str) -> None:
+    """Register (or replace) a suite: ``target`` is ``"module:function"``."""
+    if ":" in prefix or not prefix:
+        raise ValueError(f"expected a suite prefix without ':', got {prefix!r}")
+    if target.count(":") != 1:
+        raise ValueError(f"expected target as 'module:function', got {target!r}")
+    SUITES[prefix] = target
+    load_suite.cache_clear()
+
+
+def list_suites() -> list[str]:
+    """Registered suite prefixes (whether or not their module is importable yet)."""
+    return sorted(SUITES)
+
+
+@cache
+def load_suite(prefix: str) -> TaskSuite:
+    """Import and build the suite registered under ``prefix``."""
+    if prefix not in SUITES:
+        raise UnknownTaskError(
+            f"expected a suite in {list_suites()}, got {prefix!r}{_close(prefix, SUITES)}"
+        )
+    module_name, func_name = SUITES[prefix].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise UnknownTaskError(
+            f"expected suite {prefix!r} to be importable from {module_name}, got {exc}; "
+            "install the package that provides it"
+        ) from exc
+    return getattr(module, func_name)()
+
+
+def split_task_id(task_id: str) -> tuple[str, str]:
+    """``"miniwob:click-button"`` -> ``("miniwob", "click-button")``."""
+    prefix, sep, name = task_id.partition(":")
+    if not sep or not name:
+        raise UnknownTaskError(
+            f"expected a task id like 'miniwob:click-button', got {task_id!r}"
+        )
+    return prefix, name
+
+
+def make_task(task_id: str) -> Task:
+    """A fresh task object for one task id."""
+    prefix, name = split_task_id(task_id)
+    suite = load_suite(prefix)
+    _check_names([name], suite, prefix)
+    return suite.make(name)
+
+
+def suite_task_ids(spec: str) -> list[str]:
+    """Expand ``"miniwob"`` (all tasks) or ``"miniwob:a,b"`` (some) into task ids.
+
+    Several specs may be joined with ``+``: ``"miniwob:click-test+fsm"``.
+    """
+    ids: list[str] = []
+    for part in spec.split("+"):
+        prefix, _, names_part = part.strip().partition(":")
+        suite = load_suite(prefix)
+        names = [n.strip() for n in names_part.split(",") if n.strip()] if names_part else []
+        if names:
+            _check_names(names, suite, prefix)
+        else:
+            names = list(suite.names())
+        ids.extend(f"{prefix}:{n}" for n in names)
+    return list(dict.fromkeys(ids))
+
+
+def suite_tasks(spec: str) -> list[Task]:
+    """Task objects for every id ``suite_task_ids(spec)`` names."""
+    return [make_task(task_id) for task_id in suite_task_ids(spec)]
+
+
+def task_has_oracle(task: Task) -> bool:
+    """True when the task defines an oracle (overrides ``cheat`` or says so)."""
+    declared = getattr(task, "has_oracle", None)
+    if isinstance(declared, bool):
+        return declared
+    return type(task).cheat is not Task.cheat
+
+
+def _check_names(names: list[str], suite: TaskSuite, prefix: str) -> None:
+    known = set(suite.names())
+    for name in names:
+        if name not in known:
+            raise UnknownTaskError(
+                f"expected a task of suite {prefix!r}, got {name!r}{_close(name, known)}; "
+                f"`{prefix}` has {len(known)} tasks"
+            )
+
+
+def _close(name: str, candidates: object) -> str:
+    matches = difflib.get_close_matches(name, list(candidates), n=5, cutoff=0.5)  # type: ignore[arg-type]
+    return f" (did you mean {', '.join(repr(m) for m in matches)}?)" if matches else ""

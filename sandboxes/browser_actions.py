@@ -1,0 +1,126 @@
+"""Mapping typed harness actions onto Playwright's mouse and keyboard.
+
+Coordinates are viewport CSS pixels (screenshots are taken at device scale 1, so
+screenshot pixels and viewport pixels coincide).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from playwright.async_api import Page
+
+from harness.actions import (
+    Action,
+    Click,
+    Done,
+    DoubleClick,
+    Drag,
+    Key,
+    Move,
+    RightClick,
+    Scroll,
+    TypeText,
+    Wait,
+)
+
+#: Canonical key names (harness.actions) -> Playwright key names.
+PLAYWRIGHT_KEYS: dict[str, str] = {
+    "ctrl": "Control",
+    "shift": "Shift",
+    "alt": "Alt",
+    "meta": "Meta",
+    "enter": "Enter",
+    "tab": "Tab",
+    "escape": "Escape",
+    "backspace": "Backspace",
+    "delete": "Delete",
+    "space": " ",
+    "insert": "Insert",
+    "up": "ArrowUp",
+    "down": "ArrowDown",
+    "left": "ArrowLeft",
+    "right": "ArrowRight",
+    "home": "Home",
+    "end": "End",
+    "pageup": "PageUp",
+    "pagedown": "PageDown",
+    **{f"f{i}": f"F{i}" for i in range(1, 13)},
+}
+
+#: Intermediate mouse moves of a drag, so pages that track mousemove (jQuery UI,
+#: HTML5 drag and drop) see a gesture rather than a teleport.
+DRAG_STEPS = 8
+
+_TWO_FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def playwright_key(name: str) -> str:
+    """The Playwright name of a canonical key (single characters pass through)."""
+    return PLAYWRIGHT_KEYS.get(name, name)
+
+
+def outside_viewport(action: Action, width: int, height: int) -> str | None:
+    """An agent-error message if any point of ``action`` lies outside the viewport."""
+    points: list[tuple[str, int, int]] = []
+    if isinstance(action, (Click, DoubleClick, RightClick, Move, Drag, Scroll)):
+        points.append(("", action.x, action.y))
+    if isinstance(action, Drag):
+        points.append(("end ", action.to_x, action.to_y))
+    for label, x, y in points:
+        if not (0 <= x < width and 0 <= y < height):
+            return (
+                f"{action.type} {label}point ({x}, {y}) is outside the {width}x{height} viewport; "
+                f"expected 0 <= x < {width} and 0 <= y < {height}"
+            )
+    return None
+
+
+async def perform(page: Page, action: Action) -> None:
+    """Execute ``action`` on ``page`` (raises Playwright errors on infrastructure failure)."""
+    mouse, keyboard = page.mouse, page.keyboard
+    if isinstance(action, Click):
+        await mouse.click(action.x, action.y)
+    elif isinstance(action, DoubleClick):
+        await mouse.dblclick(action.x, action.y)
+    elif isinstance(action, RightClick):
+        await mouse.click(action.x, action.y, button="right")
+    elif isinstance(action, Move):
+        await mouse.move(action.x, action.y)
+    elif isinstance(action, Drag):
+        await mouse.move(action.x, action.y)
+        await mouse.down()
+        await mouse.move(action.to_x, action.to_y, steps=DRAG_STEPS)
+        await mouse.up()
+    elif isinstance(action, Scroll):
+        await mouse.move(action.x, action.y)
+        await mouse.wheel(action.dx, action.dy)
+        # The wheel scrolls on the compositor's next frame, after wheel() returns;
+        # wait two frames so the next screenshot (and the page's scroll offsets) see it.
+        await page.evaluate(_TWO_FRAMES)
+    elif isinstance(action, TypeText):
+        await keyboard.type(action.text)
+    elif isinstance(action, Key):
+        await press_combo(page, action.keys)
+    elif isinstance(action, Wait):
+        await asyncio.sleep(action.seconds)
+    elif isinstance(action, Done):
+        return
+    else:  # a new action type was added to the union without a mapping here
+        raise TypeError(f"expected one of the harness action types, got {type(action).__name__}")
+
+
+async def press_combo(page: Page, keys: tuple[str, ...]) -> None:
+    """Hold every key but the last, press the last, release in reverse order.
+
+    Done by hand rather than with "Control+a" strings so that "+" itself is a key.
+    """
+    keyboard = page.keyboard
+    held = [playwright_key(k) for k in keys[:-1]]
+    for key in held:
+        await keyboard.down(key)
+    try:
+        await keyboard.press(playwright_key(keys[-1]))
+    finally:
+        for key in reversed(held):
+            await keyboard.up(key)

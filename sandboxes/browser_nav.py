@@ -1,0 +1,90 @@
+"""Watching the main frame's navigations over CDP, so that ``execute`` can report a
+blocked navigation from the very action that caused it and wait for an allowed one
+to load before the next screenshot.
+
+Playwright's ``mouse.click`` returns once the renderer handled the input, but the
+navigation it started reaches our route handler tens of milliseconds later. The
+renderer emits ``Page.frameRequestedNavigation`` while it handles the input, so one
+cheap round trip on our own CDP session after the action has, in practice, let every
+navigation the action requested reach us. Should one ever trail, the route handler
+still blocks it and the next ``execute`` reports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from playwright.async_api import CDPSession
+
+from sandboxes.origins import is_allowed
+
+#: Action types that cannot start a navigation and so skip the CDP round trip.
+NON_NAVIGATING = frozenset({"done", "wait", "move", "scroll"})
+
+
+class NavigationWatcher:
+    """Tracks navigations requested in the main frame of one page."""
+
+    def __init__(self, cdp: CDPSession, allowed: frozenset[str]) -> None:
+        self._cdp = cdp
+        self._allowed = allowed
+        self._main_frame_id: str | None = None
+        self._requested: str | None = None
+        self._settled = asyncio.Event()
+        self._settled.set()
+        #: Disallowed main-frame navigations seen since the last ``take_blocked``.
+        self.blocked: list[str] = []
+
+    async def attach(self) -> None:
+        """Subscribe to the page's navigation events."""
+        self._cdp.on("Page.frameRequestedNavigation", self._on_requested)
+        for event in (
+            "Page.domContentEventFired",
+            "Page.navigatedWithinDocument",
+            "Page.frameStoppedLoading",
+        ):
+            self._cdp.on(event, self._on_settled)
+        await self._cdp.send("Page.enable")
+        tree = await self._cdp.send("Page.getFrameTree")
+        self._main_frame_id = tree["frameTree"]["frame"]["id"]
+
+    def note_blocked(self, url: str) -> None:
+        """Record a main-frame navigation the route handler aborted."""
+        if url not in self.blocked:
+            self.blocked.append(url)
+
+    async def after_action(self, action_type: str) -> None:
+        """Flush events the action caused, then wait for an allowed navigation to settle
+        (its new document's DOMContentLoaded, a same-document change, or a stop)."""
+        if action_type in NON_NAVIGATING:
+            return
+        await self._cdp.send("Runtime.evaluate", {"expression": "0"})
+        if self._requested is not None:
+            self._requested = None
+            await self._settled.wait()
+
+    def take_blocked(self) -> list[str]:
+        """The blocked navigations since the last call, oldest first."""
+        blocked, self.blocked = self.blocked, []
+        return blocked
+
+    def _on_requested(self, params: dict[str, Any]) -> None:
+        if (
+            params.get("frameId") != self._main_frame_id
+            or params.get("disposition") != "currentTab"
+        ):
+            return
+        url = params.get("url", "")
+        if url.lower().startswith("javascript:"):
+            return  # runs script in place; no document load will follow
+        if is_allowed(url, self._allowed):
+            self._requested = url
+            self._settled.clear()
+        else:
+            self.note_blocked(url)
+
+    def _on_settled(self, params: dict[str, Any]) -> None:
+        frame = params.get("frameId")
+        if frame is None or frame == self._main_frame_id:
+            self._settled.set()

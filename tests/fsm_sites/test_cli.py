@@ -1,0 +1,58 @@
+"""`cua sites ...` through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+import yaml
+from typer.testing import CliRunner
+
+from fsm_sites.cli import register
+from fsm_sites.library import EXAMPLES_DIR, list_sites
+from fsm_sites.validate import load_and_validate
+
+runner = CliRunner()
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:  # a callback keeps `sites` as a subcommand group
+        pass
+
+    register(app)
+    return app
+
+
+def test_list_json() -> None:
+    result = runner.invoke(_app(), ["sites", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["name"] for r in rows] == list_sites()
+    assert all(r["pages"] >= 10 and r["goals"] >= 4 for r in rows)
+
+
+def test_validate_ok_and_broken(tmp_path: Path) -> None:
+    good = EXAMPLES_DIR / "tiny_shop.yaml"
+    ok = runner.invoke(_app(), ["sites", "validate", str(good)])
+    assert ok.exit_code == 0 and "valid" in ok.stdout
+    data = yaml.safe_load(good.read_text())
+    data["transitions"][0]["target"] = "basket"
+    data["goals"][0]["conditions"][0]["var"] = "bag"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(yaml.safe_dump(data))
+    bad = runner.invoke(_app(), ["sites", "validate", str(broken)])
+    assert bad.exit_code == 1
+    assert "transitions[0].target" in bad.output and "goals[0].conditions[0].var" in bad.output
+
+
+def test_synth_writes_valid_site(tmp_path: Path) -> None:
+    out = tmp_path / "site.yaml"
+    result = runner.invoke(_app(), ["sites", "synth", "--seed", "4", "--difficulty", "easy", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert load_and_validate(out).name.endswith("_easy_4")
+    wrong = runner.invoke(_app(), ["sites", "synth", "--difficulty", "extreme", "--out", str(out)])
+    assert wrong.exit_code == 2 and "expected --difficulty" in wrong.output

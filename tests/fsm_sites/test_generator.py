@@ -1,0 +1,103 @@
+"""The generator gives distinct valid sites; engine properties hold on generated specs."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fsm_sites.engine import Machine
+from fsm_sites.generator import synthesize_site
+from fsm_sites.spec import SiteSpec
+from fsm_sites.validate import validate_spec
+
+
+@cache
+def _site(seed: int, difficulty: str) -> SiteSpec:
+    return synthesize_site(seed, difficulty)  # type: ignore[arg-type]
+
+
+@cache
+def _machine(seed: int, difficulty: str) -> Machine:
+    return Machine(_site(seed, difficulty))
+
+
+def _fingerprint(spec: SiteSpec) -> str:
+    return spec.model_copy(update={"name": "x"}).model_dump_json()
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_seeds_give_distinct_valid_sites(difficulty: str) -> None:
+    seeds = range(8) if difficulty == "easy" else range(2)
+    specs = [_site(s, difficulty) for s in seeds]
+    for spec in specs:
+        assert validate_spec(spec) == []
+    assert len({_fingerprint(s) for s in specs}) == len(specs)
+
+
+def test_same_seed_same_site() -> None:
+    assert synthesize_site(3, "easy") == _site(3, "easy")
+
+
+def test_difficulty_sets_size_and_depth() -> None:
+    def deepest(d: str) -> int:
+        m = _machine(0, d)
+        return max(m.distance(m.initial, g.id) or 0 for g in m.spec.goals)
+
+    assert deepest("easy") < deepest("hard")
+    assert len(_site(0, "easy").pages) < len(_site(0, "hard").pages)
+
+
+def test_bad_difficulty_is_refused() -> None:
+    with pytest.raises(ValueError, match="expected difficulty in"):
+        synthesize_site(0, "impossible")  # type: ignore[arg-type]
+
+
+_cases = st.tuples(st.integers(0, 5), st.sampled_from(["easy", "easy", "medium"]))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_cases, pick=st.randoms(use_true_random=False))
+def test_shortest_paths_reach_goal_and_distance_drops_by_one(case: tuple[int, str], pick) -> None:
+    machine = _machine(*case)
+    graph = machine.graph()
+    goal = machine.goal_predicate(pick.choice(machine.spec.goals).id)
+    dist = machine.distances(goal)
+    start = pick.choice(graph.states)
+    if start not in dist:
+        assert machine.shortest_paths(start, goal) == []
+        return
+    paths = machine.shortest_paths(start, goal, limit=4)
+    assert paths
+    for path in paths:
+        assert len(path) == dist[start]
+        state = start
+        for edge in path:
+            before = dist[state]
+            fired = machine.step(state, edge.to_event())
+            assert fired is not None and fired[0] == edge
+            state = fired[1]
+            assert dist[state] == before - 1
+        assert goal(state)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_cases, pick=st.randoms(use_true_random=False))
+def test_step_agrees_with_enabled(case: tuple[int, str], pick) -> None:
+    machine = _machine(*case)
+    state = pick.choice(machine.graph().states)
+    enabled = machine.enabled(state)
+    for edge, nxt in enabled:
+        assert machine.step(state, edge.to_event()) == (edge, nxt)
+    for element in machine.pages[state.page].elements:
+        for event in ("click", "input", "select", "check", "uncheck"):
+            fired = machine.step(state, _event(state.page, element.id, event, "no-such-value"))
+            assert fired is None or fired in enabled
+
+
+def _event(page: str, element: str, event: str, value: str):
+    from fsm_sites.state import UIEvent
+
+    return UIEvent(page, element, event, value)

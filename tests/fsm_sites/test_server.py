@@ -1,0 +1,150 @@
+"""The site server over real HTTP: control API, malformed events, concurrent sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+import aiohttp
+import pytest
+
+from fsm_sites.engine import Machine
+from fsm_sites.server import SiteServer
+from fsm_sites.state import State, UIEvent
+from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest.fixture
+async def server():
+    async with SiteServer([tiny_shop(), widgets_spec()]) as srv:
+        yield srv
+
+
+@pytest.fixture
+async def http():
+    async with aiohttp.ClientSession() as client:
+        yield client
+
+
+async def _create(http, server, **body) -> dict:
+    async with http.post(f"{server.control_url}/sessions", json=body) as resp:
+        assert resp.status == 201, await resp.text()
+        return await resp.json()
+
+
+async def test_control_api_round_trip(server, http) -> None:
+    created = await _create(http, server, site="tiny_shop", goal="lamp_in_cart", seed=3)
+    sid, ctl = created["session_id"], f"{server.control_url}/sessions/{created['session_id']}"
+    assert created["url"] == f"{server.site_url}/s/{sid}/" and created["distance"] == 2
+    async with http.get(created["url"]) as resp:
+        assert resp.status == 200 and 'data-el="lamp"' in await resp.text()
+    async with http.post(f"{server.site_url}/s/{sid}/event",
+                         json={"page": "home", "element": "lamp", "event": "click", "value": None}) as resp:
+        assert await resp.json() == {"ok": True, "seq": 1}
+    async with http.get(f"{ctl}/state") as resp:
+        body = await resp.json()
+        assert body["page"] == "product_lamp" and body["distance"] == 1 and not body["goal_reached"]
+    async with http.post(f"{ctl}/event", json={"page": "product_lamp", "element": "add", "event": "click"}) as resp:
+        record = await resp.json()
+        assert record["seq"] == 2 and record["verdict"]["goal_reached"] and record["verdict"]["on_shortest_path"]
+    async with http.get(f"{ctl}/events") as resp:
+        verdicts = [e["verdict"] for e in (await resp.json())["events"]]
+        assert [v["transition_id"] for v in verdicts] == ["open_lamp", "add_lamp"]
+        assert [(v["distance_before"], v["distance_after"]) for v in verdicts] == [(2, 1), (1, 0)]
+    async with http.get(f"{ctl}/events?since=1") as resp:
+        assert [e["seq"] for e in (await resp.json())["events"]] == [2]
+    async with http.post(f"{ctl}/reset") as resp:
+        assert (await resp.json())["state"] == Machine(tiny_shop()).initial.key()
+    target = 'cart{"cart":["mug"],"name":"","ordered":false,"qty":1,"shipping":"standard"}'
+    async with http.post(f"{ctl}/jump", json={"state": target}) as resp:
+        assert (await resp.json())["state"] == target
+    async with http.get(created["url"]) as resp:
+        assert "Your cart" in await resp.text()
+    async with http.delete(ctl) as resp:
+        assert resp.status == 200
+    async with http.get(f"{ctl}/state") as resp:
+        assert resp.status == 404 and "expected a live session id" in (await resp.json())["error"]
+
+
+async def test_create_accepts_target_state_and_start_state(server, http) -> None:
+    machine = Machine(tiny_shop())
+    target = machine.graph().states[5]
+    created = await _create(http, server, site="tiny_shop", goal=target.key(), start_state=target.key())
+    assert created["goal_reached"] and created["distance"] == 0
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ({"site": "nope", "goal": "x"}, "expected a site served here"),
+    ({"site": "tiny_shop", "goal": "fly"}, "expected goal as a goal id"),
+    ({"site": "tiny_shop", "goal": "lamp_in_cart", "start_state": "moon"}, "reachable"),
+    ({"site": "tiny_shop", "goal": "lamp_in_cart", "seed": "x"}, "'seed' to be an integer"),
+    ({"site": "tiny_shop", "goal": "lamp_in_cart", "colour": 1}, "extra ['colour']"),
+])
+async def test_create_rejects_bad_requests(server, http, body, fragment) -> None:
+    async with http.post(f"{server.control_url}/sessions", json=body) as resp:
+        assert resp.status == 400
+        assert fragment in (await resp.json())["error"]
+
+
+@pytest.mark.parametrize("raw, status, fragment", [
+    ("{not json", 400, "invalid JSON"),
+    ('["home"]', 400, "expected a JSON object"),
+    (json.dumps({"page": "home", "element": "ghost", "event": "click"}), 400, "got 'ghost'"),
+    (json.dumps({"page": "home", "element": "lamp", "event": "select", "value": "x"}), 400, "expected event in"),
+    (json.dumps({"page": "cart", "element": "back", "event": "click"}), 409, "reload the page"),
+    (json.dumps({"page": "home", "element": "lamp", "event": "click", "extra": 1}), 400, "extra ['extra']"),
+    (json.dumps({"page": "home", "element": 5, "event": "click"}), 400, "'element' to be a string"),
+])
+async def test_malformed_events_are_refused_and_change_nothing(server, http, raw, status, fragment) -> None:
+    session = server.create_session("tiny_shop", goal="lamp_in_cart")
+    before = server.state(session.id)
+    async with http.post(f"{server.site_url}/s/{session.id}/event", data=raw) as resp:
+        assert resp.status == status
+        assert fragment in (await resp.json())["error"]
+    assert server.state(session.id) == before and server.events(session.id) == []
+
+
+async def test_unknown_session_event_is_404(server, http) -> None:
+    body = {"page": "home", "element": "lamp", "event": "click"}
+    async with http.post(f"{server.site_url}/s/nobody/event", json=body) as resp:
+        assert resp.status == 404
+
+
+async def test_event_that_fires_nothing_is_logged_without_transition(server) -> None:
+    session = server.create_session("widgets", goal="oslo_dark")
+    start = server.state(session.id)
+    for event in (UIEvent("general", "help", "click"), UIEvent("general", "city", "input", "Rome")):
+        record = server.send_event(session.id, event)
+        assert not record.verdict.transition_fired and not record.verdict.on_shortest_path
+        assert record.verdict.state_before == record.verdict.state_after == start.key()
+        assert record.verdict.distance_delta == 0
+    assert server.state(session.id) == start and [r.seq for r in server.events(session.id)] == [1, 2]
+
+
+async def test_concurrent_sessions_never_share_state(server, http) -> None:
+    """Random event streams on many sessions, over HTTP, interleaved; each matches its own replay."""
+    machine = Machine(widgets_spec())
+    sessions = [server.create_session("widgets", goal="see_beta", seed=i) for i in range(12)]
+
+    async def drive(index: int) -> list[UIEvent]:
+        rng, state, sent = random.Random(index), machine.initial, []
+        for _ in range(25):
+            options = machine.enabled(state)
+            edge, state = options[rng.randrange(len(options))]
+            sent.append(edge.to_event())
+            payload = {"page": edge.page, "element": edge.element, "event": edge.event, "value": edge.value}
+            async with http.post(f"{server.site_url}/s/{sessions[index].id}/event", json=payload) as resp:
+                assert resp.status == 200, await resp.text()
+            await asyncio.sleep(0)
+        return sent
+
+    streams = await asyncio.gather(*(drive(i) for i in range(len(sessions))))
+    for session, sent in zip(sessions, streams, strict=True):
+        state: State = machine.initial
+        for event in sent:
+            state = machine.step(state, event)[1]
+        assert server.state(session.id) == state
+        assert [r.event for r in server.events(session.id)] == sent

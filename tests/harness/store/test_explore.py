@@ -1,0 +1,104 @@
+"""Restore by jump and by replay, and a short tree collection, on a real FSM site in Chromium."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsm_sites.server import SiteServer
+from harness.actions import Click
+from harness.env import AsyncBrowserEnv
+from harness.errors import RestoreMismatch
+from harness.store import FLAG_RESTORE_MISMATCH, NodeStatus, Step, TrajectoryStore
+from harness.store.explore import ExploreConfig, Explorer
+from harness.store.hindsight import hindsight_tasks
+from harness.store.restore import restore_node
+from harness.tasks.fsm import FSMTask, goal_tasks
+from tests.fsm_sites.widgets_spec import tiny_shop
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+SEED = 3
+
+
+@pytest.fixture(scope="module")
+async def site_server():
+    async with SiteServer([tiny_shop()]) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+async def shop_env(browser_host, site_server):
+    task = next(t for t in goal_tasks(tiny_shop()) if t.goal == "lamp_in_cart")
+    sandbox = await browser_host.new_sandbox()
+    env = AsyncBrowserEnv(FSMTask(task, site_server), sandbox, max_steps=20)
+    yield env
+    await env.close()
+    await sandbox.close()
+
+
+@pytest.fixture(scope="module")
+async def oracle_store(shop_env, tmp_path_factory) -> TrajectoryStore:
+    """One oracle episode from the root (browser steps are slow on two shared cores)."""
+    store = TrajectoryStore(tmp_path_factory.mktemp("oracle"))
+    config = ExploreConfig(budget=20, max_episodes=1, agent="oracle", explore="independent",
+                           seed=SEED, max_depth=10)
+    report = await Explorer(store, shop_env, config, env_key="tiny_shop").run()
+    assert report.episodes == 1
+    return store
+
+
+async def test_restore_by_jump_costs_no_steps_and_matches(shop_env, oracle_store):
+    store = oracle_store
+    episode = store.episodes()[0]
+    assert episode.success and episode.steps >= 2
+    node = store.path_to(episode.leaf_id)[-2]  # one step before the goal
+    restored = await restore_node(shop_env, store, node.id, seed=SEED, mode="jump")
+    assert restored.mode == "jump" and restored.env_steps == 0
+    assert "fsm:" + shop_env.task.current_state().key() == node.state_key
+    assert restored.phash_distance <= 6
+    _, _, terminated, _, info = await shop_env.step(store.node(episode.leaf_id).action)
+    assert info.success and terminated  # the restored state really is one step from the goal
+
+
+async def test_restore_by_replay_walks_the_path(shop_env, oracle_store):
+    store = oracle_store
+    leaf = store.node(store.episodes()[0].leaf_id)
+    node = store.path_to(leaf.id)[-2]
+    restored = await restore_node(shop_env, store, node.id, seed=SEED, mode="replay")
+    assert restored.mode == "replay" and restored.env_steps == node.depth
+    assert "fsm:" + shop_env.task.current_state().key() == node.state_key
+
+
+async def test_replay_that_diverges_flags_the_node_and_raises(shop_env, oracle_store):
+    store = oracle_store
+    parent = store.path_to(store.episodes()[0].leaf_id)[1]
+    obs_blob = store.blob(parent.obs_blob)
+    writer = store.begin_episode("tiny_shop", from_node=parent.id)
+    # the tree claims a click on empty space led to another state; the site disagrees
+    writer.add_step(Step(action=Click(x=3, y=700).model_dump(), action_text="click(3, 700)",
+                         screenshot=obs_blob, url=parent.url, state_key="fsm:cart"))
+    bogus = writer.commit().leaf_id
+    with pytest.raises(RestoreMismatch, match=f"node {bogus}: expected replay step 2 to reach 'fsm:cart'"):
+        await restore_node(shop_env, store, bogus, seed=SEED, mode="replay")
+    assert FLAG_RESTORE_MISMATCH in store.node(bogus).flags
+
+
+async def test_tree_collection_branches_succeeds_and_resumes(shop_env, tmp_path):
+    store = TrajectoryStore(tmp_path)
+    config = ExploreConfig(budget=10, agent="oracle", explore="tree", candidates=2, max_depth=6, seed=SEED)
+    first = await Explorer(store, shop_env, config, env_key="tiny_shop").run()
+    assert first.env_steps >= 10 and first.successes >= 2 and first.restores_jump >= 1
+    assert first.restore_mismatches == 0
+    nodes = store.nodes()
+    assert max(len(store.children(n.id)) for n in nodes) >= 2  # the tree branched
+    assert all(n.status is not NodeStatus.EXPLORING for n in nodes)
+    assert {e.task_id for e in store.episodes()} == {"tiny_shop"}
+
+    root = store.trees()[0].root_id
+    second = await Explorer(store, shop_env, config.model_copy(update={"budget": 2}),
+                            env_key="tiny_shop").run()
+    assert len(store.trees()) == 1 and store.trees()[0].root_id == root
+    assert len(store.episodes()) == first.episodes + second.episodes
+
+    tasks = hindsight_tasks(store, store.trees()[0].id)
+    assert tasks and all(t.source == "hindsight" and t.goal_state for t in tasks)
+    assert all(t.instruction.endswith(".") for t in tasks)

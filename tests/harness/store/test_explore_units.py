@@ -1,0 +1,52 @@
+"""The pure parts of exploration: node scores, action labels, hindsight instructions."""
+
+from __future__ import annotations
+
+import math
+
+from harness.store import NodeStatus, TrajectoryStore
+from harness.store.explore import ExploreWeights, describe_action, node_score
+from harness.store.hindsight import hindsight_tasks, path_instruction
+from harness.store.models import Node
+from tests.harness.store.helpers import click, step, trajectory, verdict
+
+
+def _node(visits: int, depth: int, verdict_: dict | None = None) -> Node:
+    return Node(id=1, tree_id=1, parent_id=None, depth=depth, state_key="fsm:x", action=None,
+                action_text="", obs_blob=None, url="", verdict=verdict_, step_reward=0.0,
+                visits=visits, status=NodeStatus.UNEXPLORED, success=False, flags=(), width=0,
+                height=0, created=0.0)
+
+
+def test_node_score_matches_the_documented_formula():
+    w = ExploreWeights()
+    on_path = verdict("a", "b", True, 2, 1)
+    score = node_score(_node(visits=3, depth=2, verdict_=on_path), children=1, success_below=True,
+                       max_depth=8, weights=w)
+    assert math.isclose(score, 1.0 / 2 + 0.5 / 2 + 0.3 * 2 / 8 + 0.3 + 0.5)
+    fresh = node_score(_node(0, 1), 0, False, 8, w)
+    worn = node_score(_node(9, 1), 3, False, 8, w)
+    assert fresh > worn  # novelty and breadth both favour the unvisited node
+
+
+def test_describe_action_labels():
+    assert describe_action(click(12, 40)) == "click(12, 40)"
+    assert describe_action({"type": "type_text", "text": "hi"}) == "type_text('hi')"
+    assert describe_action({"type": "key", "keys": ["Control", "a"]}) == "key(ctrl+a)"
+    assert describe_action({"type": "drag", "x": 1, "y": 2, "to_x": 3, "to_y": 4}) == "drag(1, 2, to=(3, 4))"
+
+
+def test_hindsight_tasks_use_transition_phrases_and_skip_wasted_steps(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    fired = dict(verdict("home", "cart", True, 2, 1), transition_id="open_cart")
+    wasted = verdict("cart", "cart", False, 1, 1)
+    checkout = dict(verdict("cart", "checkout", True, 1, 0), transition_id="checkout")
+    t = trajectory([])
+    steps = (step("cart", click(1, 1), verdict_=fired), step("cart", click(5, 5), verdict_=wasted),
+             step("checkout", click(2, 2), verdict_=checkout))
+    store.insert_trajectory(t.__class__(env=t.env, root=t.root, steps=steps))
+    phrases = {"open_cart": "open the cart", "checkout": "go to checkout"}
+    tasks = hindsight_tasks(store, 1, describe=phrases.get)
+    assert [(x.goal_state, x.instruction) for x in tasks] == [
+        ("cart", "Open the cart."), ("checkout", "Open the cart, then go to checkout.")]
+    assert path_instruction(store.path_to(1)) == "Stay on the start page."

@@ -1,0 +1,119 @@
+"""Each export's exact rows on a small hand-built tree, and the files they are written to.
+
+    1 home
+    ├── 2 a   click(1,1)  on path, reward 0.5
+    │   ├── 3 b   click(2,2)  on path, reward 1.0  <- episode ok (success, task t1)
+    │   └── 4 c   click(3,3)  off path, reward -0.5 <- episode off (failure, task t1)
+    └── 5 d   click(4,4)  no verdict, reward -0.1 <- episode lost (failure, no task)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from PIL import Image
+
+from harness.store import Frame, Trajectory, TrajectoryStore
+from harness.store.blobs import blob_hash
+from harness.store.export import ExportConfig, dpo_rows, export, grpo_rows, sft_rows
+from tests.harness.store.helpers import click, screenshot, step, verdict
+
+CANON = ExportConfig(codec="canonical", history_images=2)
+TEXT = {n: json.dumps(click(n, n), separators=(",", ":")) for n in range(1, 5)}
+SHOT = {label: blob_hash(screenshot(label)) for label in ("home", "a", "b", "c", "d")}
+PROMPT = "Instruction: Buy a laptop\nPrevious actions:\n{}\nNext action:"
+
+
+@pytest.fixture
+def tree_store(tmp_path) -> TrajectoryStore:
+    store = TrajectoryStore(tmp_path / "store")
+    store.put_task("t1", "Buy a laptop")
+    root = Frame(screenshot=screenshot("home"), url="http://site/home", state_key="fsm:home")
+    a = step("a", click(1, 1), reward=0.5, verdict_=verdict("home", "a", True, 2, 1))
+    b = step("b", click(2, 2), reward=1.0, verdict_=verdict("a", "b", True, 1, 0, True), terminal=True)
+    c = step("c", click(3, 3), reward=-0.5, verdict_=verdict("a", "c", False, 1, 2))
+    d = step("d", click(4, 4), reward=-0.1)
+    for eid, steps, ok, task in (("ok", (a, b), True, "t1"), ("off", (a, c), False, "t1"),
+                                 ("lost", (d,), False, None)):
+        store.insert_trajectory(Trajectory(env="fsm:shop", root=root, steps=steps, success=ok,
+                                           task_id=task, episode_id=eid, agent="test"))
+    return store
+
+
+def _user(images: int, history: str) -> list[dict]:
+    content = [{"type": "image", "text": None}] * images
+    return [{"role": "user", "content": [*content, {"type": "text", "text": PROMPT.format(history)}]}]
+
+
+def _assistant(text: str) -> list[dict]:
+    return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
+
+
+def test_sft_rows_are_the_successful_path_one_per_step(tree_store):
+    rows = list(sft_rows(tree_store, CANON))
+    assert rows == [
+        {"id": "ok:0", "tree_id": 1, "episode_id": "ok", "task_id": "t1", "node_id": 1, "step": 0,
+         "instruction": "Buy a laptop", "images": [SHOT["home"]], "history": [],
+         "target": TEXT[1], "messages": _user(1, "(none)") + _assistant(TEXT[1])},
+        {"id": "ok:1", "tree_id": 1, "episode_id": "ok", "task_id": "t1", "node_id": 2, "step": 1,
+         "instruction": "Buy a laptop", "images": [SHOT["home"], SHOT["a"]], "history": [TEXT[1]],
+         "target": TEXT[2], "messages": _user(2, f"1. {TEXT[1]}") + _assistant(TEXT[2])},
+    ]
+
+
+def test_dpo_rows_pair_on_path_or_successful_children_against_siblings(tree_store):
+    rows = list(dpo_rows(tree_store, CANON))
+    assert rows == [
+        {"id": "1:2>5", "tree_id": 1, "node_id": 1, "chosen_node": 2, "rejected_node": 5,
+         "task_id": "t1", "images": [SHOT["home"]], "prompt": _user(1, "(none)"),
+         "chosen": _assistant(TEXT[1]), "rejected": _assistant(TEXT[4])},
+        {"id": "2:3>4", "tree_id": 1, "node_id": 2, "chosen_node": 3, "rejected_node": 4,
+         "task_id": "t1", "images": [SHOT["home"], SHOT["a"]], "prompt": _user(2, f"1. {TEXT[1]}"),
+         "chosen": _assistant(TEXT[2]), "rejected": _assistant(TEXT[3])},
+    ]
+
+
+def test_grpo_rows_are_sibling_groups_with_step_rewards(tree_store):
+    rows = list(grpo_rows(tree_store, CANON))
+    assert [(r["node_id"], r["child_ids"], r["actions"], r["rewards"], r["success_below"])
+            for r in rows] == [
+        (1, [2, 5], [TEXT[1], TEXT[4]], [0.5, -0.1], [True, False]),
+        (2, [3, 4], [TEXT[2], TEXT[3]], [1.0, -0.5], [True, False]),
+    ]
+    assert rows[1]["images"] == [SHOT["home"], SHOT["a"]] and rows[1]["task_id"] == "t1"
+
+
+def test_history_images_keeps_only_the_last_k(tree_store):
+    rows = list(sft_rows(tree_store, CANON.model_copy(update={"history_images": 1})))
+    assert [r["images"] for r in rows] == [[SHOT["home"]], [SHOT["a"]]]
+
+
+def test_qwen_codec_targets_come_from_harness_codecs(tree_store):
+    codecs = pytest.importorskip("harness.codecs")
+    from harness.actions import parse_action
+
+    rows = list(sft_rows(tree_store, ExportConfig(codec="qwen")))
+    expected = codecs.get_codec("qwen").encode(parse_action(click(2, 2)), size=(160, 120))
+    assert rows[1]["target"] == expected
+
+
+def test_parquet_loads_with_datasets_and_decodes_images(tree_store, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    path = export(tree_store, "dpo", tmp_path / "out", CANON)
+    ds = datasets.Dataset.from_parquet(str(path))
+    assert ds.num_rows == 2 and ds[1]["id"] == "2:3>4"
+    image = ds[1]["images"][1]
+    assert image.size == (160, 120)
+    assert image.convert("RGB").tobytes() == Image.open(io.BytesIO(screenshot("a"))).convert("RGB").tobytes()
+    assert ds[1]["chosen"] == _assistant(TEXT[2])
+
+
+def test_jsonl_writes_image_files_once(tree_store, tmp_path):
+    path = export(tree_store, "sft", tmp_path / "out", CANON.model_copy(update={"jsonl": True}))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["images"] for r in rows] == [[f"images/{SHOT['home']}.webp"],
+                                          [f"images/{SHOT['home']}.webp", f"images/{SHOT['a']}.webp"]]
+    assert sorted(p.name for p in (tmp_path / "out" / "images").iterdir()) == sorted(
+        f"{SHOT[k]}.webp" for k in ("home", "a"))

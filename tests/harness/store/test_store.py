@@ -1,0 +1,140 @@
+"""The store's merge, blobs, incremental API, recovery and throughput, on real SQLite."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+
+from harness.errors import StoreError
+from harness.store import Frame, NodeStatus, TrajectoryStore, state_key_for
+from harness.store.schema import SCHEMA_VERSION
+from harness.store.store import DB_NAME
+from tests.harness.store.helpers import click, screenshot, step, trajectory
+
+
+def test_two_trajectories_sharing_k_steps_share_exactly_k_nodes(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    shared = [("a", click(1, 1)), ("b", click(2, 2)), ("c", click(3, 3))]  # k = 3
+    first = store.insert_trajectory(trajectory(shared + [("x", click(9, 9))]))
+    second = store.insert_trajectory(trajectory(shared + [("y", click(8, 8)), ("z", click(7, 7))]))
+
+    path1, path2 = store.path_to(first.leaf_id), store.path_to(second.leaf_id)
+    common = {n.id for n in path1} & {n.id for n in path2}
+    assert len(common) == 1 + 3  # the root plus the k shared steps
+    assert len(store.nodes()) == 1 + 3 + 1 + 2
+    assert [n.visits for n in path2] == [2, 2, 2, 2, 1, 1]
+    assert [n.depth for n in path2] == [0, 1, 2, 3, 4, 5]
+    assert len(store.trees()) == 1
+
+
+def test_same_action_to_a_different_state_makes_a_new_node(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    store.insert_trajectory(trajectory([("a", click(1, 1))]))
+    store.insert_trajectory(trajectory([("b", click(1, 1))]))  # nondeterministic env
+    store.insert_trajectory(trajectory([("a", click(1, 2))]))  # same state, another action
+    root = store.nodes()[0]
+    assert len(store.children(root.id)) == 3
+
+
+def test_identical_screenshots_are_stored_once(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    for _ in range(3):
+        store.insert_trajectory(trajectory([("a", click(1, 1)), ("a", click(5, 5))]))
+    files = [p for p in (tmp_path / "blobs").rglob("*.webp")]
+    assert len(files) == 2  # 'home' and 'a'
+    assert store.counts()["unique_screenshots"] == 2
+    node = store.nodes()[1]
+    assert store.blobs.image(node.obs_blob).size == (160, 120)
+
+
+def test_incremental_episode_is_invisible_until_commit(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    root = Frame(screenshot=screenshot("home"), url="http://site/home", state_key="fsm:home")
+    writer = store.begin_episode("fsm:shop", root, agent="random")
+    writer.add_step(step("a", click(1, 1)))
+    other = TrajectoryStore(tmp_path)
+    assert other.counts()["nodes"] == 0 and other.episodes() == []
+    episode = writer.commit(reward=1.0, success=True)
+    assert [e.id for e in other.episodes()] == [episode.id]
+    assert other.node(episode.leaf_id).success
+    with pytest.raises(StoreError, match="already committed"):
+        writer.add_step(step("b", click(2, 2)))
+
+    dropped = store.begin_episode("fsm:shop", root)
+    dropped.add_step(step("q", click(4, 4)))
+    dropped.abandon()
+    assert store.counts()["episodes"] == 1
+
+
+def test_episode_can_continue_from_a_restored_node(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    first = store.insert_trajectory(trajectory([("a", click(1, 1))]))
+    writer = store.begin_episode("fsm:shop", from_node=first.leaf_id)
+    writer.add_step(step("b", click(2, 2), terminal=True))
+    episode = writer.commit()
+    assert [n.state_key for n in store.path_to(episode.leaf_id)] == ["fsm:home", "fsm:a", "fsm:b"]
+    assert store.node(episode.leaf_id).status is NodeStatus.TERMINAL
+
+
+def test_exploring_nodes_of_dead_processes_are_reset_on_open(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    leaf = store.insert_trajectory(trajectory([("a", click(1, 1))])).leaf_id
+    assert store.claim_node(leaf)
+    assert not store.claim_node(leaf)  # already held
+    assert TrajectoryStore(tmp_path).node(leaf).status is NodeStatus.EXPLORING  # we are alive
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.execute("UPDATE nodes SET owner = ? WHERE id = ?", (f"{_host()}:999999999", leaf))
+    conn.commit()
+    conn.close()
+    assert TrajectoryStore(tmp_path).node(leaf).status is NodeStatus.UNEXPLORED
+
+
+def test_schema_version_mismatch_is_refused(tmp_path):
+    TrajectoryStore(tmp_path).close()
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match=f"expected store schema version {SCHEMA_VERSION}"):
+        TrajectoryStore(tmp_path)
+
+
+def test_wal_mode_is_on(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_state_key_uses_fsm_state_else_phash_and_url():
+    class Obs:
+        def __init__(self, label: str, url: str) -> None:
+            self.screenshot, self.url = screenshot(label), url
+
+    assert state_key_for(Obs("a", "http://x/"), "cart{}") == "fsm:cart{}"
+    key = state_key_for(Obs("a", "http://x/1"))
+    assert key.startswith("phash:") and key.endswith("|http://x/1")
+    assert key == state_key_for(Obs("a", "http://x/1"))
+    assert key != state_key_for(Obs("a", "http://x/2"))
+
+
+def test_insert_throughput(tmp_path):
+    """Target 5,000 steps/s (docs/store.md has the measured number); the bar here is lower
+    because six test suites share two cores."""
+    store = TrajectoryStore(tmp_path)
+    trajectories = [trajectory([(f"s{(i * 7 + d) % 40}", click(i % 5, d)) for d in range(25)])
+                    for i in range(200)]
+    for label in {f"s{i}" for i in range(40)}:  # encode the pool once, as a warm store has
+        store.put_blob(screenshot(label))
+    started = time.perf_counter()
+    for item in trajectories:
+        store.insert_trajectory(item)
+    rate = 200 * 25 / (time.perf_counter() - started)
+    assert store.counts()["episodes"] == 200
+    assert rate >= 2_000, f"expected >= 2,000 steps/s, got {rate:,.0f}"
+
+
+def _host() -> str:
+    import socket
+
+    return socket.gethostname()

@@ -1,0 +1,89 @@
+"""`cua eval` end to end, and the summary and report pieces it is made of."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from typer.testing import CliRunner
+
+from harness.evaluation import SUMMARY_KEYS, summarize
+from harness.evaluation.cli import register
+from harness.evaluation.report import action_svg
+from harness.runner import EpisodeRecord
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+
+    @app.command("version")  # a second command keeps typer from flattening `eval`
+    def version() -> None:
+        return None
+
+    return app
+
+
+def test_cua_eval_writes_all_outputs_and_resume_skips(tmp_path) -> None:
+    out = tmp_path / "run"
+    args = ["eval", "--suite", "miniwob:click-test,click-button", "--agent", "random",
+            "--episodes", "2", "--concurrency", "2", "--seed", "3", "--max-steps", "3",
+            "--out", str(out), "--no-progress"]
+    result = CliRunner().invoke(_app(), args)
+    assert result.exit_code == 0, result.output
+    assert "report.html" in result.output
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    first = json.loads(lines[0])
+    for key in ("task", "seed", "success", "reward", "raw_reward", "steps", "wall_seconds", "trajectory"):
+        assert key in first
+    summary = json.loads((out / "summary.json").read_text())
+    assert tuple(summary) == SUMMARY_KEYS and summary["episodes"] == 4
+    assert set(summary["per_task"]) == {"miniwob:click-test", "miniwob:click-button"}
+    assert set(summary["per_task"]["miniwob:click-test"]) == set(SUMMARY_KEYS) - {"per_task"}
+    html = (out / "report.html").read_text()
+    assert html.count('class="episode"') == 4 and "<svg" in html and "episodes/" in html
+
+    again = CliRunner().invoke(_app(), [*args, "--resume"])
+    assert again.exit_code == 0, again.output
+    assert (out / "results.jsonl").read_text().splitlines() == lines
+
+
+def test_cua_eval_refuses_bad_input_before_starting_a_browser(tmp_path) -> None:
+    base = ["eval", "--out", str(tmp_path), "--no-progress"]
+    typo = CliRunner().invoke(_app(), [*base, "--suite", "miniwob:clik-test"])
+    assert typo.exit_code == 2 and "click-test" in typo.output
+    oracle = CliRunner().invoke(_app(), [*base, "--suite", "miniwob:book-flight", "--agent", "oracle"])
+    assert oracle.exit_code == 2 and "book-flight" in oracle.output
+    agent = CliRunner().invoke(_app(), [*base, "--suite", "miniwob:click-test", "--agent", "gpt"])
+    assert agent.exit_code == 2 and "random" in agent.output
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def _record(task: str, index: int, **kw) -> EpisodeRecord:
+    return EpisodeRecord(task=task, seed=index, index=index, episode=f"{task}-{index}", **kw)
+
+
+def test_summary_figures_by_hand() -> None:
+    records = [
+        _record("a", 0, success=True, reward=0.8, steps=2, wall_seconds=1.0),
+        _record("a", 1, success=False, reward=-1.0, steps=4, wall_seconds=3.0),
+        _record("b", 0, success=True, reward=1.0, steps=2, wall_seconds=1.0),
+        _record("b", 1, error="SandboxCrashed: gone"),  # not scored
+        _record("b", 0, success=False, reward=-1.0, steps=2, wall_seconds=1.0),  # resumed: wins
+    ]
+    summary = summarize(records)
+    assert summary["episodes"] == 3 and summary["success_rate"] == round(1 / 3, 4)
+    assert summary["mean_reward"] == round((0.8 - 1.0 - 1.0) / 3, 4)
+    assert summary["steps"] == 8 and summary["wall_seconds"] == 5.0 and summary["steps_per_second"] == 1.6
+    assert summary["per_task"]["a"]["success_rate"] == 0.5 and summary["per_task"]["b"]["episodes"] == 1
+
+
+def test_actions_are_drawn() -> None:
+    click = action_svg({"type": "click", "x": 10, "y": 20}, 160, 210)
+    assert 'cx="10"' in click and click.count("<line") == 2
+    drag = action_svg({"type": "drag", "x": 1, "y": 2, "to_x": 30, "to_y": 40}, 160, 210)
+    assert 'x2="30"' in drag and "marker-end" in drag
+    typed = action_svg({"type": "type_text", "text": "<hi>"}, 160, 210)
+    assert "&lt;hi&gt;" in typed and "<text" in typed
+    assert action_svg(None, 160, 210) == ""

@@ -1,0 +1,32 @@
+"""Task verification: clean tasks are kept, broken ones dropped with a reason."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from fsm_sites.server import SiteServer
+from harness.fsm_tasks_cli import verify_one
+from harness.tasks.fsm import goal_tasks
+from tests.fsm_sites.widgets_spec import widgets_spec
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+async def test_verification_keeps_clean_tasks_and_drops_broken_ones(browser_host) -> None:
+    spec = widgets_spec()
+    good = goal_tasks(spec)[0]
+    no_goal = dataclasses.replace(good, id="broken_goal", goal="fly_to_the_moon")
+    off_map = dataclasses.replace(good, id="off_map", start_state='attic{"x":1}')
+    async with SiteServer([spec]) as server:
+        sandbox = await browser_host.new_sandbox()
+        try:
+            kept = await verify_one(good, server, sandbox, seed=3)
+            broken = await verify_one(no_goal, server, sandbox, seed=3)
+            unreachable = await verify_one(off_map, server, sandbox, seed=3)
+        finally:
+            await sandbox.close()
+    assert kept.kept and kept.reason == "ok" and kept.steps >= good.difficulty
+    assert not broken.kept and "setup failed" in broken.reason and "fly_to_the_moon" in broken.reason
+    assert not unreachable.kept and "start_state reachable" in unreachable.reason

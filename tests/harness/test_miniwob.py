@@ -1,0 +1,101 @@
+"""The MiniWoB++ suite: registry, page server, and every shipped page starting an episode."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+
+import pytest
+
+from harness.errors import UnknownTaskError
+from harness.tasks import registry
+from harness.tasks.miniwob import TASK_DIR, MiniWoBTask, server_url, task_names
+from harness.tasks.registry import make_task, suite_task_ids, task_has_oracle
+
+
+def test_suite_lists_every_shipped_page() -> None:
+    ids = suite_task_ids("miniwob")
+    assert len(ids) == len(list(TASK_DIR.glob("*.html"))) == 130
+    assert "miniwob:click-button" in ids
+    assert suite_task_ids("miniwob:click-link,click-button") == [
+        "miniwob:click-link", "miniwob:click-button",
+    ]
+
+
+def test_unknown_names_list_close_matches() -> None:
+    with pytest.raises(UnknownTaskError, match="did you mean 'click-button'"):
+        suite_task_ids("miniwob:click-buton")
+    with pytest.raises(UnknownTaskError, match="did you mean 'miniwob'"):
+        make_task("miniwbo:click-test")
+    with pytest.raises(UnknownTaskError, match="expected a task id"):
+        make_task("click-test")
+
+
+def test_register_suite_is_one_line(monkeypatch) -> None:
+    class TinySuite:
+        def names(self):
+            return ["click-test"]
+
+        def make(self, name):
+            return MiniWoBTask(name)
+
+    monkeypatch.setitem(registry.SUITES, "tiny", "x:y")
+    monkeypatch.setattr(registry, "SUITES", dict(registry.SUITES))
+    import sys
+    import types
+
+    module = types.ModuleType("tiny_suite_mod")
+    module.suite = TinySuite
+    monkeypatch.setitem(sys.modules, "tiny_suite_mod", module)
+    registry.register_suite("tiny", "tiny_suite_mod:suite")
+    try:
+        assert suite_task_ids("tiny") == ["tiny:click-test"]
+        assert make_task("tiny:click-test").id == "miniwob:click-test"
+    finally:
+        registry.load_suite.cache_clear()
+
+
+def test_oracles_are_declared() -> None:
+    assert task_has_oracle(make_task("miniwob:click-button"))
+    assert not task_has_oracle(make_task("miniwob:book-flight"))
+
+
+def test_page_server_is_local_only() -> None:
+    url = server_url()
+    assert url.startswith("http://127.0.0.1:")
+    with urllib.request.urlopen(f"{url}core/core.js", timeout=10) as response:
+        assert b"WOB_REWARD_GLOBAL" in response.read()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+async def test_all_pages_load_and_start_an_episode(browser_host) -> None:
+    """Every page loads, starts a seeded episode, has an instruction and is not done yet.
+
+    One context per worker navigates page to page (a fresh context per page, as
+    ``setup`` makes, costs 4x more on a loaded machine and is covered by the env tests).
+    """
+    names = task_names()
+    pending = list(names)
+    failures: dict[str, str] = {}
+
+    async def worker() -> None:
+        sandbox = await browser_host.new_sandbox(viewport_width=160, viewport_height=210)
+        await MiniWoBTask("click-test").setup(sandbox, seed=0)
+        try:
+            while pending:
+                task = MiniWoBTask(pending.pop())
+                try:
+                    await sandbox.page.goto(task.url, wait_until="domcontentloaded")
+                    instruction = await task.start_episode(sandbox, seed=0)
+                    judged = await task.validate(sandbox, None)
+                    if not instruction or judged.done:
+                        failures[task.name] = f"instruction={instruction!r} done={judged.done}"
+                except Exception as exc:  # collect them all, report at once
+                    failures[task.name] = repr(exc)
+        finally:
+            await sandbox.close()
+
+    await asyncio.gather(*(worker() for _ in range(4)))
+    assert not failures, failures
+    assert len(names) == 130

@@ -1,0 +1,135 @@
+"""Screenshots, per-episode isolation, configuration and lifecycle of the browser sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+import pytest
+from PIL import Image
+
+from harness.errors import ConfigError
+from sandboxes.browser import BrowserHost, BrowserSandbox
+from sandboxes.browser_config import BrowserConfig, load_browser_config
+from sandboxes.errors import SandboxClosed, SandboxError, SandboxNavigationError
+
+
+@pytest.mark.parametrize("image_format, magic", [("png", b"\x89PNG"), ("jpeg", b"\xff\xd8\xff")])
+async def test_screenshot_is_viewport_sized_image(browser_host, static_server, image_format, magic):
+    sandbox = await browser_host.new_sandbox(
+        image_format=image_format, viewport_width=640, viewport_height=480
+    )
+    try:
+        await sandbox.reset(static_server.url("actions.html"))
+        shot = await sandbox.screenshot()
+    finally:
+        await sandbox.close()
+    assert shot.format == image_format and shot.data.startswith(magic)
+    image = Image.open(io.BytesIO(shot.data))
+    assert image.format == image_format.upper()
+    assert image.size == (shot.width, shot.height) == (640, 480)
+    # The page paints #pad (400x300 at the origin) light blue: the capture shows pixels.
+    red, green, blue = image.convert("RGB").getpixel((10, 10))
+    assert (abs(red - 0xCC) < 8, abs(green - 0xDD) < 8, abs(blue - 0xEE) < 8) == (True, True, True)
+
+
+async def test_jpeg_quality_changes_size(browser_host, static_server):
+    sizes = []
+    for quality in (10, 95):
+        sandbox = await browser_host.new_sandbox(image_format="jpeg", jpeg_quality=quality)
+        await sandbox.reset(static_server.url("links.html"))
+        sizes.append(len((await sandbox.screenshot()).data))
+        await sandbox.close()
+    assert sizes[0] < sizes[1]
+
+
+async def test_sandboxes_do_not_share_cookies_or_storage(browser_host, static_server):
+    first, second = await browser_host.new_sandbox(), await browser_host.new_sandbox()
+    try:
+        await first.reset(static_server.url("storage.html"))
+        await second.reset(static_server.url("storage.html"))
+        await first.evaluate("window.mark('first')")
+        assert await first.evaluate("document.cookie") == "mark=first"
+        assert await second.evaluate("[document.cookie, localStorage.getItem('mark')]") == [
+            "",
+            None,
+        ]
+        # A reset is a new episode: the sandbox's own earlier storage is gone too.
+        await first.reset(static_server.url("storage.html"))
+        assert await first.evaluate("window.seen") == {"cookie": "", "local": None}
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_url_tracks_navigation_and_page_is_exposed(browser_sandbox, static_server):
+    assert browser_sandbox.url == "about:blank"
+    await browser_sandbox.reset(static_server.url("storage.html"))
+    assert browser_sandbox.url == static_server.url("storage.html")
+    assert await browser_sandbox.page.title() == "storage"
+    assert await browser_sandbox.health() is True
+
+
+async def test_unreachable_start_url_is_an_infrastructure_error(browser_sandbox):
+    with pytest.raises(SandboxNavigationError, match="expected http://127.0.0.1:9/ to load"):
+        await browser_sandbox.reset("http://127.0.0.1:9/")
+
+
+async def test_use_before_reset_and_after_close(browser_host):
+    sandbox = await browser_host.new_sandbox()
+    with pytest.raises(SandboxError, match="reset"):
+        await sandbox.screenshot()
+    await sandbox.close()
+    await sandbox.close()  # idempotent
+    with pytest.raises(SandboxClosed):
+        await sandbox.reset("about:blank")
+
+
+def test_bad_config_names_the_field():
+    with pytest.raises(ConfigError) as info:
+        load_browser_config({"viewport_width": 10, "image_format": "gif", "colour": "red"})
+    message = str(info.value)
+    for field in ("viewport_width", "image_format", "colour"):
+        assert field in message
+
+
+async def test_bad_sandbox_overrides_are_rejected(browser_host):
+    with pytest.raises(ConfigError, match="jpeg_quality"):
+        await browser_host.new_sandbox(jpeg_quality=0)
+    with pytest.raises(ConfigError, match="host setting.*headless"):
+        await browser_host.new_sandbox(headless=False)
+    with pytest.raises(ConfigError, match="extra_flags"):
+        await browser_host.new_sandbox(BrowserConfig(extra_flags=("--mute-audio",)))
+
+
+async def test_missing_chromium_is_a_clear_start_error(tmp_path):
+    from sandboxes.errors import SandboxStartError
+
+    host = BrowserHost(BrowserConfig(executable_path=str(tmp_path / "no-chromium")))
+    with pytest.raises(SandboxStartError, match="no-chromium"):
+        await host.start()
+    await host.close()
+
+
+def test_sandbox_class_is_exported():
+    assert BrowserSandbox.__name__ == "BrowserSandbox"
+
+
+async def test_concurrent_sandboxes_on_one_host(browser_host, static_server):
+    from harness.actions import Click
+
+    sandboxes = [await browser_host.new_sandbox() for _ in range(4)]
+
+    async def episode(index: int, sandbox: BrowserSandbox) -> list:
+        await sandbox.reset(static_server.url("actions.html"))
+        await sandbox.execute(Click(x=10 + index, y=20))
+        await sandbox.screenshot()
+        return await sandbox.evaluate("window.events.filter(e => e.type === 'click')")
+
+    try:
+        results = await asyncio.gather(*(episode(i, s) for i, s in enumerate(sandboxes)))
+    finally:
+        await asyncio.gather(*(s.close() for s in sandboxes))
+    assert [[(e["x"], e["y"]) for e in clicks] for clicks in results] == [
+        [(10 + i, 20)] for i in range(4)
+    ]
