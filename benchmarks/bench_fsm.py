@@ -28,6 +28,7 @@ from benchmarks.common import console, fmt, median, percentile, print_table, rat
 from fsm_sites.library import list_sites, load_site
 from fsm_sites.server import SiteServer
 from harness.env import AsyncBrowserEnv
+from harness.store.restore import observe
 from harness.tasks.fsm import FSMTask, goal_tasks
 from sandboxes.browser_config import BrowserConfig
 from sandboxes.browser_host import BrowserHost
@@ -138,7 +139,7 @@ async def jump_vs_replay(host: BrowserHost, server: SiteServer, tasks: list[Any]
                 sid = env.task._session  # noqa: SLF001
                 server.jump(sid, target)
                 await sandbox.reset(server.session_url(sid), allowed_origins=(server.site_url,))
-                await sandbox.screenshot()
+                await observe(env)  # the store's jump path: wait for the load, screenshot
                 jump_ms.append((time.perf_counter() - start) * 1000)
                 assert server.state(sid).key() == target
                 start = time.perf_counter()
