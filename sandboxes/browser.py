@@ -51,6 +51,8 @@ _CONTEXT_DESTROYED = "Execution context was destroyed"
 #: that say so (page crash, browser disconnect) may still be in flight.
 _GONE_MARKERS = ("Target crashed", "has been closed", "Target closed", "Connection closed")
 _VERDICT_WAIT_S = 1.0
+_NOT_PAINTED = "Unable to capture screenshot"
+_CAPTURE_ATTEMPTS = 5
 
 
 class BrowserSandbox:
@@ -218,8 +220,17 @@ class BrowserSandbox:
         }
         if self.config.image_format == "jpeg":
             params["quality"] = self.config.jpeg_quality
-        result = await self._cdp.send("Page.captureScreenshot", params)
-        return base64.b64decode(result["data"])
+        for attempt in range(_CAPTURE_ATTEMPTS):
+            try:
+                result = await self._cdp.send("Page.captureScreenshot", params)
+                return base64.b64decode(result["data"])
+            except PlaywrightError as exc:
+                # A page that has not painted its first frame yet (right after a
+                # navigation, on a loaded machine) refuses the capture; it paints soon.
+                if _NOT_PAINTED not in str(exc) or attempt == _CAPTURE_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     async def _route(self, route: Route, request: Request) -> None:
         url = request.url

@@ -138,14 +138,23 @@ def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple
     pages = form_flow(b, part.key, part.title, list(part.fields), submit=part.submit, exit_to="home",
                       confirm=part.confirm, result_title=f"{part.title}: thank you", extra_when=extra)
     conditions = [_choice(f, part.key) for f in part.fields]
+    details = _details(part.fields)
     if part.needs_collection:
         b.link(c.collection_key, "proceed", part.submit, pages["form"], f"proceed to {part.title.lower()}",
                kind="button", visible_when=[cond(c.collection_key, op="nonempty")])
         conditions.append(cond(c.collection_key, c.items[0].id, "contains"))
-        b.add_goal(part.key, f"{part.goal} with {c.items[0].label}", page=pages["result"], conditions=conditions)
+        b.add_goal(part.key, f"{part.goal} for {c.items[0].label} ({details})", page=pages["result"],
+                   conditions=conditions)
         return []
-    b.add_goal(part.key, part.goal, page=pages["result"], conditions=conditions)
+    b.add_goal(part.key, f"{part.goal} ({details})", page=pages["result"], conditions=conditions)
     return [(pages["form"], part.title)]
+
+
+def _details(fields: tuple[FieldDef, ...] | list[FieldDef]) -> str:
+    """The wanted field values in words, so an instruction names everything the goal checks."""
+    words = [f"tick '{f.label}'" if f.kind == "checkbox" else f"{f.label.lower()} '{f.options[-1]}'"
+             for f in fields]
+    return ", ".join(words)
 
 
 def _choice(f: FieldDef, key: str) -> dict:
@@ -158,9 +167,10 @@ def _choice(f: FieldDef, key: str) -> dict:
 
 def _wizard_part(b: SiteBuilder, w: WizardPart) -> list[tuple[str, str]]:
     pages = wizard(b, w.key, w.title, [list(s) for s in w.steps], exit_to="home")
-    conditions = [_choice(f, f"{w.key}{i + 1}") for i, step in enumerate(w.steps) for f in step
-                  if f.kind != "select"]
-    b.add_goal(w.key, w.goal, page=pages["result"], conditions=conditions)
+    wanted = [(f, f"{w.key}{i + 1}") for i, step in enumerate(w.steps) for f in step if f.kind != "select"]
+    conditions = [_choice(f, key) for f, key in wanted]
+    b.add_goal(w.key, f"{w.goal} ({_details([f for f, _ in wanted])})", page=pages["result"],
+               conditions=conditions)
     return [(pages["steps"][0], w.title)]
 
 

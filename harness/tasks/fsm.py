@@ -167,7 +167,10 @@ class FSMTask(Task):
                 if seen in (str(seq), "x") or (seen is None and seq == 0):
                     # A loaded document may not have painted yet; wait for two frames so
                     # the screenshot that follows captures the new state.
-                    await sandbox.evaluate(_FRAMES)
+                    try:
+                        await sandbox.evaluate(_FRAMES)
+                    except SandboxEvaluationError:  # navigated again meanwhile; look again
+                        continue
                     return
             await asyncio.sleep(0.02)
         raise TaskError(f"expected the page of {self.id} to show the new state within "
