@@ -11,7 +11,8 @@ as shipped (``slow_mo=100`` ms per Playwright call, ``pre_observation_delay=0.5`
 Same tasks, same seeds, same 160x210 task area, same click points: a seeded list of points
 inside MiniWoB's instruction box (the top 50 px), where a click never ends an episode, so
 every system runs the same number of steps with no resets in the timed loop (any episode
-that does end is counted in ``ended``). A "cell" = one system, one task, N envs at once:
+that does end is counted in ``ended``). MiniWoB's 10 s episode timer is stopped after each
+reset (``core.clearTimer()``, as BrowserGym does), else slow systems' episodes expire. A "cell" = one system, one task, N envs at once:
 open, time the resets, warm up, read memory, run the timed steps. Cells are interleaved
 (the system order rotates each repeat) and summarised by medians; ratios are paired per
 (repeat, task, concurrency) so load drift on a shared machine cancels out.
@@ -69,6 +70,8 @@ async def inprocess_cell(system: str, task: str, n: int, plan: dict[str, Any]) -
                 resets.append(time.perf_counter() - start)
         else:
             await asyncio.gather(*(variant.reset(i, plan["reset_seeds"][0] + i) for i in range(n)))
+        for i in range(n):
+            await variant.disarm(i)
         points = plan["points"]
         for i, (x, y) in product(range(n), points[: plan["warmup"]]):
             await variant.step(i, x, y)
@@ -85,6 +88,7 @@ async def inprocess_cell(system: str, task: str, n: int, plan: dict[str, Any]) -
                 if done:
                     ended += 1
                     await variant.reset(i, plan["reset_seeds"][0])
+                    await variant.disarm(i)
 
         start = time.perf_counter()
         await asyncio.gather(*(worker(i) for i in range(n)))

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from playwright.async_api import Error as PlaywrightError
 from rich.progress import Progress
 
 from benchmarks.common import console, fmt, median, percentile, print_table, ratio, write_results
@@ -166,6 +167,57 @@ async def jump_vs_replay(host: BrowserHost, server: SiteServer, tasks: list[Any]
     return rows
 
 
+async def reset_paths(host: BrowserHost, server: SiteServer, task: Any, repeats: int) -> dict[str, Any]:
+    """Where an FSM reset's time goes: the env's reset (a fresh BrowserContext per episode,
+    route interception, CDP attach, page load, screenshot) against bare alternatives."""
+    browser = await host.ensure_browser()
+    viewport = {"width": host.config.viewport_width, "height": host.config.viewport_height}
+    times: dict[str, list[float]] = {}
+
+    def new_session() -> str:
+        return server.create_session(task.site, goal=task.goal, start_state=task.start_state, seed=0).id
+
+    async def shot(page: Any) -> None:
+        cdp = await page.context.new_cdp_session(page)
+        for attempt in range(50):  # Chromium refuses a capture until the first frame is ready
+            try:
+                await cdp.send("Page.captureScreenshot", {"format": "png"})
+                break
+            except PlaywrightError:
+                if attempt == 49:
+                    raise
+                await asyncio.sleep(0.01)
+        await cdp.detach()
+
+    sandbox = await host.new_sandbox()
+    env = AsyncBrowserEnv(FSMTask([task], server), sandbox)
+    kept = await browser.new_context(viewport=viewport)
+    kept_page = await kept.new_page()
+    for _ in range(repeats):
+        start = time.perf_counter()
+        await env.reset(seed=0)
+        times.setdefault("env.reset (new context + session + load + screenshot)", []).append(time.perf_counter() - start)
+        start = time.perf_counter()
+        context = await browser.new_context(viewport=viewport)
+        page = await context.new_page()
+        await page.goto(server.session_url(new_session()), wait_until="domcontentloaded")
+        await shot(page)
+        times.setdefault("bare Playwright: new context + load + screenshot", []).append(time.perf_counter() - start)
+        await context.close()
+        start = time.perf_counter()
+        await kept_page.goto(server.session_url(new_session()), wait_until="domcontentloaded")
+        await shot(kept_page)
+        times.setdefault("bare Playwright: same page, goto new session + screenshot", []).append(
+            time.perf_counter() - start)
+        start = time.perf_counter()
+        new_session()
+        times.setdefault("server only: create session", []).append(time.perf_counter() - start)
+    await kept.close()
+    await env.close()
+    await sandbox.close()
+    return {name: median(1000 * t for t in values) for name, values in times.items()}
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     tasks = library_tasks(2 if args.quick else None)
     specs = [load_site(site) for site in list_sites()]
@@ -177,7 +229,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 for c in concurrencies:
                     runs.append(await throughput(host, server, tasks, c, args.seconds, progress))
         jumps = await jump_vs_replay(host, server, tasks, 2 if args.quick else 5)
-    return {"tasks": len(tasks), "sites": len(specs), "runs": runs, "jump_vs_replay": jumps}
+        paths = await reset_paths(host, server, tasks[0], 5 if args.quick else 10)
+    return {"tasks": len(tasks), "sites": len(specs), "runs": runs, "jump_vs_replay": jumps,
+            "reset_paths_ms": paths}
 
 
 def report(result: dict[str, Any]) -> dict[str, Any]:
@@ -199,6 +253,8 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
                 [[j["task"], str(j["depth"]), fmt(j["jump_ms"]), fmt(j["replay_ms"]),
                   fmt(ratio(j["replay_ms"], j["jump_ms"]), 2), fmt(j["server_jump_us"]),
                   fmt(j["server_replay_us"])] for j in result["jump_vs_replay"]])
+    print_table("where an FSM reset's time goes (ms, medians)", ["path", "ms"],
+                [[k, fmt(v)] for k, v in result["reset_paths_ms"].items()])
     best = max((s["verified_per_hour"] or 0 for s in summary.values()), default=0)
     resets = [s["reset_ms_p50"] for s in summary.values() if s["reset_ms_p50"] is not None]
     met = {"verified_per_hour_ge_5000": best >= TARGET_PER_HOUR,

@@ -23,6 +23,7 @@ import random
 import shutil
 import tempfile
 import time
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,8 @@ async def collect(env: AsyncBrowserEnv, episodes: int, p_oracle: float, seed: in
     return out
 
 
-def insert_passes(trajectories: list[Trajectory], root: Path, passes: int, kind: str) -> dict[str, Any]:
+def insert_passes(trajectories: list[Trajectory], root: Path, passes: int, kind: str,
+                  instructions: dict[str, str]) -> dict[str, Any]:
     """Insert the episodes ``passes`` times into one fresh store; time each pass."""
     shutil.rmtree(root, ignore_errors=True)
     steps = sum(len(t.steps) for t in trajectories)
@@ -99,6 +101,8 @@ def insert_passes(trajectories: list[Trajectory], root: Path, passes: int, kind:
         first_bytes = None
     else:
         store = TrajectoryStore(root, blob_format=kind)
+        for task_id, instruction in instructions.items():  # exports read the task's instruction
+            store.put_task(task_id, instruction)
         first_bytes = None
         for p in range(passes):
             start = time.perf_counter()
@@ -167,17 +171,45 @@ async def restore_times(env: AsyncBrowserEnv, store_dir: Path, repeats: int) -> 
 
 async def explore_compare(env: AsyncBrowserEnv, work: Path, budget: int, seeds: list[int],
                           max_depth: int) -> list[dict[str, Any]]:
+    """Same budget, tree vs independent, for the oracle and the random agent. A rollout from
+    the root with the oracle repeats one trajectory, so distinct successful leaves count too."""
     rows = []
-    for seed in seeds:
-        for mode in ("tree", "independent"):
-            root = work / f"explore-{mode}-{seed}"
-            shutil.rmtree(root, ignore_errors=True)
-            store = TrajectoryStore(root)
-            config = ExploreConfig(budget=budget, agent="random", explore=mode, seed=seed,
-                                   max_depth=max_depth)
-            report = await Explorer(store, env, config, env_key=env.task.id).run()
-            store.close()
-            rows.append({"task": env.task.id, "seed": seed, "mode": mode, **report.to_dict()})
+    for agent, seed, mode in product(("oracle", "random"), seeds, ("tree", "independent")):
+        root = work / f"explore-{agent}-{mode}-{seed}"
+        shutil.rmtree(root, ignore_errors=True)
+        store = TrajectoryStore(root)
+        config = ExploreConfig(budget=budget, agent=agent, explore=mode, seed=seed, max_depth=max_depth)
+        report = await Explorer(store, env, config, env_key=env.task.id).run()
+        distinct = len({e.leaf_id for e in store.episodes(success=True)})
+        store.close()
+        rows.append({"task": env.task.id, "agent": agent, "seed": seed, "mode": mode,
+                     "distinct_successes": distinct,
+                     "steps_per_distinct_success": report.env_steps / distinct if distinct else None,
+                     "seconds_per_distinct_success": report.seconds / distinct if distinct else None,
+                     **report.to_dict()})
+    return rows
+
+
+def encode_costs(trajectories: list[Trajectory], sample: int) -> list[dict[str, Any]]:
+    """ms and bytes per screenshot for blob encodings, on distinct collected screenshots."""
+    import io
+
+    from PIL import Image
+
+    shots = list({s.screenshot: None for t in trajectories for s in t.steps})[:sample]
+    settings = {"webp lossless method=4 (store default)": dict(lossless=True, quality=80, method=4),
+                "webp lossless method=0": dict(lossless=True, quality=0, method=0),
+                "webp lossy q80 method=0": dict(quality=80, method=0)}
+    rows = [{"encoding": "png as captured (no re-encode)", "ms_per_image": 0.0,
+             "kb_per_image": sum(map(len, shots)) / len(shots) / 1024}]
+    for name, params in settings.items():
+        start, size = time.perf_counter(), 0
+        for shot in shots:
+            out = io.BytesIO()
+            Image.open(io.BytesIO(shot)).convert("RGB").save(out, "WEBP", **params)
+            size += out.tell()
+        rows.append({"encoding": name, "ms_per_image": (time.perf_counter() - start) * 1000 / len(shots),
+                     "kb_per_image": size / len(shots) / 1024})
     return rows
 
 
@@ -195,12 +227,13 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             trajectories += await collect(env, args.episodes, 0.7, seed=k)
             envs.append(env)
         result["collect_s"] = time.perf_counter() - start
+        instructions = {env.task.id: env.task.task.instruction for env in envs}
         result["episodes"] = len(trajectories)
         result["steps"] = sum(len(t.steps) for t in trajectories)
         result["successes"] = sum(t.success for t in trajectories)
         console.print(f"collected {result['episodes']} episodes, {result['steps']} steps "
                       f"({result['successes']} successful) in {result['collect_s']:.0f}s")
-        inserts = {kind: [insert_passes(trajectories, work / f"ins-{kind}", args.passes, kind)
+        inserts = {kind: [insert_passes(trajectories, work / f"ins-{kind}", args.passes, kind, instructions)
                           for _ in range(args.repeats)] for kind in ("webp", "png", "flat")}
         result["insert"] = {kind: {
             "first_pass_steps_per_s": median(r["first_pass_steps_per_s"] for r in runs),
@@ -208,8 +241,9 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "bytes_one_pass": runs[0]["bytes_one_pass"], "bytes_all_passes": runs[0]["bytes_all_passes"],
         } for kind, runs in inserts.items()}
         one_pass = {kind: work / f"one-{kind}" for kind in ("webp", "flat")}
-        insert_passes(trajectories, one_pass["webp"], 1, "webp")
-        insert_passes(trajectories, one_pass["flat"], 1, "flat")
+        insert_passes(trajectories, one_pass["webp"], 1, "webp", instructions)
+        insert_passes(trajectories, one_pass["flat"], 1, "flat", instructions)
+        result["encode"] = encode_costs(trajectories, 12 if args.quick else 40)
         result["export_s"] = export_times(one_pass["webp"], one_pass["flat"], work / "export", args.repeats)
         result["restore"] = []
         for env in envs[:2]:
@@ -238,22 +272,23 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
     print_table("node restore (ms, medians)", ["task", "depth", "jump ms", "replay ms", "replay/jump"],
                 [[r["task"], str(r["depth"]), fmt(r["jump_ms"]), fmt(r["replay_ms"]),
                   fmt(ratio(r["replay_ms"], r["jump_ms"]), 2)] for r in result["restore"]])
-    print_table("exploration with the random agent, same budget", ["task", "seed", "mode", "env steps",
-                "episodes", "successes", "steps/success", "jumps", "replays"],
-                [[r["task"], str(r["seed"]), r["mode"], str(r["env_steps"]), str(r["episodes"]),
-                  str(r["successes"]), fmt(r["steps_per_success"]), str(r["restores_jump"]),
-                  str(r["restores_replay"])] for r in result["explore"]])
-    by_mode: dict[str, list[float]] = {}
-    for mode in ("tree", "independent"):
-        rows = [r for r in result["explore"] if r["mode"] == mode]
-        steps, wins = sum(r["env_steps"] for r in rows), sum(r["successes"] for r in rows)
-        by_mode[mode] = [steps / wins if wins else None]
+    print_table("screenshot blob encodings", ["encoding", "ms/image", "KB/image"],
+                [[r["encoding"], fmt(r["ms_per_image"]), fmt(r["kb_per_image"])] for r in result["encode"]])
+    print_table("exploration, same step budget", ["task", "agent", "seed", "mode", "env steps",
+                "episodes", "successes", "distinct successes", "steps/distinct success", "s/distinct success", "jumps"],
+                [[r["task"], r["agent"], str(r["seed"]), r["mode"], str(r["env_steps"]), str(r["episodes"]),
+                  str(r["successes"]), str(r["distinct_successes"]), fmt(r["steps_per_distinct_success"]),
+                  fmt(r["seconds_per_distinct_success"]), str(r["restores_jump"])] for r in result["explore"]])
+    by_mode: dict[str, list[float | None]] = {}
+    for agent, mode in product(("oracle", "random"), ("tree", "independent")):
+        rows = [r for r in result["explore"] if r["mode"] == mode and r["agent"] == agent]
+        steps, wins = sum(r["env_steps"] for r in rows), sum(r["distinct_successes"] for r in rows)
+        by_mode[f"{agent}_{mode}"] = [steps / wins if wins else None]
     summary = {
         "insert_webp_first_pass_steps_per_s": ins["webp"]["first_pass_steps_per_s"],
         "insert_webp_repeat_steps_per_s": ins["webp"]["later_steps_per_s"],
         "saving_ratio_webp": ratio(flat_bytes, ins["webp"]["bytes_one_pass"]),
-        "steps_per_success_tree": by_mode["tree"][0],
-        "steps_per_success_independent": by_mode["independent"][0],
+        **{f"steps_per_distinct_success_{k}": v[0] for k, v in by_mode.items()},
     }
     summary["targets"] = {
         "insert_ge_5000_steps_per_s_new_blobs": (summary["insert_webp_first_pass_steps_per_s"] or 0) >= TARGET_INSERT,
@@ -281,7 +316,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.passes = args.passes or (3 if args.quick else 5)
     args.repeats = args.repeats or (2 if args.quick else 3)
     args.restore_repeats = args.restore_repeats or (1 if args.quick else 3)
-    args.budget = args.budget or (80 if args.quick else 250)
+    args.budget = args.budget or (40 if args.quick else 150)
     args.seeds = [int(s) for s in (args.seeds or ("0" if args.quick else "0,1")).split(",")]
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-store-"))
     try:

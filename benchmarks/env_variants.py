@@ -48,6 +48,11 @@ class Variant:
         """Click (x, y) in task-area pixels and observe; True if the episode ended."""
         raise NotImplementedError
 
+    async def disarm(self, i: int) -> None:
+        """Stop MiniWoB's 10 s episode timer (``core.clearTimer()``, as BrowserGym does), so
+        a slow system does not see its episodes expire mid-measurement. Not timed."""
+        raise NotImplementedError
+
     def memory_roots(self) -> list[int]:
         """Pids whose descendants are this variant's browsers and drivers."""
         return [os.getpid()]
@@ -92,6 +97,9 @@ class FloorVariant(Variant):
         await page.mouse.click(x, y)
         await self._shot(cdp)
         return False  # the floor judges nothing
+
+    async def disarm(self, i: int) -> None:
+        await self._envs[i][1].evaluate("core.clearTimer()")
 
     @staticmethod
     async def _shot(cdp: Any) -> bytes:
@@ -144,6 +152,9 @@ class HarnessVariant(Variant):
         _, _, terminated, truncated, _ = await self._envs[i].step(Click(x=x, y=y))
         return terminated or truncated
 
+    async def disarm(self, i: int) -> None:
+        await self._envs[i].sandbox.evaluate("core.clearTimer()")
+
     async def close(self) -> None:
         for env in self._envs:
             await env.close()
@@ -172,6 +183,10 @@ class MiniwobGymVariant(Variant):
 
     async def step(self, i: int, x: int, y: int) -> bool:
         return await asyncio.to_thread(self._step, self._envs[i], x, y)
+
+    async def disarm(self, i: int) -> None:
+        driver = self._envs[i].unwrapped.instance.driver
+        await asyncio.to_thread(driver.execute_script, "core.clearTimer();")
 
     @staticmethod
     def _step(env: Any, x: int, y: int) -> bool:

@@ -53,12 +53,12 @@ def demo_stages(out: Path, *, quick: bool) -> list[Stage]:
             "tasks", "synth", "--site", str(site), "--n", "6", "--seed", "0", "--out", str(tasks),
         ], {"verified tasks": "synth_tasks.jsonl"}),
         Stage("FSM sites: oracle agent on the verified tasks", [
-            "eval", "--suite", f"fsm-tasks:{tasks}", "--agent", "oracle", "--episodes", "1",
+            "eval", "--suite", f"fsm:{tasks}", "--agent", "oracle", "--episodes", "1",
             "--concurrency", "2", "--max-steps", "20", "--out", str(out / "fsm_oracle"),
             "--no-progress",
         ], {"FSM oracle report": "fsm_oracle/report.html"}),
         Stage("FSM sites: random agent on the verified tasks", [
-            "eval", "--suite", f"fsm-tasks:{tasks}", "--agent", "random", "--episodes", "1",
+            "eval", "--suite", f"fsm:{tasks}", "--agent", "random", "--episodes", "1",
             "--concurrency", "2", "--max-steps", "8", "--out", str(out / "fsm_random"),
             "--no-progress",
         ], {"FSM random report": "fsm_random/report.html"}),

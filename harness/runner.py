@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import io
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterable
@@ -69,7 +70,8 @@ class EpisodeSpec(BaseModel):
     @property
     def name(self) -> str:
         """A file-system-safe episode name."""
-        safe = self.task_id.replace(":", "__").replace("/", "_")
+        # Only URL- and file-system-safe characters: the report links these by relative URL.
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", self.task_id.replace(":", "__"))
         return f"{safe}-{self.index:04d}-s{self.seed}"
 
 

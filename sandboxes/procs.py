@@ -89,6 +89,8 @@ def kill_group(pgid: int) -> None:
 
 #: comm (truncated to 15 characters by the kernel) of Chromium's crash handler.
 CRASHPAD_COMM = "chrome_crashpad"
+#: the process names of Chromium (browser, renderer, GPU, zygote) as /proc/PID/comm shows them
+CHROMIUM_COMMS = ("chromium", "chrome")
 
 
 def crashpad_children() -> set[int]:
@@ -114,13 +116,16 @@ def reap_group(pgid: int) -> int:
     """Reap our zombie children from process group ``pgid`` and zombie crash handlers;
     return how many.
 
-    Only those are waited for, so asyncio's own child watchers (the Playwright
+    Only those (and orphaned Chromium processes) are waited for, so asyncio's own child watchers (the Playwright
     driver lives in our group) never lose an exit status to us.
     """
     reaped = 0
     me = os.getpid()
     for info in all_procs():
-        ours = info.pgid == pgid or info.comm.startswith(CRASHPAD_COMM)
+        # Orphaned Chromium processes of any earlier browser come to us (we are a
+        # subreaper) and nobody else will ever wait for them, so they are reaped too.
+        ours = (info.pgid == pgid or info.comm.startswith(CRASHPAD_COMM)
+                or info.comm in CHROMIUM_COMMS)
         if info.ppid == me and ours and info.state == "Z":
             try:
                 os.waitpid(info.pid, os.WNOHANG)

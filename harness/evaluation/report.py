@@ -10,6 +10,7 @@ label for typing, keys, waits and done; agent errors are a red caption.
 from __future__ import annotations
 
 from html import escape
+from urllib.parse import quote
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,7 @@ def _frame(step: StepRecord, width: int, height: int) -> str:
     caption = escape(step.action_text or (str(step.action.get("type")) if step.action else "unparsed"))
     error = f'<div class="cap err">{escape(step.error)}</div>' if step.error else ""
     return (
-        f'<div><div class="frame"><img src="{escape(step.screenshot)}" width="{THUMB_WIDTH}" '
+        f'<div><div class="frame"><img src="{escape(quote(step.screenshot))}" width="{THUMB_WIDTH}" '
         f'height="{shown_h}" alt="step {step.step}"><svg width="{THUMB_WIDTH}" height="{shown_h}" '
         f'viewBox="0 0 {width} {height}" preserveAspectRatio="none">{marker}{overlay}</svg></div>'
         f'<div class="cap">{step.step}. {caption[:80]} · r={step.reward:.2f}</div>{error}</div>'

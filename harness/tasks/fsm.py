@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -61,7 +62,8 @@ class FSMTask(Task):
     has_oracle = True
 
     def __init__(self, task: Any | Sequence[Any], server: SiteServer | None = None, *,
-                 shaping: float = 0.0, name: str | None = None) -> None:
+                 shaping: float = 0.0, name: str | None = None,
+                 site_spec: SiteSpec | None = None) -> None:
         self.choices = list(task) if isinstance(task, (list, tuple)) else [task]
         if not self.choices:
             raise TaskError("expected at least one FSM task spec, got none")
@@ -71,6 +73,7 @@ class FSMTask(Task):
         self.task = first
         self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)
         self._server = server
+        self._site_spec = site_spec  # for sites outside the library (synthesized, user-written)
         self._session: str | None = None
         self._cursor = 0
 
@@ -147,9 +150,12 @@ class FSMTask(Task):
         if self._server is None:
             self._server = await shared_server()
         if self.task.site not in self._server.store.machines:
-            from fsm_sites.library import load_site
+            if self._site_spec is not None and self._site_spec.name == self.task.site:
+                self._server.add_site(self._site_spec)
+            else:
+                from fsm_sites.library import load_site
 
-            self._server.add_site(load_site(self.task.site))
+                self._server.add_site(load_site(self.task.site))
         return self._server
 
     async def _settle(self, sandbox: Sandbox, server: SiteServer, sid: str) -> None:
@@ -226,7 +232,17 @@ def _library_tasks(site: str) -> tuple[GoalTask, ...]:
 
 class FSMSuite:
     """``fsm:SITE`` draws one of the site's goal tasks per episode (by seed);
-    ``fsm:SITE/GOAL`` is one task."""
+    ``fsm:SITE/GOAL`` is one task; ``fsm:TASKS.jsonl`` stands for every task in a file
+    written by ``cua tasks synth`` (one task id ``fsm:TASKS.jsonl#TASK`` each)."""
+
+    def accepts(self, name: str) -> bool:
+        path, sep, task_id = name.partition(TASK_FILE_SEP)
+        return path.endswith(".jsonl") and (not sep or task_id in _file_tasks(path))
+
+    def expand(self, name: str) -> list[str] | None:
+        if not name.endswith(".jsonl"):
+            return None
+        return [f"{name}{TASK_FILE_SEP}{task_id}" for task_id in _file_tasks(name)]
 
     def names(self) -> list[str]:
         from fsm_sites.library import list_sites
@@ -235,6 +251,10 @@ class FSMSuite:
         return sites + [f"{s}/{t.id}" for s in sites for t in _library_tasks(s)]
 
     def make(self, name: str) -> FSMTask:
+        if TASK_FILE_SEP in name:
+            path, _, task_id = name.partition(TASK_FILE_SEP)
+            task = _file_tasks(path)[task_id]
+            return FSMTask(task, site_spec=_site_for_tasks_file(path, task.site), name=name)
         site, _, goal = name.partition("/")
         tasks = _library_tasks(site)
         if goal:
@@ -245,3 +265,39 @@ class FSMSuite:
 def suite() -> FSMSuite:
     """The registry's entry point for the ``fsm`` prefix."""
     return FSMSuite()
+
+
+TASK_FILE_SEP = "#"
+
+
+def _file_tasks(path: str) -> dict[str, Any]:
+    """The tasks of a `cua tasks synth` JSONL file by id; a clear error if it is missing."""
+    from fsm_sites.tasks import load_tasks
+
+    if not Path(path).is_file():
+        raise TaskError(f"expected a tasks file written by `cua tasks synth`, got {path!r}, "
+                        "which does not exist")
+    return {task.id: task for task in load_tasks(path)}
+
+
+@cache
+def _site_for_tasks_file(path: str, site: str) -> SiteSpec:
+    """The spec of ``site``: the library's, else a spec file beside the tasks file."""
+    import yaml
+
+    from fsm_sites.errors import SpecInvalid
+    from fsm_sites.library import list_sites, load_site
+    from fsm_sites.validate import load_and_validate
+
+    if site in list_sites():
+        return load_site(site)
+    folder = Path(path).resolve().parent
+    for candidate in sorted(folder.glob("*.y*ml")) + sorted(folder.glob("*.json")):
+        try:
+            spec = load_and_validate(candidate)
+        except (SpecInvalid, yaml.YAMLError, ValueError, OSError):
+            continue  # other files in the folder need not be specs
+        if spec.name == site:
+            return spec
+    raise TaskError(f"expected site {site!r} in the library or as a spec file beside {path}, "
+                    "found neither; keep the spec you synthesized tasks from next to the tasks file")

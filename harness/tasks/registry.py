@@ -99,6 +99,7 @@ def suite_task_ids(spec: str) -> list[str]:
         suite = load_suite(prefix)
         names = [n.strip() for n in names_part.split(",") if n.strip()] if names_part else []
         if names:
+            names = [m for n in names for m in _expand(suite, n)]
             _check_names(names, suite, prefix)
         else:
             names = list(suite.names())
@@ -119,10 +120,18 @@ def task_has_oracle(task: Task) -> bool:
     return type(task).cheat is not Task.cheat
 
 
+def _expand(suite: TaskSuite, name: str) -> list[str]:
+    """A suite may let one name stand for several tasks (e.g. a tasks file) via ``expand``."""
+    expand = getattr(suite, "expand", None)
+    expanded = expand(name) if expand is not None else None
+    return list(expanded) if expanded else [name]
+
+
 def _check_names(names: list[str], suite: TaskSuite, prefix: str) -> None:
     known = set(suite.names())
+    accepts = getattr(suite, "accepts", None)  # suites whose names are not all listable
     for name in names:
-        if name not in known:
+        if name not in known and not (accepts is not None and accepts(name)):
             raise UnknownTaskError(
                 f"expected a task of suite {prefix!r}, got {name!r}{_close(name, known)}; "
                 f"`{prefix}` has {len(known)} tasks"

@@ -1,0 +1,44 @@
+"""Every benchmark in quick mode, one after the other (``make bench``).
+
+    .venv/bin/python -m benchmarks.run_all [--full]
+
+Each writes its JSON under ``benchmarks/results/``; a benchmark that fails is reported
+and the others still run. The exit status is 1 if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+
+from benchmarks import bench_env, bench_fsm, bench_store
+from benchmarks.common import console
+
+BENCHMARKS = {"bench_env": bench_env.main, "bench_fsm": bench_fsm.main, "bench_store": bench_store.main}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--full", action="store_true", help="full settings instead of --quick")
+    parser.add_argument("--only", default=None, help="comma-separated subset of " + ", ".join(BENCHMARKS))
+    args = parser.parse_args(argv)
+    names = args.only.split(",") if args.only else list(BENCHMARKS)
+    failed = []
+    for name in names:
+        console.rule(name)
+        start = time.perf_counter()
+        try:
+            BENCHMARKS[name]([] if args.full else ["--quick"])
+        except Exception:  # one broken benchmark must not hide the others' numbers
+            failed.append(name)
+            console.print(traceback.format_exc())
+        console.print(f"{name}: {time.perf_counter() - start:.0f}s")
+    if failed:
+        console.print(f"[red]failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
