@@ -42,8 +42,8 @@ def main() -> None:
     job = json.loads(sys.argv[1])
     os.environ["MINIWOB_URL"] = job["miniwob_url"]
     _patch_launch(job["chromium"], job["flags"])
-    import gymnasium
     import browsergym.miniwob  # noqa: F401 - registers the browsergym/miniwob.* envs
+    import gymnasium
     from browsergym.core.action.highlevel import HighLevelActionSet
 
     env = gymnasium.make(

@@ -68,7 +68,7 @@ async def oracle_episode(env: AsyncBrowserEnv, seed: int) -> dict[str, Any]:
         if terminated or truncated:
             break
     # The oracle's final Done step fires no transition; judge the steps that moved.
-    moving = [v for a, v in zip(actions, verdicts) if a.type != "done"]
+    moving = [v for a, v in zip(actions, verdicts, strict=True) if a.type != "done"]
     verified = (success and bool(moving) and all(shot for shot in shots)
                 and all(v is not None and v.transition_fired and v.on_shortest_path for v in moving))
     return {"task": env.task.id, "seed": seed, "reset_s": reset_s, "steps": len(actions),

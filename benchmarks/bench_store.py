@@ -36,8 +36,8 @@ from harness.store.explore import ExploreConfig, Explorer, describe_action
 from harness.store.export import ExportConfig, export
 from harness.store.models import Frame, Step, Trajectory
 from harness.store.restore import restore_node
-from harness.store.stats import disk_bytes
 from harness.store.statekey import state_key_for
+from harness.store.stats import disk_bytes
 from harness.store.store import TrajectoryStore
 from harness.tasks.fsm import FSMTask, goal_tasks
 from sandboxes.browser_config import BrowserConfig

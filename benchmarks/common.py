@@ -157,7 +157,7 @@ def machine() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "memory_gib": mem_gib,
         "load_average": [round(x, 2) for x in os.getloadavg()],
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "python": platform.python_version(),
     }
 

@@ -64,7 +64,7 @@ def demo_stages(out: Path, *, quick: bool) -> list[Stage]:
         ], {"FSM random report": "fsm_random/report.html"}),
         Stage("Tree store: collect with tree exploration", [
             "collect", "--suite", "fsm:shop", "--store", str(store), "--budget", budget,
-            "--agent", "random", "--explore", "tree", "--seed", "0",
+            "--agent", "oracle", "--explore", "tree", "--seed", "0",
         ]),
         Stage("Tree store: statistics", ["store", "stats", str(store)]),
         Stage("Tree store: export DPO pairs", [

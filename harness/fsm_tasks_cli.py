@@ -9,10 +9,9 @@ event (focusing a field, typing, opening a dropdown) are preparatory and allowed
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,7 +21,9 @@ from rich.progress import Progress
 
 from fsm_sites.server import SiteServer, resolve_sites
 from fsm_sites.spec import SiteSpec
-from harness.tasks.fsm import FSMTask, goal_tasks
+from fsm_sites.tasks import TaskSpec, save_tasks, synthesize_tasks
+from harness.tasks.fsm import FSMTask
+from sandboxes.errors import SandboxError
 
 console = Console(stderr=True)
 
@@ -46,7 +47,9 @@ async def verify_one(task: Any, server: SiteServer, sandbox: Any, *, seed: int =
     env = AsyncBrowserEnv(fsm_task, sandbox, max_steps=6 * difficulty + 6)
     try:
         await env.reset(seed=seed)
-    except Exception as exc:  # a broken task must be reported, not crash the run
+    except SandboxError:
+        raise  # infrastructure, not the task's fault: never a silent drop
+    except Exception as exc:  # noqa: BLE001 - a broken task is reported and dropped
         return Verdict(task.id, False, f"setup failed: {exc}", 0)
     try:
         for step in range(env.max_steps):
@@ -67,38 +70,36 @@ async def verify_one(task: Any, server: SiteServer, sandbox: Any, *, seed: int =
 
 
 async def verify_tasks(tasks: Sequence[Any], specs: Sequence[SiteSpec], *, seed: int = 0,
-                       show_progress: bool = True) -> list[Verdict]:
-    """Verify every task in one browser and one site server (sequentially: 2-core machines)."""
+                       concurrency: int = 2, show_progress: bool = True) -> list[Verdict]:
+    """Verify every task in one browser and one site server, ``concurrency`` at a time
+    (each in its own sandbox); the verdicts come back in the order of ``tasks``."""
     from sandboxes.browser import BrowserHost
 
-    out: list[Verdict] = []
+    out: list[Verdict | None] = [None] * len(tasks)
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for index in range(len(tasks)):
+        queue.put_nowait(index)
     async with SiteServer(specs) as server, BrowserHost() as host:
-        sandbox = await host.new_sandbox()
-        try:
-            with Progress(console=console, disable=not show_progress) as progress:
-                bar = progress.add_task("verifying tasks", total=len(tasks))
-                for task in tasks:
-                    out.append(await verify_one(task, server, sandbox, seed=seed))
-                    progress.advance(bar)
-        finally:
-            await sandbox.close()
-    return out
+        with Progress(console=console, disable=not show_progress) as progress:
+            bar = progress.add_task("verifying tasks", total=len(tasks))
+
+            async def worker() -> None:
+                sandbox = await host.new_sandbox()
+                try:
+                    while not queue.empty():
+                        index = queue.get_nowait()
+                        out[index] = await verify_one(tasks[index], server, sandbox, seed=seed)
+                        progress.advance(bar)
+                finally:
+                    await sandbox.close()
+
+            await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(tasks))))))
+    return [verdict for verdict in out if verdict is not None]
 
 
-def synthesize(spec: SiteSpec, n: int, seed: int) -> list[Any]:
-    """Up to ``n`` tasks: fsm_sites.tasks' synthesis where it exists, else one per goal."""
-    try:
-        from fsm_sites import tasks as fsm_tasks
-    except ImportError:
-        fsm_tasks = None
-    synth = getattr(fsm_tasks, "synthesize_tasks", None)
-    return list(synth(spec, n=n, seed=seed)) if synth else goal_tasks(spec)[:n]
-
-
-def _task_json(task: Any) -> str:
-    if hasattr(task, "model_dump_json"):
-        return task.model_dump_json()
-    return json.dumps(asdict(task) if is_dataclass(task) else dict(task))
+def synthesize(spec: SiteSpec, n: int, seed: int) -> list[TaskSpec]:
+    """Up to ``n`` tasks on ``spec`` (named goals and hindsight states, several phrasings)."""
+    return synthesize_tasks(spec, n=n, seed=seed)
 
 
 def register(app: typer.Typer) -> None:
@@ -112,19 +113,21 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", help="where to write the kept tasks")] = Path("tasks.jsonl"),
         seed: Annotated[int, typer.Option("--seed", help="synthesis seed and verification layout seed")] = 0,
         verify: Annotated[bool, typer.Option("--verify/--no-verify", help="replay each oracle in a browser")] = True,
+        concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="tasks verified at once")] = 2,
     ) -> None:
+        """Synthesize tasks for a site and keep those whose oracle verifies in a real browser."""
         spec = resolve_sites([site])[0]
         tasks = synthesize(spec, n, seed)
         kept = tasks
         if verify:
-            verdicts = asyncio.run(verify_tasks(tasks, [spec], seed=seed))
+            verdicts = asyncio.run(verify_tasks(tasks, [spec], seed=seed, concurrency=concurrency))
             kept = [t for t, v in zip(tasks, verdicts, strict=True) if v.kept]
             reasons = Counter(v.reason for v in verdicts if not v.kept)
             console.print(f"verified {len(tasks)} task(s): kept {len(kept)}, dropped {len(tasks) - len(kept)}")
             for reason, count in reasons.most_common():
                 console.print(f"  dropped {count}: {reason}")
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("".join(_task_json(t) + "\n" for t in kept), encoding="utf-8")
+        save_tasks(kept, out)
         console.print(f"wrote {len(kept)} task(s) to {out}")
         if verify and not kept:
             raise typer.Exit(code=1)

@@ -27,7 +27,8 @@ def write_viewer(store: TrajectoryStore, out: Path) -> Path:
         root = tree.root_id
         body = _subtree_html(index, root) if root is not None else ""
         trees_html.append(f'<section class="tree"><h2>{html.escape(tree.env)} '
-                          f'<small>{html.escape(tree.start_key)}</small></h2>{body}</section>')
+                          f'<small title="{html.escape(tree.start_key)}">{html.escape(_short_state(tree.start_key))}'
+                          f'</small></h2>{body}</section>')
     payload = json.dumps(data).replace("</", "<\\/")
     page = (_ASSETS / "index.html").read_text()
     page = page.replace("/*STYLE*/", (_ASSETS / "viewer.css").read_text())
@@ -62,7 +63,13 @@ def _node_record(store: TrajectoryStore, index: TreeIndex, node: Node, images: P
 def _label(node: Node) -> str:
     what = node.action_text or (node.action or {}).get("type", "") or "root"
     mark = " ✓" if node.success else ""
-    return f"#{node.id} {what} → {node.state_key}{mark}"
+    return f"#{node.id} {what} → {_short_state(node.state_key)}{mark}"
+
+
+def _short_state(state_key: str) -> str:
+    """The page of an FSM state key (its variables go to the detail panel and the tooltip)."""
+    key = state_key.removeprefix("fsm:")
+    return key.split("{", 1)[0] if "{" in key else key[:40]
 
 
 def _subtree_html(index: TreeIndex, node_id: int) -> str:
@@ -76,8 +83,8 @@ def _subtree_html(index: TreeIndex, node_id: int) -> str:
             continue
         node = index.nodes[current]
         kids = index.children.get(current, [])
-        label = (f'<span class="node status-{node.status.value}" data-id="{node.id}">'
-                 f"{html.escape(_label(node))}</span>")
+        label = (f'<span class="node status-{node.status.value}" data-id="{node.id}" '
+                 f'title="{html.escape(node.state_key)}">{html.escape(_label(node))}</span>')
         if kids:
             parts.append(f"<details open><summary>{label}</summary>")
             stack.append((current, True))
