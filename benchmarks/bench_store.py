@@ -246,7 +246,7 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         result["encode"] = encode_costs(trajectories, 12 if args.quick else 40)
         result["export_s"] = export_times(one_pass["webp"], one_pass["flat"], work / "export", args.repeats)
         result["restore"] = []
-        for env in envs[:2]:
+        for env in envs[:1]:
             result["restore"] += await restore_times(env, one_pass["webp"], args.restore_repeats)
         for env in envs:
             await env.close()
@@ -311,13 +311,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--keep", default=None, help="keep the stores under this directory")
     parser.add_argument("--out", default=None, help="JSON results path")
     args = parser.parse_args(argv)
-    args.tasks = args.tasks or (2 if args.quick else 4)
-    args.episodes = args.episodes or (6 if args.quick else 15)
+    args.tasks = args.tasks or (2 if args.quick else 3)
+    args.episodes = args.episodes or (6 if args.quick else 10)
     args.passes = args.passes or (3 if args.quick else 5)
     args.repeats = args.repeats or (2 if args.quick else 3)
-    args.restore_repeats = args.restore_repeats or (1 if args.quick else 3)
-    args.budget = args.budget or (40 if args.quick else 150)
-    args.seeds = [int(s) for s in (args.seeds or ("0" if args.quick else "0,1")).split(",")]
+    args.restore_repeats = args.restore_repeats or (1 if args.quick else 2)
+    args.budget = args.budget or (40 if args.quick else 80)
+    args.seeds = [int(s) for s in (args.seeds or "0").split(",")]
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-store-"))
     try:
         result = asyncio.run(run(args, work))
