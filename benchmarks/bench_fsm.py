@@ -63,17 +63,20 @@ async def oracle_episode(env: AsyncBrowserEnv, seed: int) -> dict[str, Any]:
         obs, _, terminated, truncated, info = await env.step(action)
         shots.append(obs.screenshot)
         actions.append(action)
-        verdicts.append(info.verdict)
+        # The same rule as `cua tasks synth`'s verification (harness.fsm_tasks_cli.verify_one):
+        # a step that sent events must lie on a shortest path; a preparatory step (focusing a
+        # field before typing, the final Done) sends none and is allowed.
+        verdicts.append(info.verdict if env.task.step_events[-1] else None)
         success = info.success
         if terminated or truncated:
             break
-    # The oracle's final Done step fires no transition; judge the steps that moved.
-    moving = [v for a, v in zip(actions, verdicts, strict=True) if a.type != "done"]
+    moving = [v for v in verdicts if v is not None]
     verified = (success and bool(moving) and all(shot for shot in shots)
-                and all(v is not None and v.transition_fired and v.on_shortest_path for v in moving))
+                and all(v.transition_fired and v.on_shortest_path for v in moving))
     return {"task": env.task.id, "seed": seed, "reset_s": reset_s, "steps": len(actions),
             "verified": verified, "success": success, "actions": actions,
-            "states": [v.state_after for v in moving if v is not None],
+            "states": [v.state_after for v in moving],
+            "moving_index": [i for i, v in enumerate(verdicts) if v is not None],
             "screenshot_bytes": sum(len(s) for s in shots)}
 
 
@@ -91,7 +94,7 @@ async def throughput(host: BrowserHost, server: SiteServer, tasks: list[Any], co
         while time.perf_counter() < deadline:
             k = next(counter)
             task = tasks[k % len(tasks)]
-            env = AsyncBrowserEnv(FSMTask([task], server), sandbox, max_steps=task.difficulty + 5)
+            env = AsyncBrowserEnv(FSMTask([task], server), sandbox, max_steps=6 * task.difficulty + 6)
             try:
                 episodes.append(await oracle_episode(env, seed=k // len(tasks)))
             except Exception as exc:  # counted: an unverifiable episode is a finding
@@ -126,12 +129,13 @@ async def jump_vs_replay(host: BrowserHost, server: SiteServer, tasks: list[Any]
     sandbox = await host.new_sandbox()
     rows = []
     for task in deep:
-        env = AsyncBrowserEnv(FSMTask([task], server), sandbox, max_steps=task.difficulty + 5)
+        env = AsyncBrowserEnv(FSMTask([task], server), sandbox, max_steps=6 * task.difficulty + 6)
         episode = await oracle_episode(env, seed=0)
         sid = env.task._session  # noqa: SLF001 - the benchmark needs the live session id
         events = [r.event for r in server.events(sid)]
-        moving = [a for a in episode["actions"] if a.type != "done"]
-        for depth in sorted({1, len(moving) // 2, len(moving)} - {0}):
+        # replay re-executes every action up to the depth-th event-sending one
+        ends = episode["moving_index"]
+        for depth in sorted({1, len(ends) // 2, len(ends)} - {0}):
             target = episode["states"][depth - 1]
             jump_ms, replay_ms, srv_jump_us, srv_replay_us = [], [], [], []
             for _ in range(repeats):
@@ -145,7 +149,7 @@ async def jump_vs_replay(host: BrowserHost, server: SiteServer, tasks: list[Any]
                 assert server.state(sid).key() == target
                 start = time.perf_counter()
                 await env.reset(seed=0)
-                for action in moving[:depth]:
+                for action in episode["actions"][: ends[depth - 1] + 1]:
                     await env.step(action)
                 replay_ms.append((time.perf_counter() - start) * 1000)
                 sid = env.task._session  # noqa: SLF001
@@ -228,7 +232,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for _ in range(args.repeats):
                 for c in concurrencies:
                     runs.append(await throughput(host, server, tasks, c, args.seconds, progress))
-        jumps = await jump_vs_replay(host, server, tasks, 2 if args.quick else 5)
+        jumps = await jump_vs_replay(host, server, tasks, 2 if args.quick else 3)
         paths = await reset_paths(host, server, tasks[0], 5 if args.quick else 10)
     return {"tasks": len(tasks), "sites": len(specs), "runs": runs, "jump_vs_replay": jumps,
             "reset_paths_ms": paths}

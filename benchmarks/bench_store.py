@@ -197,7 +197,7 @@ def encode_costs(trajectories: list[Trajectory], sample: int) -> list[dict[str, 
     from PIL import Image
 
     shots = list({s.screenshot: None for t in trajectories for s in t.steps})[:sample]
-    settings = {"webp lossless method=4 (store default)": dict(lossless=True, quality=80, method=4),
+    settings = {"webp lossless method=4 (blob_format=webp)": dict(lossless=True, quality=80, method=4),
                 "webp lossless method=0": dict(lossless=True, quality=0, method=0),
                 "webp lossy q80 method=0": dict(quality=80, method=0)}
     rows = [{"encoding": "png as captured (no re-encode)", "ms_per_image": 0.0,

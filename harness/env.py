@@ -167,6 +167,14 @@ class AsyncBrowserEnv:
             raise RuntimeError("expected reset() before oracle_action(), got none")
         return await self._timed(self.task.cheat(self.sandbox), self.step_timeout_s, "cheat")
 
+    async def observe(self) -> Observation:
+        """A fresh observation of the current page without taking a step (e.g. after a
+        store restore moved the task's state)."""
+        if self._setup is None:
+            raise RuntimeError("expected reset() before observe(), got none")
+        shot = await self._timed(self.sandbox.screenshot(), self.step_timeout_s, "screenshot")
+        return self._observe(shot, None)
+
     async def close(self) -> None:
         """Tear the task down. The sandbox belongs to whoever made it and stays open."""
         if self._setup is not None:

@@ -3,8 +3,10 @@
 A blob's address is the sha256 of the screenshot bytes as the sandbox captured them
 (Chromium's PNG encoder is deterministic, so the same pixels give the same bytes):
 hashing needs no decode, so a repeated screenshot costs one hash and one lookup.
-Only a screenshot seen for the first time is re-encoded, by default as lossless WebP
-(pixel-identical, about 4.5x smaller than Chromium's PNG; numbers in docs/store.md).
+By default a new screenshot is kept exactly as captured (PNG from Chromium: no decode,
+no re-encode, so inserts stay far above 5,000 steps/s even when every screenshot is new);
+``fmt="webp"`` re-encodes new screenshots as lossless WebP instead (pixel-identical, about
+4.5x smaller, but about 70 ms of CPU each). Numbers in docs/store.md and BENCHMARKS.md.
 Files are written to a temp name and renamed, so a crash never leaves a torn blob.
 """
 
@@ -31,7 +33,7 @@ def blob_hash(data: bytes) -> str:
 class BlobDir:
     """A directory of image files named by hash, fanned out by the first two hex digits."""
 
-    def __init__(self, root: Path, fmt: BlobFormat = "webp") -> None:
+    def __init__(self, root: Path, fmt: BlobFormat = "png") -> None:
         if fmt not in _SUFFIX:
             raise StoreError(f"expected blob format 'webp' or 'png', got {fmt!r}; pick one of those")
         self.root = root
@@ -81,7 +83,7 @@ class BlobDir:
         image = Image.open(io.BytesIO(data))
         width, height = image.size
         if self.fmt == "png" and image.format == "PNG":
-            return data, width, height  # already PNG: keep the captured bytes
+            return data, width, height  # already PNG: keep the captured bytes (header read only)
         out = io.BytesIO()
         if self.fmt == "webp":
             image.convert("RGBA" if image.mode in ("RGBA", "LA", "P") else "RGB").save(

@@ -1,8 +1,8 @@
 """Restore a tree node in a live env: jump the FSM session there, or replay its path.
 
 Jump (FSM sites): reset the env (a fresh session), move the session straight to the
-node's state with the site server's jump control, reload the page, and check that the
-FSM state is the node's. Replay (any env): reset, then execute the stored actions from
+node's state with ``FSMTask.jump`` (the site server's jump, then the page reloads in
+place, no new browser context), and check that the FSM state is the node's. Replay (any env): reset, then execute the stored actions from
 the root, checking each step's state key (FSM state, or screenshot hash + URL). Either
 way the final screenshot is compared with the stored one by perceptual hash. A mismatch
 flags the node ``restore_mismatch`` and raises ``RestoreMismatch``: exploration never
@@ -44,15 +44,12 @@ class Restored:
     phash_distance: int
 
 
-def fsm_session(env: AsyncBrowserEnv) -> tuple[Any, str] | None:
-    """(site server, session id) where the env's task is an FSM task with a live session.
-
-    FSMTask keeps these private; reading them here keeps the jump in one place until the
-    task exposes a public jump (see docs/store.md)."""
-    server, session = getattr(env.task, "_server", None), getattr(env.task, "_session", None)
-    if server is None or session is None or not hasattr(server, "jump"):
+def fsm_session(env: AsyncBrowserEnv) -> Any | None:
+    """The env's FSM task where it can jump (a live FSM session), else None."""
+    task = env.task
+    if not callable(getattr(task, "jump", None)) or getattr(task, "session_id", None) is None:
         return None
-    return server, session
+    return task
 
 
 async def restore_node(env: AsyncBrowserEnv, store: TrajectoryStore, node_id: int, *,
@@ -79,16 +76,12 @@ async def restore_node(env: AsyncBrowserEnv, store: TrajectoryStore, node_id: in
 
 
 async def _jump(env: AsyncBrowserEnv, store: TrajectoryStore, node: Node) -> Observation:
-    found = fsm_session(env)
-    assert found is not None
-    server, session = found
+    task = fsm_session(env)
+    assert task is not None
     target = node.state_key.removeprefix("fsm:")
-    reached = server.jump(session, target).key()
+    reached = await task.jump(env.sandbox, target)
     if reached != target:
         _mismatch(store, node, f"expected the jump to reach {target!r}, got {reached!r}")
-    allowed = (server.site_url,)
-    # a fresh page load renders the session's new state (the page reloads only on its own events)
-    await env.sandbox.reset(server.session_url(session), allowed_origins=allowed)
     return await observe(env)
 
 
@@ -116,8 +109,7 @@ async def observe(env: AsyncBrowserEnv, *, attempts: int = 3) -> Observation:
     """A fresh observation of the env's current page (after a jump reloaded it).
 
     Waits for the page to finish loading, and retries a screenshot that Chromium refuses
-    while it is still painting (seen under heavy load); a crash is not retried. The env
-    has no public re-observe yet, so this uses its own observation builder."""
+    while it is still painting (seen under heavy load); a crash is not retried."""
     from sandboxes.errors import SandboxCrashed, SandboxError
 
     deadline = time.monotonic() + READY_TIMEOUT_S
@@ -132,15 +124,14 @@ async def observe(env: AsyncBrowserEnv, *, attempts: int = 3) -> Observation:
         await asyncio.sleep(0.05)
     for attempt in range(attempts):
         try:
-            shot = await env.sandbox.screenshot()
-            break
+            return await env.observe()
         except SandboxCrashed:
             raise
         except SandboxError:
             if attempt == attempts - 1:
                 raise
             await asyncio.sleep(0.25)
-    return env._observe(shot, None)  # noqa: SLF001 - see docstring
+    raise AssertionError("unreachable")
 
 
 def phash_distance(stored: bytes, current: bytes) -> int:

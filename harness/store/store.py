@@ -49,7 +49,7 @@ def process_owner() -> str:
 class TrajectoryStore:
     """A store directory: ``store.sqlite`` and ``blobs/``. Safe to open from many processes."""
 
-    def __init__(self, path: str | Path, *, blob_format: BlobFormat = "webp",
+    def __init__(self, path: str | Path, *, blob_format: BlobFormat = "png",
                  busy_timeout_ms: int = 60_000, recover: bool = True) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)

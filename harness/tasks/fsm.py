@@ -75,6 +75,8 @@ class FSMTask(Task):
         self._server = server
         self._site_spec = site_spec  # for sites outside the library (synthesized, user-written)
         self._session: str | None = None
+        self._jumps = 0  # page reloads after jumps, for a fresh ?v= marker each time
+        self._jump_view: tuple[str, int] | None = None  # (marker, session seq) of the last jump
         self._cursor = 0
 
     # ---- Task protocol ------------------------------------------------------------------
@@ -85,6 +87,7 @@ class FSMTask(Task):
         session = server.create_session(self.task.site, goal=self.task.goal,
                                         start_state=self.task.start_state, seed=layout_seed)
         self._session, self._cursor, self.step_events = session.id, 0, []
+        self._jump_view = None
         url = server.session_url(session.id)
         await sandbox.reset(url, allowed_origins=(server.site_url,))
         await self._settle(sandbox, server, session.id)  # first paint done before the screenshot
@@ -158,9 +161,30 @@ class FSMTask(Task):
                 self._server.add_site(load_site(self.task.site))
         return self._server
 
-    async def _settle(self, sandbox: Sandbox, server: SiteServer, sid: str) -> None:
+    @property
+    def session_id(self) -> str | None:
+        """The site-server session of the current episode (None before setup)."""
+        return self._session
+
+    async def jump(self, sandbox: Sandbox, state_key: str) -> str:
+        """Move this episode's session straight to a reachable state (no replay) and reload
+        the page in place to show it; returns the state key reached."""
+        server, sid = self._require()
+        reached = server.jump(sid, state_key).key()
+        self._jumps += 1
+        marker = f"j{self._jumps}"
+        # Until the next event, the page legitimately shows this marker instead of a seq.
+        self._jump_view = (marker, server.store.get(sid).seq)
+        # Scheduled, so the evaluate returns before the document it runs in goes away.
+        await sandbox.evaluate(f"setTimeout(() => location.replace('./?v={marker}'), 0)")
+        await self._settle(sandbox, server, sid, marker=marker)
+        return reached
+
+    async def _settle(self, sandbox: Sandbox, server: SiteServer, sid: str,
+                      marker: str | None = None) -> None:
         """Wait until the page shows the state of the session's last event (the page
-        reloads itself with ``?v=<seq>`` after each event), so the screenshot is current."""
+        reloads itself with ``?v=<seq>`` after each event, or ``?v=<marker>`` after a
+        jump), so the screenshot is current."""
         deadline = time.monotonic() + _SETTLE_TIMEOUT_S
         while time.monotonic() < deadline:
             try:
@@ -170,7 +194,12 @@ class FSMTask(Task):
             if isinstance(status, dict) and not status["pending"] and status["ready"] == "complete":
                 seen = parse_qs(status["search"].lstrip("?")).get("v", [None])[0]
                 seq = server.store.get(sid).seq
-                if seen in (str(seq), "x") or (seen is None and seq == 0):
+                if marker is not None:
+                    current = seen == marker
+                else:
+                    current = (seen in (str(seq), "x") or (seen is None and seq == 0)
+                               or (seen, seq) == self._jump_view)
+                if current:
                     # A loaded document may not have painted yet; wait for two frames so
                     # the screenshot that follows captures the new state.
                     try:

@@ -113,7 +113,7 @@ def test_parquet_loads_with_datasets_and_decodes_images(tree_store, tmp_path):
 def test_jsonl_writes_image_files_once(tree_store, tmp_path):
     path = export(tree_store, "sft", tmp_path / "out", CANON.model_copy(update={"jsonl": True}))
     rows = [json.loads(line) for line in path.read_text().splitlines()]
-    assert [r["images"] for r in rows] == [[f"images/{SHOT['home']}.webp"],
-                                          [f"images/{SHOT['home']}.webp", f"images/{SHOT['a']}.webp"]]
+    assert [r["images"] for r in rows] == [[f"images/{SHOT['home']}.png"],
+                                          [f"images/{SHOT['home']}.png", f"images/{SHOT['a']}.png"]]
     assert sorted(p.name for p in (tmp_path / "out" / "images").iterdir()) == sorted(
-        f"{SHOT[k]}.webp" for k in ("home", "a"))
+        f"{SHOT[k]}.png" for k in ("home", "a"))

@@ -38,11 +38,12 @@ def test_same_action_to_a_different_state_makes_a_new_node(tmp_path):
     assert len(store.children(root.id)) == 3
 
 
-def test_identical_screenshots_are_stored_once(tmp_path):
-    store = TrajectoryStore(tmp_path)
+@pytest.mark.parametrize("fmt", ["png", "webp"])
+def test_identical_screenshots_are_stored_once(tmp_path, fmt):
+    store = TrajectoryStore(tmp_path, blob_format=fmt)
     for _ in range(3):
         store.insert_trajectory(trajectory([("a", click(1, 1)), ("a", click(5, 5))]))
-    files = [p for p in (tmp_path / "blobs").rglob("*.webp")]
+    files = [p for p in (tmp_path / "blobs").rglob(f"*.{fmt}")]
     assert len(files) == 2  # 'home' and 'a'
     assert store.counts()["unique_screenshots"] == 2
     node = store.nodes()[1]
