@@ -18,12 +18,12 @@ whole (references, determinism, reachability), ``fsm_sites.engine`` runs it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Scalar = Union[bool, int, str]
-VarValue = Union[bool, int, str, tuple[str, ...]]
+Scalar = bool | int | str
+VarValue = bool | int | str | tuple[str, ...]
 
 ElementKind = Literal[
     "button", "link", "text_input", "select", "checkbox", "radio", "tab",

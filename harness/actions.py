@@ -8,7 +8,7 @@ is resized before it reaches the model.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
@@ -133,7 +133,7 @@ class Done(_Action):
 
 
 Action = Annotated[
-    Union[Click, DoubleClick, RightClick, Move, Drag, Scroll, TypeText, Key, Wait, Done],
+    Click | DoubleClick | RightClick | Move | Drag | Scroll | TypeText | Key | Wait | Done,
     Field(discriminator="type"),
 ]
 ACTION_TYPES: tuple[type[_Action], ...] = (

@@ -10,9 +10,9 @@ label for typing, keys, waits and done; agent errors are a red caption.
 from __future__ import annotations
 
 from html import escape
-from urllib.parse import quote
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from harness.runner import EpisodeRecord, StepRecord
 
