@@ -202,6 +202,7 @@ class BrowserHost:
             await asyncio.wait_for(playwright.stop(), _CLOSE_TIMEOUT_S if driver_alive else 1.0)
         except (TimeoutError, PlaywrightError, OSError):
             pass
+        _consume_driver_error(playwright)
 
     async def _shutdown_browser(self) -> None:
         """Close (or, if it died, clean up after) the current browser."""
@@ -230,3 +231,14 @@ class BrowserHost:
 
 def _first_line(exc: PlaywrightError) -> str:
     return (exc.message or str(exc)).strip().splitlines()[0]
+
+
+def _consume_driver_error(playwright: Playwright) -> None:
+    """Read the error Playwright records when its driver dies: it only awaits that future
+    during start-up, so otherwise asyncio logs "Future exception was never retrieved" when
+    the dead driver's objects are collected (at interpreter exit, after everything else)."""
+    manager = getattr(playwright.stop, "__self__", None)  # stop() is the context manager's exit
+    transport = getattr(getattr(manager, "_client", None), "_transport", None)
+    future = getattr(transport, "on_error_future", None)
+    if isinstance(future, asyncio.Future) and future.done() and not future.cancelled():
+        future.exception()
