@@ -1,7 +1,10 @@
 # The harness image: Debian's Chromium, Xvfb and a window manager, plus the project.
 # Build: docker build -t cua-harness .    (podman build works the same)
 # Run:   docker run --rm cua-harness --help
-FROM python:3.11-slim-bookworm
+# Without a registry: any Debian 12 image with Python 3.11 and pip on PATH (e.g. made with
+# debootstrap + podman import) works as --build-arg BASE_IMAGE=<that image>.
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+FROM ${BASE_IMAGE}
 
 ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONUNBUFFERED=1 \
