@@ -4,7 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
-SYSTEM_PACKAGES := chromium chromium-driver xvfb openbox xdotool bubblewrap iproute2
+# The fonts are the ones the FSM renderer's themes name, so pages look the same everywhere.
+SYSTEM_PACKAGES := chromium chromium-driver xvfb openbox xdotool bubblewrap iproute2 \
+  fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-urw-base35
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup system-packages demo test bench lint clean
