@@ -21,7 +21,7 @@ from rich.progress import Progress
 
 from fsm_sites.server import SiteServer, resolve_sites
 from fsm_sites.spec import SiteSpec
-from fsm_sites.tasks import TaskSpec, save_tasks, synthesize_tasks
+from fsm_sites.tasks import save_tasks, synthesize_tasks
 from harness.tasks.fsm import FSMTask
 from sandboxes.errors import SandboxError
 
@@ -97,11 +97,6 @@ async def verify_tasks(tasks: Sequence[Any], specs: Sequence[SiteSpec], *, seed:
     return [verdict for verdict in out if verdict is not None]
 
 
-def synthesize(spec: SiteSpec, n: int, seed: int) -> list[TaskSpec]:
-    """Up to ``n`` tasks on ``spec`` (named goals and hindsight states, several phrasings)."""
-    return synthesize_tasks(spec, n=n, seed=seed)
-
-
 def register(app: typer.Typer) -> None:
     """Add ``cua tasks synth``."""
     tasks_app = typer.Typer(help="Synthesize and verify FSM-site tasks.", no_args_is_help=True)
@@ -117,7 +112,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Synthesize tasks for a site and keep those whose oracle verifies in a real browser."""
         spec = resolve_sites([site])[0]
-        tasks = synthesize(spec, n, seed)
+        tasks = synthesize_tasks(spec, n=n, seed=seed)
         kept = tasks
         if verify:
             verdicts = asyncio.run(verify_tasks(tasks, [spec], seed=seed, concurrency=concurrency))

@@ -44,7 +44,7 @@ class Restored:
     phash_distance: int
 
 
-def fsm_session(env: AsyncBrowserEnv) -> Any | None:
+def jumpable_task(env: AsyncBrowserEnv) -> Any | None:
     """The env's FSM task where it can jump (a live FSM session), else None."""
     task = env.task
     if not callable(getattr(task, "jump", None)) or getattr(task, "session_id", None) is None:
@@ -62,7 +62,7 @@ async def restore_node(env: AsyncBrowserEnv, store: TrajectoryStore, node_id: in
     if root_key != path[0].state_key:
         _mismatch(store, node, f"expected the env to start at the tree root {path[0].state_key!r}, "
                   f"got {root_key!r}; restore nodes with the env and seed that built the tree")
-    can_jump = fsm_session(env) is not None and node.state_key.startswith("fsm:")
+    can_jump = jumpable_task(env) is not None and node.state_key.startswith("fsm:")
     if mode == "jump" and not can_jump:
         raise StoreError(f"expected an FSM env for mode='jump', got task {env.task.id!r} "
                          f"and node state {node.state_key!r}; use mode='replay'")
@@ -76,7 +76,7 @@ async def restore_node(env: AsyncBrowserEnv, store: TrajectoryStore, node_id: in
 
 
 async def _jump(env: AsyncBrowserEnv, store: TrajectoryStore, node: Node) -> Observation:
-    task = fsm_session(env)
+    task = jumpable_task(env)
     assert task is not None
     target = node.state_key.removeprefix("fsm:")
     reached = await task.jump(env.sandbox, target)

@@ -301,11 +301,17 @@ TASK_FILE_SEP = "#"
 
 def _file_tasks(path: str) -> dict[str, Any]:
     """The tasks of a `cua tasks synth` JSONL file by id; a clear error if it is missing."""
-    from fsm_sites.tasks import load_tasks
-
     if not Path(path).is_file():
         raise TaskError(f"expected a tasks file written by `cua tasks synth`, got {path!r}, "
                         "which does not exist")
+    return _read_tasks(path, Path(path).stat().st_mtime_ns)
+
+
+@cache
+def _read_tasks(path: str, mtime_ns: int) -> dict[str, Any]:
+    """Parsed once per file version: the registry asks for every task id of the file."""
+    from fsm_sites.tasks import load_tasks
+
     return {task.id: task for task in load_tasks(path)}
 
 
