@@ -2,7 +2,7 @@
 
 Agent app (``site_url``; the only origin the agent's browser may visit):
     GET  /s/{session}/          the page of the session's current state
-    POST /s/{session}/event     a UI event {page, element, event, value} -> {"ok", "seq"}
+    POST /s/{session}/event     a UI event {page, element, event, value} -> {"ok", "seq", "html"}
 Control app (``control_url``; never handed to the browser): see ``fsm_sites.control``.
 
 Both bind to 127.0.0.1. Sessions live in a ``SessionStore``; ``SiteServer`` also
@@ -179,8 +179,10 @@ class SiteServer:
             record = self.store.apply(sid, parse_event(payload))
         except SessionError as exc:
             return error_response(exc)
-        # The page learns only that its event was taken: the verdict stays on the control side.
-        return web.json_response({"ok": True, "seq": record.seq})
+        # The page learns that its event was taken and gets the page of the new state (what
+        # a GET would return next), saving a round trip; the verdict stays on the control side.
+        return web.json_response({"ok": True, "seq": record.seq,
+                                  "html": self.render(self.store.get(sid))})
 
 
 def resolve_sites(names: Iterable[str | Path | SiteSpec]) -> list[SiteSpec]:

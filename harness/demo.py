@@ -54,7 +54,7 @@ def demo_stages(out: Path, *, quick: bool) -> list[Stage]:
         ], {"verified tasks": "synth_tasks.jsonl"}),
         Stage("FSM sites: oracle agent on the verified tasks", [
             "eval", "--suite", f"fsm:{tasks}", "--agent", "oracle", "--episodes", "1",
-            "--concurrency", "2", "--max-steps", "20", "--out", str(out / "fsm_oracle"),
+            "--concurrency", "2", "--out", str(out / "fsm_oracle"),
             "--no-progress",
         ], {"FSM oracle report": "fsm_oracle/report.html"}),
         Stage("FSM sites: random agent on the verified tasks", [

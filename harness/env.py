@@ -63,11 +63,11 @@ class AsyncBrowserEnv:
         sandbox: Sandbox,
         *,
         codec: Any = None,
-        max_steps: int = DEFAULT_MAX_STEPS,
+        max_steps: int | None = None,
         step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
         reset_timeout_s: float = DEFAULT_RESET_TIMEOUT_S,
     ) -> None:
-        if max_steps < 1:
+        if max_steps is not None and max_steps < 1:
             raise ConfigError(f"expected max_steps >= 1, got {max_steps}")
         if step_timeout_s <= 0 or reset_timeout_s <= 0:
             raise ConfigError(
@@ -76,7 +76,10 @@ class AsyncBrowserEnv:
             )
         self.task = task
         self.sandbox = sandbox
-        self.max_steps = max_steps
+        self._max_steps_arg = max_steps
+        #: Steps before truncation in the current episode: ``max_steps`` if given, else
+        #: the task's budget for the episode (``TaskSetup.max_steps``), else 30.
+        self.max_steps = max_steps or DEFAULT_MAX_STEPS
         self.step_timeout_s = step_timeout_s
         self.reset_timeout_s = reset_timeout_s
         self._codec_spec = codec
@@ -120,6 +123,7 @@ class AsyncBrowserEnv:
         )
         shot = await self._timed(self.sandbox.screenshot(), self.step_timeout_s, "screenshot")
         self._setup, self._steps, self._ended = setup, 0, False
+        self.max_steps = self._max_steps_arg or setup.max_steps or DEFAULT_MAX_STEPS
         self._episode_id = uuid.uuid4().hex[:12]
         obs = self._observe(shot, None)
         info = ResetInfo(
@@ -293,7 +297,7 @@ class BrowserEnv(gymnasium.Env):
         *,
         browser_config: Any = None,
         codec: Any = None,
-        max_steps: int = DEFAULT_MAX_STEPS,
+        max_steps: int | None = None,
         step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
     ) -> None:
         from harness.tasks.registry import make_task

@@ -42,9 +42,8 @@ async def verify_one(task: Any, server: SiteServer, sandbox: Any, *, seed: int =
     """Replay ``task``'s oracle in ``sandbox`` through the env; keep it only if it is clean."""
     from harness.env import AsyncBrowserEnv
 
-    difficulty = int(getattr(task, "difficulty", 0) or 8)
     fsm_task = FSMTask(task, server)
-    env = AsyncBrowserEnv(fsm_task, sandbox, max_steps=6 * difficulty + 6)
+    env = AsyncBrowserEnv(fsm_task, sandbox)  # the task's own step budget
     try:
         await env.reset(seed=seed)
     except SandboxError:

@@ -43,7 +43,11 @@ class RunnerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     concurrency: int = Field(default=2, ge=1, description="episodes run at once (one sandbox each)")
-    max_steps: int = Field(default=30, ge=1, description="steps before an episode is truncated")
+    max_steps: int | None = Field(
+        default=None, ge=1,
+        description="steps before an episode is truncated; None: the task's own budget "
+                    "(FSM tasks: 6 x shortest path + 6), else 30",
+    )
     step_timeout_s: float = Field(default=30.0, gt=0, description="limit for one env step or reset")
     episode_timeout_s: float = Field(default=300.0, gt=0, description="limit for a whole episode")
     retries: int = Field(default=2, ge=0, description="retries of an episode after an infrastructure error")

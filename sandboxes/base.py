@@ -32,11 +32,15 @@ class Sandbox(Protocol):
     async def start(self) -> None:
         """Start the underlying process(es). Idempotent."""
 
-    async def reset(self, url: str, *, allowed_origins: tuple[str, ...] = ()) -> None:
+    async def reset(
+        self, url: str, *, allowed_origins: tuple[str, ...] = (), keep_page: bool = False
+    ) -> None:
         """Begin a fresh episode (fresh cookies, storage, cache) at ``url``.
 
         Navigation outside ``allowed_origins`` (scheme://host:port) is blocked; an empty
-        tuple allows only the origin of ``url``.
+        tuple allows only the origin of ``url``. ``keep_page=True`` lets a sandbox reuse
+        its surface for pages that keep no client-side state beyond cookies and storage
+        (which it still clears); sandboxes without such a fast path ignore it.
         """
 
     async def screenshot(self) -> Screenshot:

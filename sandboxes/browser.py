@@ -41,7 +41,12 @@ from sandboxes.errors import (
     SandboxNavigationError,
     SandboxTimeout,
 )
-from sandboxes.origins import is_allowed, normalize_origins
+from sandboxes.origins import (
+    is_allowed,
+    normalize_origins,
+    outside_pattern,
+    web_origin,
+)
 
 __all__ = ["BrowserConfig", "BrowserHost", "BrowserSandbox"]
 
@@ -53,6 +58,8 @@ _GONE_MARKERS = ("Target crashed", "has been closed", "Target closed", "Connecti
 _VERDICT_WAIT_S = 1.0
 _NOT_PAINTED = "Unable to capture screenshot"
 _CAPTURE_ATTEMPTS = 5
+#: Asks a page that can show another URL of its origin in place to do so (see reset).
+_SOFT_NAVIGATE = "(url) => (typeof window.__softNavigate === 'function' ? window.__softNavigate(url) : false)"
 
 
 class BrowserSandbox:
@@ -80,10 +87,26 @@ class BrowserSandbox:
         self._check_open()
         await self.host.start()
 
-    async def reset(self, url: str, *, allowed_origins: tuple[str, ...] = ()) -> None:
-        """Close the previous episode's context and open ``url`` in a fresh one."""
+    async def reset(
+        self, url: str, *, allowed_origins: tuple[str, ...] = (), keep_page: bool = False
+    ) -> None:
+        """Close the previous episode's context and open ``url`` in a fresh one.
+
+        ``keep_page=True`` reuses the previous episode's context and page instead, when
+        they are healthy and confined to the same origins: cookies and storage are
+        cleared, the episode's bookkeeping (blocked requests, popups) starts over, and
+        the page shows ``url`` in place if it offers ``window.__softNavigate(url)`` (a
+        promise of true once shown), else it navigates there. Only for pages that keep
+        no other client-side state, such as the FSM sites; it skips the new context and
+        renderer a fresh reset pays for (see docs/sandboxes.md).
+        """
         self._check_open()
         allowed = normalize_origins(tuple(allowed_origins), url)
+        if keep_page and self._can_keep(allowed):
+            await self._guarded(
+                "reset", lambda: self._reuse_page(url), self.config.navigation_timeout_s
+            )
+            return
         await self._close_context()
         browser = await self.host.ensure_browser()
         self._generation = self.host.generation
@@ -191,7 +214,8 @@ class BrowserSandbox:
         self._context = context
         context.set_default_timeout(cfg.action_timeout_s * 1000)
         context.set_default_navigation_timeout(cfg.navigation_timeout_s * 1000)
-        await context.route("**/*", self._route)
+        # Only URLs that may leave the episode's origins pay for a round trip to Python.
+        await context.route(outside_pattern(self._allowed), self._route)
         page = await context.new_page()
         page.on("crash", self._on_crash)
         cdp = await context.new_cdp_session(page)
@@ -200,6 +224,37 @@ class BrowserSandbox:
         # Published together, so a page is never seen without its CDP session and watcher.
         self._page, self._cdp, self._nav = page, cdp, nav
         context.on("page", self._on_new_page)  # after new_page: only popups reach it
+
+    def _can_keep(self, allowed: frozenset[str]) -> bool:
+        return (
+            self._page is not None
+            and not self._page.is_closed()
+            and allowed == self._allowed
+            and not self._crashed()
+        )
+
+    async def _reuse_page(self, url: str) -> None:
+        assert self._page is not None and self._context is not None and self._cdp is not None
+        page, cdp = self._page, self._cdp
+        self._popup = None
+        self.blocked_requests = []
+        if self._nav is not None:
+            self._nav.take_blocked()
+        await self._context.clear_cookies()
+        for origin in sorted(self._allowed):
+            if origin != "file://":
+                await cdp.send(
+                    "Storage.clearDataForOrigin",
+                    {"origin": web_origin(origin), "storageTypes": "all"},
+                )
+        try:
+            shown = await page.evaluate(_SOFT_NAVIGATE, url)
+        except PlaywrightError as exc:
+            if _CONTEXT_DESTROYED not in str(exc):
+                raise
+            shown = False  # the page fell back to a full load of its own
+        if shown is not True:
+            await self._goto(url)
 
     async def _goto(self, url: str) -> None:
         assert self._page is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from harness.errors import ConfigError
@@ -58,3 +59,32 @@ def is_allowed(url: str, allowed: frozenset[str]) -> bool:
         return True
     origin = origin_of(url)
     return origin is not None and origin in allowed
+
+
+def web_origin(origin: str) -> str:
+    """A normalized origin as browsers write it: the default port left out."""
+    scheme, _, authority = origin.partition("://")
+    host, _, port = authority.rpartition(":")
+    if port.isdigit() and _DEFAULT_PORTS.get(scheme) == int(port):
+        return f"{scheme}://{host}"
+    return origin
+
+
+def outside_pattern(allowed: frozenset[str]) -> re.Pattern[str]:
+    """A regex that matches every URL ``is_allowed`` refuses (and maybe a few it allows).
+
+    Routing only the URLs it matches keeps the episode's own requests off the Python
+    round trip of Playwright's interception; the route handler still decides with
+    ``is_allowed``. A URL escapes the pattern only by starting with a local scheme or
+    with an allowed origin followed by ``/`` (so ``http://host:port@elsewhere/`` does not).
+    """
+    kept = [r"(?:about|data|blob|javascript):"]
+    for origin in sorted(allowed):
+        if origin == "file://":
+            kept.append("file:")
+            continue
+        scheme, _, authority = origin.partition("://")
+        host, _, port = authority.rpartition(":")
+        port_re = f"(?::{port})?" if _DEFAULT_PORTS.get(scheme) == int(port) else f":{port}"
+        kept.append(f"{re.escape(scheme)}://{re.escape(host)}{port_re}/")
+    return re.compile(f"^(?!{'|'.join(kept)})", re.IGNORECASE)

@@ -69,7 +69,10 @@ def eval_command(
     seed: Annotated[int, typer.Option("--seed", help="episode i of each task is seeded seed+i")] = 0,
     out: Annotated[Path, typer.Option("--out", help="output folder")] = Path("runs/eval"),
     resume: Annotated[bool, typer.Option("--resume", help="skip episodes already in OUT/results.jsonl")] = False,
-    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="steps before truncation")] = 10,
+    max_steps: Annotated[int | None, typer.Option(
+        "--max-steps", min=1,
+        help="steps before truncation [default: the task's own budget (FSM: 6 x shortest path + 6), else 30]",
+        show_default=False)] = None,
     codec: Annotated[str, typer.Option("--codec", help="codec for text actions: qwen, uitars, pyautogui, json")] = "json",
     step_timeout: Annotated[float, typer.Option("--step-timeout", help="seconds per step")] = 30.0,
     episode_timeout: Annotated[float, typer.Option("--episode-timeout", help="seconds per episode")] = 300.0,

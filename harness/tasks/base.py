@@ -26,6 +26,10 @@ class TaskSetup(BaseModel):
     start_url: str = Field(description="where the sandbox was navigated")
     allowed_origins: tuple[str, ...] = Field(default=(), description="origins the agent may visit")
     fsm_state: str | None = Field(default=None, description="initial FSM state key, for FSM tasks")
+    max_steps: int | None = Field(
+        default=None, ge=1,
+        description="the task's step budget for this episode; the env uses it when given none",
+    )
 
 
 class Validation(BaseModel):

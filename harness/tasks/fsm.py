@@ -38,9 +38,18 @@ from sandboxes.base import Sandbox
 from sandboxes.errors import SandboxEvaluationError
 
 _SETTLE_TIMEOUT_S = 5.0
-_STATUS = ("(() => { const f = window.__fsm; return f ? {pending: f.pending, ready: document.readyState,"
-           " search: location.search} : null; })()")
+# Waits for the page's in-flight event or swap, then says what the page shows.
+_STATUS = ("(async () => { const f = window.__fsm; if (!f) return null; await f.idle;"
+           " return {pending: f.pending, swapped: f.swapped, ready: document.readyState,"
+           " search: location.search}; })()")
 _FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+
+
+def step_budget(task: Any) -> int:
+    """Steps an FSM task gets unless the caller sets a limit: room for the oracle's several
+    actions per event (focus, select, type, Enter; scrolling) plus slack for an agent."""
+    difficulty = int(getattr(task, "difficulty", 0) or 8)
+    return 6 * difficulty + 6
 
 
 def combine_verdicts(verdicts: Sequence[StepVerdict]) -> StepVerdict:
@@ -63,13 +72,15 @@ class FSMTask(Task):
 
     def __init__(self, task: Any | Sequence[Any], server: SiteServer | None = None, *,
                  shaping: float = 0.0, name: str | None = None,
-                 site_spec: SiteSpec | None = None) -> None:
+                 site_spec: SiteSpec | None = None, reuse_page: bool = True) -> None:
         self.choices = list(task) if isinstance(task, (list, tuple)) else [task]
         if not self.choices:
             raise TaskError("expected at least one FSM task spec, got none")
         first = self.choices[0]
         self.id = f"fsm:{name or (first.site if len(self.choices) > 1 else f'{first.site}/{first.id}')}"
         self.shaping = shaping
+        #: Open each episode's session in the previous episode's page (see setup).
+        self.reuse_page = reuse_page
         self.task = first
         self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)
         self._server = server
@@ -89,10 +100,14 @@ class FSMTask(Task):
         self._session, self._cursor, self.step_events = session.id, 0, []
         self._jump_view = None
         url = server.session_url(session.id)
-        await sandbox.reset(url, allowed_origins=(server.site_url,))
+        # The page keeps nothing of its own (the state lives in the session), so the
+        # previous episode's page can show the new session in place: the sandbox clears
+        # cookies and storage and site.js swaps in the new session's page.
+        await sandbox.reset(url, allowed_origins=(server.site_url,), keep_page=self.reuse_page)
         await self._settle(sandbox, server, session.id)  # first paint done before the screenshot
         return TaskSetup(instruction=self.task.instruction, start_url=url,
-                         allowed_origins=(server.site_url,), fsm_state=session.state.key())
+                         allowed_origins=(server.site_url,), fsm_state=session.state.key(),
+                         max_steps=step_budget(self.task))
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
         server, sid = self._require()
@@ -167,24 +182,27 @@ class FSMTask(Task):
         return self._session
 
     async def jump(self, sandbox: Sandbox, state_key: str) -> str:
-        """Move this episode's session straight to a reachable state (no replay) and reload
-        the page in place to show it; returns the state key reached."""
+        """Move this episode's session straight to a reachable state (no replay) and show
+        it in the page; returns the state key reached."""
         server, sid = self._require()
         reached = server.jump(sid, state_key).key()
         self._jumps += 1
         marker = f"j{self._jumps}"
         # Until the next event, the page legitimately shows this marker instead of a seq.
         self._jump_view = (marker, server.store.get(sid).seq)
-        # Scheduled, so the evaluate returns before the document it runs in goes away.
-        await sandbox.evaluate(f"setTimeout(() => location.replace('./?v={marker}'), 0)")
+        # Not awaited in the page: should the swap fall back to a full load, the evaluate
+        # still returns before its document goes away. _settle waits for it.
+        await sandbox.evaluate(f"(() => {{ const f = window.__fsm, url = './?v={marker}';"
+                               " if (f) f.show(url); else setTimeout(() => location.replace(url), 0);"
+                               " return true; })()")
         await self._settle(sandbox, server, sid, marker=marker)
         return reached
 
     async def _settle(self, sandbox: Sandbox, server: SiteServer, sid: str,
                       marker: str | None = None) -> None:
-        """Wait until the page shows the state of the session's last event (the page
-        reloads itself with ``?v=<seq>`` after each event, or ``?v=<marker>`` after a
-        jump), so the screenshot is current."""
+        """Wait until the page shows the state of the session's last event (site.js
+        swaps in ``./?v=<seq>`` after each event, or ``./?v=<marker>`` after a jump), so
+        the screenshot is current."""
         deadline = time.monotonic() + _SETTLE_TIMEOUT_S
         while time.monotonic() < deadline:
             try:
@@ -199,9 +217,11 @@ class FSMTask(Task):
                 else:
                     current = (seen in (str(seq), "x") or (seen is None and seq == 0)
                                or (seen, seq) == self._jump_view)
+                if current and status["swapped"]:
+                    return  # a capture renders a swapped-in DOM (tests/harness/test_fsm_task.py)
                 if current:
-                    # A loaded document may not have painted yet; wait for two frames so
-                    # the screenshot that follows captures the new state.
+                    # A freshly loaded document may not have painted yet; wait for two
+                    # frames so the screenshot that follows captures it.
                     try:
                         await sandbox.evaluate(_FRAMES)
                     except SandboxEvaluationError:  # navigated again meanwhile; look again

@@ -43,7 +43,10 @@ async def test_control_api_round_trip(server, http) -> None:
         assert resp.status == 200 and 'data-el="lamp"' in await resp.text()
     async with http.post(f"{server.site_url}/s/{sid}/event",
                          json={"page": "home", "element": "lamp", "event": "click", "value": None}) as resp:
-        assert await resp.json() == {"ok": True, "seq": 1}
+        answer = await resp.json()
+    assert (answer["ok"], answer["seq"]) == (True, 1)
+    async with http.get(created["url"]) as resp:  # the answer carries the new state's page
+        assert answer["html"] == await resp.text() and 'data-page="product_lamp"' in answer["html"]
     async with http.get(f"{ctl}/state") as resp:
         body = await resp.json()
         assert body["page"] == "product_lamp" and body["distance"] == 1 and not body["goal_reached"]

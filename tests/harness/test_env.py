@@ -51,6 +51,7 @@ async def test_click_button_solved_by_dom_oracle_gets_positive_reward(env_for) -
 async def test_wrong_click_is_negative_and_same_seed_same_instruction(env_for) -> None:
     env = await env_for("miniwob:click-button")
     first, _ = await env.reset(seed=3)
+    assert env.max_steps == 30  # no limit given and none from the task
     again, _ = await env.reset(seed=3)
     assert first.instruction == again.instruction and first.screenshot == again.screenshot
     # The yellow instruction box is no button: a click there does nothing yet.
@@ -61,6 +62,7 @@ async def test_wrong_click_is_negative_and_same_seed_same_instruction(env_for) -
 async def test_unparseable_text_is_an_agent_error_and_costs_a_step(env_for) -> None:
     env = await env_for("miniwob:click-test", codec="json", max_steps=2)
     await env.reset(seed=0)
+    assert env.max_steps == 2
     obs, reward, terminated, truncated, info = await env.step("I think I should click somewhere")
     assert obs.last_action_error and "expected" in obs.last_action_error
     assert info.action is None and info.action_text == "I think I should click somewhere"

@@ -63,6 +63,7 @@ async def test_wasted_click_and_shaping(browser_host, site_server) -> None:
         fsm_task = FSMTask(task, site_server, shaping=0.1)
         env = AsyncBrowserEnv(fsm_task, sandbox)
         await env.reset(seed=2)
+        assert env.max_steps == 6 * task.difficulty + 6  # no limit given: the task's budget
         _, reward, terminated, _, info = await env.step(Click(x=3, y=700))  # empty space
         assert reward == 0.0 and not terminated and not info.verdict.transition_fired
         _, reward, _, _, info = await env.step(await env.oracle_action())
@@ -104,3 +105,50 @@ async def test_oracle_solves_every_curated_task_at_two_layout_seeds(browser_host
     assert len(verdicts) == 2 * len(goal_tasks(spec)) >= 2
     failed = [(seed, v.task_id, v.reason) for seed, v in verdicts if not v.kept]
     assert failed == []
+
+
+def _pixels(png: bytes) -> bytes:
+    import io
+
+    from PIL import Image
+
+    return Image.open(io.BytesIO(png)).convert("RGB").tobytes()
+
+
+async def test_a_reused_page_looks_exactly_like_a_fresh_context(browser_host, site_server) -> None:
+    """The in-place paths (a step's swap, a reset that keeps the page) show the same pixels
+    as a fresh context loading the same (state, seed) from scratch."""
+    task = next(t for t in goal_tasks(tiny_shop()) if t.difficulty >= 3)
+    # A short viewport, so the pages scroll.
+    kept = await browser_host.new_sandbox(viewport_height=360)
+    fresh = await browser_host.new_sandbox(viewport_height=360)
+    try:
+        env = AsyncBrowserEnv(FSMTask(task, site_server), kept, max_steps=60)
+        first, _ = await env.reset(seed=4)
+        page = kept.page
+        states = []
+        while len(states) < 2:  # two steps that moved the machine (a scroll does not)
+            obs, _, _, _, info = await env.step(await env.oracle_action())
+            if info.verdict.transition_fired:
+                states.append((info.verdict.state_after, obs.screenshot))
+        await kept.evaluate("window.scrollTo(0, 200)")  # where the agent left it
+        assert await kept.evaluate("window.scrollY") == 200
+        again, _ = await env.reset(seed=4)  # a new session, shown in the same page
+        assert kept.page is page and env.task.session_id is not None
+        assert _pixels(again.screenshot) == _pixels(first.screenshot)
+        other_theme, _ = await env.reset(seed=5)  # another layout seed: head and body change
+        assert kept.page is page
+        await env.close()
+
+        fresh_env = AsyncBrowserEnv(FSMTask(task, site_server, reuse_page=False), fresh)
+        fresh_first, _ = await fresh_env.reset(seed=5)
+        assert _pixels(fresh_first.screenshot) == _pixels(other_theme.screenshot)
+        for state, shot in states:
+            await fresh_env.reset(seed=4)
+            site_server.jump(fresh_env.task.session_id, state)
+            await fresh.reset(fresh.url)  # a fresh context loads the state from scratch
+            assert _pixels((await fresh.screenshot()).data) == _pixels(shot), state
+        await fresh_env.close()
+    finally:
+        await kept.close()
+        await fresh.close()

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.actions import Click
 from harness.errors import ConfigError
-from sandboxes.origins import is_allowed, normalize_origins, origin_of
+from sandboxes.origins import is_allowed, normalize_origins, origin_of, outside_pattern
 from tests.conftest import SANDBOX_PAGES
 
 # Pixel targets on links.html (each link is a 300x40 block; see its stylesheet).
@@ -116,3 +118,36 @@ async def test_popup_is_closed_and_reported(browser_sandbox, static_server, othe
         error = await browser_sandbox.execute(Click(x=900, y=700))
     assert error is not None and "new window" in error
     assert len(browser_sandbox.page.context.pages) == 1
+
+
+_HOSTS = st.sampled_from(["127.0.0.1", "localhost", "example.com", "[::1]", "EXAMPLE.com", "a-b.c"])
+_URLS = st.builds(
+    lambda scheme, user, host, port, path: f"{scheme}://{user}{host}{port}{path}",
+    st.sampled_from(["http", "https", "HTTP", "ws", "file", "ftp"]),
+    st.sampled_from(["", "u@", "127.0.0.1:8000@", "x:y@"]),
+    _HOSTS,
+    st.sampled_from(["", ":80", ":443", ":8000", ":8001"]),
+    st.sampled_from(["", "/", "/a?b#c", "@evil.com/", ".evil.com/"]),
+) | st.sampled_from(["about:blank", "data:text/html,x", "blob:http://e.com/1", "javascript:0"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(url=_URLS, origins=st.sets(st.sampled_from([
+    "http://127.0.0.1:8000", "http://example.com", "https://example.com:443", "http://[::1]:8001",
+    "file://",
+]), max_size=3))
+def test_the_route_pattern_catches_every_url_the_confinement_refuses(url, origins):
+    """Only URLs the pattern matches reach the route handler, so it must match every one
+    that is_allowed refuses."""
+    allowed = normalize_origins(tuple(origins), "about:blank")
+    if not is_allowed(url, allowed):
+        assert outside_pattern(allowed).search(url), (url, sorted(allowed))
+
+
+def test_the_route_pattern_lets_the_episodes_own_origin_through():
+    allowed = normalize_origins(("http://127.0.0.1:8000",), "http://example.com/")
+    pattern = outside_pattern(allowed)
+    assert not pattern.search("http://127.0.0.1:8000/s/abc/event")
+    assert not pattern.search("http://example.com/x") and not pattern.search("http://example.com:80/")
+    assert pattern.search("http://127.0.0.1:8000@evil.com/")
+    assert pattern.search("http://127.0.0.1:8001/")

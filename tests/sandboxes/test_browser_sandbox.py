@@ -133,3 +133,40 @@ async def test_concurrent_sandboxes_on_one_host(browser_host, static_server):
     assert [[(e["x"], e["y"]) for e in clicks] for clicks in results] == [
         [(10 + i, 20)] for i in range(4)
     ]
+
+
+async def test_keep_page_reset_clears_cookies_and_storage_and_reuses_the_page(
+    browser_sandbox, static_server
+):
+    await browser_sandbox.reset(static_server.url("storage.html"))
+    page = browser_sandbox.page
+    await browser_sandbox.evaluate("window.mark('before')")
+    # storage.html offers no __softNavigate, so the kept page navigates to the URL.
+    await browser_sandbox.reset(static_server.url("storage.html?again"), keep_page=True)
+    assert browser_sandbox.page is page
+    assert await browser_sandbox.evaluate("window.seen") == {"cookie": "", "local": None}
+    assert browser_sandbox.url == static_server.url("storage.html?again")
+
+
+async def test_keep_page_uses_the_pages_soft_navigation(browser_sandbox, static_server):
+    await browser_sandbox.reset(static_server.url("storage.html"))
+    await browser_sandbox.evaluate(
+        "window.__softNavigate = (url) => { history.replaceState(null, '', url);"
+        " window.softly = url; return Promise.resolve(true); }"
+    )
+    target = static_server.url("storage.html?soft")
+    await browser_sandbox.reset(target, keep_page=True)
+    assert await browser_sandbox.evaluate("window.softly") == target  # same document
+    assert browser_sandbox.url == target
+
+
+async def test_keep_page_falls_back_to_a_fresh_context_when_origins_change(
+    browser_sandbox, static_server, static_server_factory
+):
+    from tests.conftest import SANDBOX_PAGES
+
+    other = await static_server_factory(SANDBOX_PAGES)
+    await browser_sandbox.reset(static_server.url("storage.html"))
+    page = browser_sandbox.page
+    await browser_sandbox.reset(other.url("storage.html"), keep_page=True)
+    assert browser_sandbox.page is not page and page.is_closed()

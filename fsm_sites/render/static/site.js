@@ -1,18 +1,74 @@
-// Sends UI events of [data-el] elements to the site server, then reloads the page so
-// the next screenshot shows the new state. Relative URLs: the page lives at
-// <session>/ and posts to <session>/event, so the HTML is the same for every session.
+// Sends UI events of [data-el] elements to the site server, then shows the new state in
+// place: the server's answer carries the new state's page, whose <head> and <body> are
+// swapped in, and history.replaceState records it as "./?v=<seq>", so no reload happens
+// between two steps.
+// Relative URLs: the page lives at <session>/ and posts to <session>/event, so the HTML
+// is the same for every session. Every handler is delegated to `document`, so a
+// swapped-in body needs no new script run.
+//
+// window.__fsm, read by the harness:
+//   pending   an event or a swap is in flight
+//   idle      a promise that settles when the current one is done
+//   swapped   the DOM shown was swapped in (false right after a full page load)
+//   show(url) fetch a page of this origin and swap it in (resolves to true), falling back
+//             to a full load if that fails; the harness uses it after a jump
 (function () {
-  var page = document.body.getAttribute("data-page");
-  window.__fsm = { pending: false, page: page };
-  function send(el, event, value) {
-    if (window.__fsm.pending) return;
-    window.__fsm.pending = true;
-    var body = JSON.stringify({ page: page, element: el, event: event, value: value });
-    fetch("event", { method: "POST", headers: { "content-type": "application/json" }, body: body })
-      .then(function (r) { return r.json(); })
-      .then(function (d) { location.replace("./?v=" + (d.seq === undefined ? "x" : d.seq)); })
-      .catch(function () { location.replace("./?v=x"); });
+  if (window.__fsm) return;  // a swapped-in body's copy of this script never runs, but be sure
+  var fsm = window.__fsm = {
+    pending: false, idle: Promise.resolve(true), swapped: false,
+    page: document.body.getAttribute("data-page"),
+  };
+  window.__softNavigate = function (url) { return fsm.show(url); };
+
+  function swap(html, url) {
+    var doc = new DOMParser().parseFromString(html, "text/html");
+    if (!doc.body || !doc.body.hasAttribute("data-page")) throw new Error("not an FSM page: " + url);
+    if (document.head.innerHTML !== doc.head.innerHTML) document.head.replaceWith(doc.head);
+    document.body.replaceWith(doc.body);
+    document.title = doc.title;
+    history.replaceState(null, "", url);
+    window.scrollTo(0, 0);
+    fsm.page = document.body.getAttribute("data-page");
+    fsm.swapped = true;
   }
+
+  // Run one in-flight operation: `pending` until it settles; `idle` settles with it.
+  function track(promise) {
+    fsm.pending = true;
+    fsm.idle = promise.then(function () { fsm.pending = false; return true; });
+    return fsm.idle;
+  }
+
+  function load(url) {
+    return fetch(url, { cache: "no-store" })
+      .then(function (r) {
+        if (!r.ok) throw new Error("HTTP " + r.status + " for " + url);
+        return r.text();
+      })
+      .then(function (html) { swap(html, url); })
+      .catch(function () {
+        location.replace(url);  // the document goes away; this promise never settles
+        return new Promise(function () {});
+      });
+  }
+
+  fsm.show = function (url) {
+    return track(fsm.idle.then(function () { return load(url); }));
+  };
+
+  function send(el, event, value) {
+    if (fsm.pending) return;
+    var body = JSON.stringify({ page: fsm.page, element: el, event: event, value: value });
+    // The answer carries the new state's page: swap it in without another request.
+    track(fetch("event", { method: "POST", headers: { "content-type": "application/json" }, body: body })
+      .then(function (r) { return r.json(); })
+      .then(function (d) {
+        if (d.seq === undefined || typeof d.html !== "string") return load("./?v=x");
+        var url = "./?v=" + d.seq;
+        try { swap(d.html, url); } catch (err) { return load(url); }
+      }, function () { return load("./?v=x"); }));
+  }
+
   function closeMenus(except) {
     document.querySelectorAll(".dd-menu").forEach(function (m) { if (m !== except) m.hidden = true; });
   }
