@@ -8,8 +8,9 @@ with given values, wizards completed, settings switched on, items archived.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from fsm_sites.generator.builder import SiteBuilder, cond
+from fsm_sites.generator.builder import SiteBuilder, cond, effect
 from fsm_sites.generator.templates import (
     FieldDef,
     Item,
@@ -45,6 +46,7 @@ class FormPart:
     goal: str  # what the user wants, e.g. "check out"
     confirm: bool = True
     needs_collection: bool = False  # entered from the collection page, only when it holds items
+    wanted_items: tuple[str, ...] = ()  # with needs_collection: the item ids the goal wants (default: the first)
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,11 @@ class WizardPart:
     key: str
     title: str
     steps: tuple[tuple[FieldDef, ...], ...]
-    goal: str
+    goal: str  # with from_items, names the wanted item as "{item}"
+    # catalog item ids whose detail pages start the wizard with a ``start_label`` button, instead of
+    # the nav bar; the goal wants it started from the last of them
+    from_items: tuple[str, ...] = ()
+    start_label: str = "Start"
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,7 @@ def compose(recipe: SiteRecipe) -> SiteSpec:
     for part in recipe.forms:
         nav += _form_part(b, recipe, part)
     if recipe.wizard:
-        nav += _wizard_part(b, recipe.wizard)
+        nav += _wizard_part(b, recipe.catalog, recipe.wizard)
     if recipe.settings:
         nav += _settings_part(b, recipe.settings)
     if recipe.search:
@@ -142,9 +148,10 @@ def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple
     if part.needs_collection:
         b.link(c.collection_key, "proceed", part.submit, pages["form"], f"proceed to {part.title.lower()}",
                kind="button", visible_when=[cond(c.collection_key, op="nonempty")])
-        conditions.append(cond(c.collection_key, c.items[0].id, "contains"))
-        b.add_goal(part.key, f"{part.goal} for {c.items[0].label} ({details})", page=pages["result"],
-                   conditions=conditions)
+        wanted = [_item(c, i) for i in part.wanted_items] or [c.items[0]]
+        conditions += [cond(c.collection_key, item.id, "contains") for item in wanted]
+        names = " and ".join(item.label for item in wanted)
+        b.add_goal(part.key, f"{part.goal} for {names} ({details})", page=pages["result"], conditions=conditions)
         return []
     b.add_goal(part.key, f"{part.goal} ({details})", page=pages["result"], conditions=conditions)
     return [(pages["form"], part.title)]
@@ -165,13 +172,43 @@ def _choice(f: FieldDef, key: str) -> dict:
     return cond(var, f.options[-1])
 
 
-def _wizard_part(b: SiteBuilder, w: WizardPart) -> list[tuple[str, str]]:
+def _item(c: CatalogPart, item_id: str) -> Item:
+    for item in c.items:
+        if item.id == item_id:
+            return item
+    raise ValueError(f"expected an item id of catalog {c.key!r} ({[i.id for i in c.items]}), got {item_id!r}")
+
+
+def _wizard_part(b: SiteBuilder, c: CatalogPart, w: WizardPart) -> list[tuple[str, str]]:
     pages = wizard(b, w.key, w.title, [list(s) for s in w.steps], exit_to="home")
     wanted = [(f, f"{w.key}{i + 1}") for i, step in enumerate(w.steps) for f in step if f.kind != "select"]
     conditions = [_choice(f, key) for f, key in wanted]
-    b.add_goal(w.key, f"{w.goal} ({_details([f for f, _ in wanted])})", page=pages["result"],
-               conditions=conditions)
-    return [(pages["steps"][0], w.title)]
+    goal = w.goal
+    if w.from_items:
+        if "{item}" not in w.goal:
+            raise ValueError(f"expected the goal of wizard {w.key!r} to name its item as '{{item}}', got {w.goal!r}")
+        last = _wizard_entries(b, c, w, pages)
+        conditions.append(cond(f"{w.key}_item", last.id))
+        goal = w.goal.replace("{item}", last.label)
+    b.add_goal(w.key, f"{goal} ({_details([f for f, _ in wanted])})", page=pages["result"], conditions=conditions)
+    return [] if w.from_items else [(pages["steps"][0], w.title)]
+
+
+def _wizard_entries(b: SiteBuilder, c: CatalogPart, w: WizardPart, pages: dict[str, Any]) -> Item:
+    """A start button on each ``from_items`` detail page that records the item in a wizard-local
+    variable, shown on every step and the review; returns the last item (the goal's)."""
+    items = [_item(c, i) for i in w.from_items]
+    var = b.add_var(f"{w.key}_item", "enum", values=["", *w.from_items], label=c.title.lower())
+    shown_on = [*pages["steps"], pages["review"]]
+    for item in items:
+        b.add_element(f"{c.key}_{item.id}", "start", "button", w.start_label)
+        b.add_transition(f"{c.key}_{item.id}", "start", f"{w.start_label.lower()} ({item.label})",
+                         target=pages["steps"][0], effects=[effect("set", var, item.id)])
+        for page in shown_on:
+            b.add_element(page, f"item_{item.id}", "text", item.label, description=item.blurb or None,
+                          section="header", visible_when=[cond(var, item.id)])
+    b.local_group({*shown_on, pages["confirm"], pages["result"]}, [var])
+    return items[-1]
 
 
 def _settings_part(b: SiteBuilder, s: SettingsPart) -> list[tuple[str, str]]:

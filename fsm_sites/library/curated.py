@@ -34,7 +34,8 @@ RECIPES: tuple[SiteRecipe, ...] = (
         forms=(FormPart("checkout", "Checkout", (
             F("text", "name", "Full name", ("Ada Lovelace",)), F("text", "address", "Street address", ("12 Elm St",)),
             F("select", "shipping", "Shipping", ("standard", "express")), F("checkbox", "gift", "Gift wrap")),
-            "Place order", "place an order with express shipping and gift wrap", needs_collection=True),),
+            "Place order", "place an order with express shipping and gift wrap", needs_collection=True,
+            wanted_items=("lamp", "mug")),),
         search={"lamp": ("lamp",), "kitchen": ("mug", "kettle")},
     ),
     SiteRecipe(
@@ -75,10 +76,12 @@ RECIPES: tuple[SiteRecipe, ...] = (
             F("text", "amount", "Amount", ("50", "250")), F("text", "memo", "Memo", ("rent",)),
             F("checkbox", "monthly", "Repeat monthly")),
             "Review transfer", "transfer 250 to the card with the memo 'rent'"),),
-        wizard=WizardPart("payee", "Add payee", (
+        wizard=WizardPart("bill", "Pay a bill", (
             (F("text", "pname", "Payee name", ("City Power",)), F("text", "acct", "Account number", ("99812",))),
-            (F("radio", "method", "Pay by", ("ach", "check")),)),
-            "add City Power as a payee paid by check"),
+            (F("text", "amount", "Amount", ("120",)), F("text", "date", "Payment date", ("06/13",))),
+            (F("text", "code", "Security code", ("4821",)),)),
+            "pay $120 to City Power from {item} on 06/13", from_items=("savings", "checking"),
+            start_label="Pay a bill"),
         modal=ModalPart("Freeze", "Freeze this card?", "frozen", "Frozen cards", ("card",)),
     ),
     SiteRecipe(
@@ -87,11 +90,13 @@ RECIPES: tuple[SiteRecipe, ...] = (
             I("par", "New York - Paris", "Tue 18:40, 7h 20m, $512"), I("tyo", "Los Angeles - Tokyo", "Wed 11:05, 11h 50m, $830"),
             I("lis", "Boston - Lisbon", "Fri 21:15, 6h 30m, $460"), I("rom", "Chicago - Rome", "Sat 16:00, 9h 45m, $640")),
             ("Save flight", "save"), "saved", "Saved trips", per_page=2),
-        wizard=WizardPart("book", "Book a trip", (
-            (F("text", "pax", "Passenger name", ("Lee Chen",)), F("select", "cabin", "Cabin", ("economy", "business"))),
-            (F("checkbox", "bag", "Add a checked bag"), F("checkbox", "insure", "Travel insurance")),
-            (F("radio", "pay", "Payment", ("card", "paypal")),)),
-            "book a trip for Lee Chen with a checked bag and insurance, paid by PayPal"),
+        wizard=WizardPart("book", "Book a flight", (
+            (F("text", "pax", "Passenger name", ("Lee Chen",)), F("text", "email", "Email", ("lee@mail.com",))),
+            (F("radio", "seat", "Seat", ("aisle", "window")),),
+            (F("checkbox", "bag", "Add a checked bag"),),
+            (F("text", "cardno", "Card number", ("4242 4242 4242 4242",)), F("text", "zip", "Billing ZIP", ("10001",)))),
+            "book a window seat on the {item} flight for Lee Chen with a checked bag and pay by card",
+            from_items=("tyo", "par"), start_label="Book this flight"),
         search={"Paris": ("par",), "Europe": ("lis", "rom")},
     ),
     SiteRecipe(
@@ -172,9 +177,10 @@ RECIPES: tuple[SiteRecipe, ...] = (
             ("Save job", "save"), "saved_jobs", "Saved jobs", per_page=3),
         wizard=WizardPart("apply", "Apply", (
             (F("text", "aname", "Name", ("Rosa Diaz",)), F("text", "email", "Email", ("rosa@mail.com",))),
-            (F("select", "resume", "Resume", ("resume_2025", "resume_short")), F("checkbox", "cover", "Include cover letter")),
+            (F("text", "resume", "Resume file", ("rosa_cv.pdf",)), F("checkbox", "cover", "Include cover letter")),
             (F("radio", "start", "Start date", ("now", "next_month")),)),
-            "apply as Rosa Diaz with a cover letter, starting next month"),
+            "apply for the {item} role as Rosa Diaz with a cover letter, starting next month",
+            from_items=("fe", "ux"), start_label="Apply for this job"),
         search={"remote": ("fe", "sre"), "design": ("ux",)},
     ),
     SiteRecipe(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,16 @@ def test_library_has_twelve_distinct_domains() -> None:
     assert {load_site(n).domain for n in names} >= DOMAINS
 
 
+@cache
+def _explored(name: str) -> tuple[int, dict[str, int | None]]:
+    """A library site's reachable state count and each goal's depth (shortest path from the
+    initial state, None when unreachable), from the engine."""
+    spec = load_site(name)
+    machine = Machine(spec)
+    states = len(machine.graph())
+    return states, {g.id: machine.distance(machine.initial, g.id) for g in spec.goals}
+
+
 @pytest.mark.parametrize("name", sorted(r.name for r in RECIPES))
 def test_site_is_valid_sized_and_deep(name: str) -> None:
     spec = load_site(name)  # load_site validates; an invalid site raises SpecInvalid
@@ -32,11 +43,24 @@ def test_site_is_valid_sized_and_deep(name: str) -> None:
     kinds = {e.kind for p in spec.pages for e in p.elements}
     assert {"link", "button", "card", "text_input", "checkbox"} <= kinds
     assert any(e.distractor for p in spec.pages for e in p.elements)
-    machine = Machine(spec)
-    assert len(machine.graph()) < 6000
-    depths = [machine.distance(machine.initial, g.id) for g in spec.goals]
-    assert len(depths) >= 4 and all(d is not None and 2 <= d <= 15 for d in depths), depths
+    states, goal_depths = _explored(name)
+    assert states < 6000
+    depths = list(goal_depths.values())
+    assert len(depths) >= 4 and all(d is not None and 2 <= d <= 15 for d in depths), goal_depths
     assert max(depths) >= 6  # at least one multi-page flow
+
+
+def test_library_goals_are_2_to_15_steps_deep() -> None:
+    depths = {f"{name}/{goal}": d for name in list_sites() for goal, d in _explored(name)[1].items()}
+    reachable = [d for d in depths.values() if d is not None]
+    assert len(reachable) == len(depths), {g: d for g, d in depths.items() if d is None}
+    assert (min(reachable), max(reachable)) == (2, 15), depths
+
+
+def test_at_least_four_sites_have_a_goal_12_steps_deep() -> None:
+    deepest = {name: max((d for d in _explored(name)[1].values() if d is not None), default=0)
+               for name in list_sites()}
+    assert sum(d >= 12 for d in deepest.values()) >= 4, deepest
 
 
 def test_yaml_files_match_recipes(tmp_path: Path) -> None:
