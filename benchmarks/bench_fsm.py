@@ -8,10 +8,14 @@
   ``BrowserHost`` and one ``SiteServer``, N episodes at once. A trajectory counts as
   verified when the goal is reached, every step fired a transition on a shortest path,
   and every step returned a screenshot. Rate = verified / wall time x 3600.
-- Reset: ``env.reset`` wall time of those episodes (new browser context + session + page).
+  Each concurrency runs in two modes, interleaved: ``kept`` (the default: a new episode
+  opens its session in the previous episode's page, ``FSMTask(reuse_page=True)``) and
+  ``fresh`` (a new browser context per episode, ``reuse_page=False``).
+- Reset: ``env.reset`` wall time of those episodes (session + page + first screenshot).
 - Jump vs replay, for states on oracle paths at several depths: in the browser (reset, then
-  the server's jump + a page load, vs reset + re-executing the path's actions through
-  ``env.step``), and in the server alone (``jump`` vs re-applying the path's UI events).
+  ``FSMTask.jump`` + a screenshot, the store's restore path, vs reset + re-executing the
+  path's actions through ``env.step``), and in the server alone (``jump`` vs re-applying
+  the path's UI events).
 """
 
 from __future__ import annotations
@@ -80,13 +84,16 @@ async def oracle_episode(env: AsyncBrowserEnv, seed: int) -> dict[str, Any]:
             "screenshot_bytes": sum(len(s) for s in shots)}
 
 
+MODES = {"kept": True, "fresh": False}  # mode -> FSMTask(reuse_page=...)
+
+
 async def throughput(host: BrowserHost, server: SiteServer, tasks: list[Any], concurrency: int,
-                     seconds: float, progress: Progress) -> dict[str, Any]:
+                     seconds: float, progress: Progress, mode: str) -> dict[str, Any]:
     """Oracle episodes over ``tasks`` (cycled, new layout seed per lap) for ``seconds``."""
     episodes: list[dict[str, Any]] = []
     failures: list[str] = []
     counter = iter(range(10**9))
-    bar = progress.add_task(f"oracle c{concurrency}", total=None)
+    bar = progress.add_task(f"oracle c{concurrency} {mode}", total=None)
     deadline = time.perf_counter() + seconds
 
     async def worker() -> None:
@@ -94,7 +101,7 @@ async def throughput(host: BrowserHost, server: SiteServer, tasks: list[Any], co
         while time.perf_counter() < deadline:
             k = next(counter)
             task = tasks[k % len(tasks)]
-            env = AsyncBrowserEnv(FSMTask([task], server), sandbox, max_steps=6 * task.difficulty + 6)
+            env = AsyncBrowserEnv(FSMTask([task], server, reuse_page=MODES[mode]), sandbox)
             try:
                 episodes.append(await oracle_episode(env, seed=k // len(tasks)))
             except Exception as exc:  # counted: an unverifiable episode is a finding
@@ -112,7 +119,7 @@ async def throughput(host: BrowserHost, server: SiteServer, tasks: list[Any], co
     steps = sum(e["steps"] for e in episodes)
     resets = [e["reset_s"] * 1000 for e in episodes]
     return {
-        "concurrency": concurrency, "wall_s": wall, "episodes": len(episodes), "verified": verified,
+        "concurrency": concurrency, "mode": mode, "wall_s": wall, "episodes": len(episodes), "verified": verified,
         "failures": failures[:10], "failed": len(failures), "steps": steps,
         "verified_per_hour": verified / wall * 3600, "steps_per_s": steps / wall,
         "reset_ms_p50": median(resets), "reset_ms_p90": percentile(resets, 90),
@@ -129,7 +136,7 @@ async def jump_vs_replay(host: BrowserHost, server: SiteServer, tasks: list[Any]
     sandbox = await host.new_sandbox()
     rows = []
     for task in deep:
-        env = AsyncBrowserEnv(FSMTask([task], server), sandbox, max_steps=6 * task.difficulty + 6)
+        env = AsyncBrowserEnv(FSMTask([task], server), sandbox)
         episode = await oracle_episode(env, seed=0)
         sid = env.task._session  # noqa: SLF001 - the benchmark needs the live session id
         events = [r.event for r in server.events(sid)]
@@ -142,9 +149,8 @@ async def jump_vs_replay(host: BrowserHost, server: SiteServer, tasks: list[Any]
                 start = time.perf_counter()
                 await env.reset(seed=0)
                 sid = env.task._session  # noqa: SLF001
-                server.jump(sid, target)
-                await sandbox.reset(server.session_url(sid), allowed_origins=(server.site_url,))
-                await observe(env)  # the store's jump path: wait for the load, screenshot
+                await env.task.jump(sandbox, target)  # the store's jump path (restore._jump)
+                await observe(env)
                 jump_ms.append((time.perf_counter() - start) * 1000)
                 assert server.state(sid).key() == target
                 start = time.perf_counter()
@@ -172,8 +178,9 @@ async def jump_vs_replay(host: BrowserHost, server: SiteServer, tasks: list[Any]
 
 
 async def reset_paths(host: BrowserHost, server: SiteServer, task: Any, repeats: int) -> dict[str, Any]:
-    """Where an FSM reset's time goes: the env's reset (a fresh BrowserContext per episode,
-    route interception, CDP attach, page load, screenshot) against bare alternatives."""
+    """Where an FSM reset's time goes: the env's two reset paths (the session shown in the
+    kept page; a fresh BrowserContext with route, CDP attach and page load), each with its
+    first screenshot, against bare Playwright doing the same with no env around it."""
     browser = await host.ensure_browser()
     viewport = {"width": host.config.viewport_width, "height": host.config.viewport_height}
     times: dict[str, list[float]] = {}
@@ -193,14 +200,21 @@ async def reset_paths(host: BrowserHost, server: SiteServer, task: Any, repeats:
                 await asyncio.sleep(0.01)
         await cdp.detach()
 
-    sandbox = await host.new_sandbox()
-    env = AsyncBrowserEnv(FSMTask([task], server), sandbox)
+    envs = {
+        "env.reset, kept page (session shown in place + screenshot)": AsyncBrowserEnv(
+            FSMTask([task], server), await host.new_sandbox()),
+        "env.reset, fresh context (new context + load + screenshot)": AsyncBrowserEnv(
+            FSMTask([task], server, reuse_page=False), await host.new_sandbox()),
+    }
+    for env in envs.values():
+        await env.reset(seed=0)  # the first episode of a sandbox always opens a context
     kept = await browser.new_context(viewport=viewport)
     kept_page = await kept.new_page()
     for _ in range(repeats):
-        start = time.perf_counter()
-        await env.reset(seed=0)
-        times.setdefault("env.reset (new context + session + load + screenshot)", []).append(time.perf_counter() - start)
+        for name, env in envs.items():
+            start = time.perf_counter()
+            await env.reset(seed=0)
+            times.setdefault(name, []).append(time.perf_counter() - start)
         start = time.perf_counter()
         context = await browser.new_context(viewport=viewport)
         page = await context.new_page()
@@ -217,9 +231,23 @@ async def reset_paths(host: BrowserHost, server: SiteServer, task: Any, repeats:
         new_session()
         times.setdefault("server only: create session", []).append(time.perf_counter() - start)
     await kept.close()
-    await env.close()
-    await sandbox.close()
+    for env in envs.values():
+        await env.close()
+        await env.sandbox.close()
     return {name: median(1000 * t for t in values) for name, values in times.items()}
+
+
+def warm_up(server: SiteServer, tasks: list[Any]) -> dict[str, float]:
+    """Build every site's state graph and every goal's distances once (ms per site), as a
+    long-running server has; otherwise the first lap's resets would measure them."""
+    spent: dict[str, float] = {}
+    for task in tasks:
+        start = time.perf_counter()
+        session = server.create_session(task.site, goal=task.goal, start_state=task.start_state)
+        session.distance(session.state)
+        server.delete_session(session.id)
+        spent[task.site] = spent.get(task.site, 0.0) + (time.perf_counter() - start) * 1000
+    return spent
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -227,36 +255,51 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     specs = [load_site(site) for site in list_sites()]
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     async with SiteServer(specs) as server, BrowserHost(BrowserConfig(image_format=args.image_format)) as host:
+        warm = warm_up(server, tasks)
         with Progress(console=console, transient=True) as progress:
             runs = []
             for _ in range(args.repeats):
                 for c in concurrencies:
-                    runs.append(await throughput(host, server, tasks, c, args.seconds, progress))
+                    for mode in MODES:
+                        runs.append(await throughput(host, server, tasks, c, args.seconds, progress, mode))
         jumps = await jump_vs_replay(host, server, tasks, 2 if args.quick else 3)
         paths = await reset_paths(host, server, tasks[0], 5 if args.quick else 10)
     return {"tasks": len(tasks), "sites": len(specs), "runs": runs, "jump_vs_replay": jumps,
-            "reset_paths_ms": paths}
+            "reset_paths_ms": paths, "warm_up_ms_per_site": warm}
 
 
 def report(result: dict[str, Any]) -> dict[str, Any]:
-    by_c: dict[int, list[dict[str, Any]]] = {}
+    cells: dict[tuple[int, str], list[dict[str, Any]]] = {}
     for r in result["runs"]:
-        by_c.setdefault(r["concurrency"], []).append(r)
-    summary = {c: {"verified_per_hour": median(r["verified_per_hour"] for r in rs),
-                   "steps_per_s": median(r["steps_per_s"] for r in rs),
-                   "reset_ms_p50": median(r["reset_ms_p50"] for r in rs),
-                   "verified": sum(r["verified"] for r in rs), "episodes": sum(r["episodes"] for r in rs),
-                   "failed": sum(r["failed"] for r in rs)} for c, rs in sorted(by_c.items())}
+        cells.setdefault((r["concurrency"], r["mode"]), []).append(r)
+    table = {f"c{c} {mode}": {
+        "verified_per_hour": median(r["verified_per_hour"] for r in rs),
+        "steps_per_s": median(r["steps_per_s"] for r in rs),
+        "reset_ms_p50": median(r["reset_ms_p50"] for r in rs),
+        "verified": sum(r["verified"] for r in rs), "episodes": sum(r["episodes"] for r in rs),
+        "failed": sum(r["failed"] for r in rs)} for (c, mode), rs in sorted(cells.items())}
     print_table(f"oracle over {result['tasks']} tasks of {result['sites']} curated sites (medians)",
-                ["concurrency", "verified traj/h", "steps/s", "reset ms p50", "verified/episodes", "errors"],
-                [[str(c), fmt(s["verified_per_hour"], 0), fmt(s["steps_per_s"]), fmt(s["reset_ms_p50"]),
-                  f"{s['verified']}/{s['episodes']}", str(s["failed"])] for c, s in summary.items()])
+                ["cell", "verified traj/h", "steps/s", "reset ms p50", "verified/episodes", "errors"],
+                [[name, fmt(s["verified_per_hour"], 0), fmt(s["steps_per_s"]), fmt(s["reset_ms_p50"]),
+                  f"{s['verified']}/{s['episodes']}", str(s["failed"])] for name, s in table.items()])
+    # kept / fresh, paired by run (runs alternate kept, fresh at each concurrency)
+    runs = result["runs"]
+    pairs: dict[int, list[float | None]] = {}
+    for kept, fresh in zip(runs[::2], runs[1::2], strict=True):
+        pairs.setdefault(kept["concurrency"], []).append(
+            ratio(kept["verified_per_hour"], fresh["verified_per_hour"]))
+    print_table("verified traj/h, kept page / fresh context (paired by run, median)",
+                ["concurrency", "ratio"], [[str(c), fmt(median(v), 2)] for c, v in sorted(pairs.items())])
+    summary = {name: s for name, s in table.items() if name.endswith(" kept")}
     print_table("restore a state: jump vs replay (medians)",
                 ["task", "depth", "browser jump ms", "browser replay ms", "replay/jump",
                  "server jump us", "server replay us"],
                 [[j["task"], str(j["depth"]), fmt(j["jump_ms"]), fmt(j["replay_ms"]),
                   fmt(ratio(j["replay_ms"], j["jump_ms"]), 2), fmt(j["server_jump_us"]),
                   fmt(j["server_replay_us"])] for j in result["jump_vs_replay"]])
+    warm = result["warm_up_ms_per_site"]
+    console.print(f"one-time warm-up (state graph + goal distances), ms per site: median "
+                  f"{fmt(median(warm.values()))}, max {fmt(max(warm.values()))}")
     print_table("where an FSM reset's time goes (ms, medians)", ["path", "ms"],
                 [[k, fmt(v)] for k, v in result["reset_paths_ms"].items()])
     best = max((s["verified_per_hour"] or 0 for s in summary.values()), default=0)
@@ -264,7 +307,7 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
     met = {"verified_per_hour_ge_5000": best >= TARGET_PER_HOUR,
            "reset_median_lt_100ms": bool(resets) and min(resets) < TARGET_RESET_MS}
     console.print(f"best verified trajectories/hour: {best:,.0f}; targets: {met}")
-    return {"summary": summary, "targets": met, "best_verified_per_hour": best}
+    return {"summary": summary, "cells": table, "targets": met, "best_verified_per_hour": best}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -67,9 +67,13 @@ def _cap(text: str) -> str:
 
 
 def describe_edge(machine: Machine, edge: Edge) -> str:
-    """The transition's description with ``$value`` filled in."""
+    """The transition's description with ``$value`` filled in: the option's label as the
+    page shows it for a select or radio group, the value itself for text to type."""
     text = machine.transitions[edge.transition_id].description
-    return text.replace(VALUE_PLACEHOLDER, edge.value or "")
+    value = edge.value or ""
+    element = next((e for e in machine.pages[edge.page].elements if e.id == edge.element), None)
+    option = next((o for o in (element.options if element else ()) if o.value == value), None)
+    return text.replace(VALUE_PLACEHOLDER, option.label if option and option.label else value)
 
 
 def path_instruction(machine: Machine, path: list[Edge], rng: random.Random) -> str:

@@ -33,14 +33,20 @@ class Sandbox(Protocol):
         """Start the underlying process(es). Idempotent."""
 
     async def reset(
-        self, url: str, *, allowed_origins: tuple[str, ...] = (), keep_page: bool = False
+        self,
+        url: str,
+        *,
+        allowed_origins: tuple[str, ...] = (),
+        keep_page: bool = False,
+        content: str | None = None,
     ) -> None:
         """Begin a fresh episode (fresh cookies, storage, cache) at ``url``.
 
         Navigation outside ``allowed_origins`` (scheme://host:port) is blocked; an empty
         tuple allows only the origin of ``url``. ``keep_page=True`` lets a sandbox reuse
         its surface for pages that keep no client-side state beyond cookies and storage
-        (which it still clears); sandboxes without such a fast path ignore it.
+        (which it still clears), and ``content`` is the HTML at ``url`` when the caller has
+        it; sandboxes without such a fast path ignore both.
         """
 
     async def screenshot(self) -> Screenshot:

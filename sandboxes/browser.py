@@ -59,7 +59,10 @@ _VERDICT_WAIT_S = 1.0
 _NOT_PAINTED = "Unable to capture screenshot"
 _CAPTURE_ATTEMPTS = 5
 #: Asks a page that can show another URL of its origin in place to do so (see reset).
-_SOFT_NAVIGATE = "(url) => (typeof window.__softNavigate === 'function' ? window.__softNavigate(url) : false)"
+_SOFT_NAVIGATE = (
+    "([url, content]) => (typeof window.__softNavigate === 'function'"
+    " ? window.__softNavigate(url, content) : false)"
+)
 
 
 class BrowserSandbox:
@@ -88,23 +91,29 @@ class BrowserSandbox:
         await self.host.start()
 
     async def reset(
-        self, url: str, *, allowed_origins: tuple[str, ...] = (), keep_page: bool = False
+        self,
+        url: str,
+        *,
+        allowed_origins: tuple[str, ...] = (),
+        keep_page: bool = False,
+        content: str | None = None,
     ) -> None:
         """Close the previous episode's context and open ``url`` in a fresh one.
 
         ``keep_page=True`` reuses the previous episode's context and page instead, when
         they are healthy and confined to the same origins: cookies and storage are
         cleared, the episode's bookkeeping (blocked requests, popups) starts over, and
-        the page shows ``url`` in place if it offers ``window.__softNavigate(url)`` (a
-        promise of true once shown), else it navigates there. Only for pages that keep
-        no other client-side state, such as the FSM sites; it skips the new context and
-        renderer a fresh reset pays for (see docs/sandboxes.md).
+        the page shows ``url`` in place if it offers ``window.__softNavigate(url, content)``
+        (a promise of true once shown), else it navigates there. ``content``, when the
+        caller already has the HTML at ``url``, spares the page fetching it. Only for pages
+        that keep no other client-side state, such as the FSM sites; it skips the new
+        context and renderer a fresh reset pays for (see docs/sandboxes.md).
         """
         self._check_open()
         allowed = normalize_origins(tuple(allowed_origins), url)
         if keep_page and self._can_keep(allowed):
             await self._guarded(
-                "reset", lambda: self._reuse_page(url), self.config.navigation_timeout_s
+                "reset", lambda: self._reuse_page(url, content), self.config.navigation_timeout_s
             )
             return
         await self._close_context()
@@ -233,22 +242,26 @@ class BrowserSandbox:
             and not self._crashed()
         )
 
-    async def _reuse_page(self, url: str) -> None:
+    async def _reuse_page(self, url: str, content: str | None) -> None:
         assert self._page is not None and self._context is not None and self._cdp is not None
         page, cdp = self._page, self._cdp
         self._popup = None
         self.blocked_requests = []
         if self._nav is not None:
             self._nav.take_blocked()
-        await self._context.clear_cookies()
-        for origin in sorted(self._allowed):
-            if origin != "file://":
-                await cdp.send(
+        await asyncio.gather(
+            self._context.clear_cookies(),
+            *(
+                cdp.send(
                     "Storage.clearDataForOrigin",
                     {"origin": web_origin(origin), "storageTypes": "all"},
                 )
+                for origin in sorted(self._allowed)
+                if origin != "file://"
+            ),
+        )
         try:
-            shown = await page.evaluate(_SOFT_NAVIGATE, url)
+            shown = await page.evaluate(_SOFT_NAVIGATE, [url, content])
         except PlaywrightError as exc:
             if _CONTEXT_DESTROYED not in str(exc):
                 raise
@@ -272,6 +285,7 @@ class BrowserSandbox:
         params: dict[str, object] = {
             "format": self.config.image_format,
             "captureBeyondViewport": False,
+            "optimizeForSpeed": self.config.fast_encoding,
         }
         if self.config.image_format == "jpeg":
             params["quality"] = self.config.jpeg_quality

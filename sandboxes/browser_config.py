@@ -34,6 +34,11 @@ class BrowserConfig(BaseModel):
     image_format: Literal["png", "jpeg"] = Field(
         default="png", description="screenshot encoding: lossless png or smaller jpeg"
     )
+    fast_encoding: bool = Field(
+        default=True,
+        description="encode screenshots for speed (CDP optimizeForSpeed): the same pixels, "
+        "about 10 ms less per PNG here, files about 1.5x larger",
+    )
     jpeg_quality: int = Field(
         default=80, ge=1, le=100, description="JPEG quality 1-100 (ignored for png)"
     )

@@ -18,6 +18,7 @@ from fsm_sites.generator.templates import (
     collection,
     form_flow,
     modal_action,
+    option_label,
     search,
     settings,
     wizard,
@@ -159,7 +160,8 @@ def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple
 
 def _details(fields: tuple[FieldDef, ...] | list[FieldDef]) -> str:
     """The wanted field values in words, so an instruction names everything the goal checks."""
-    words = [f"tick '{f.label}'" if f.kind == "checkbox" else f"{f.label.lower()} '{f.options[-1]}'"
+    words = [f"tick '{f.label}'" if f.kind == "checkbox"
+             else f"{f.label.lower()} '{f.options[-1] if f.kind == 'text' else option_label(f.options[-1])}'"
              for f in fields]
     return ", ".join(words)
 

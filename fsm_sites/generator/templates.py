@@ -27,6 +27,11 @@ class Item:
     blurb: str = ""
 
 
+def option_label(value: str) -> str:
+    """How a select or radio option's value is shown on the page ("next_month" -> "Next Month")."""
+    return value.replace("_", " ").title()
+
+
 def _field_var(b: SiteBuilder, key: str, f: FieldDef) -> str:
     name = f"{key}_{f.id}"
     if f.kind == "checkbox":
@@ -49,12 +54,12 @@ def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> t
                              values=f.options, effects=[effect("set", var, "$value")])
             required.append(cond(var, op="nonempty"))
         elif f.kind == "select":
-            opts = [{"value": o, "label": o.replace("_", " ").title()} for o in f.options]
+            opts = [{"value": o, "label": option_label(o)} for o in f.options]
             b.add_element(page, f.id, "select", f.label, options=opts, bind=var)
             b.add_transition(page, f.id, f"choose '$value' as the {label}", event="select",
                              effects=[effect("set", var, "$value")])
         elif f.kind == "radio":
-            opts = [{"value": o, "label": o.replace("_", " ").title()} for o in f.options]
+            opts = [{"value": o, "label": option_label(o)} for o in f.options]
             b.add_element(page, f.id, "radio", f.label, options=opts, bind=var)
             b.add_transition(page, f.id, f"pick '$value' for {label}", effects=[effect("set", var, "$value")])
             required.append(cond(var, op="nonempty"))

@@ -1,8 +1,8 @@
 """Restore a tree node in a live env: jump the FSM session there, or replay its path.
 
 Jump (FSM sites): reset the env (a fresh session), move the session straight to the
-node's state with ``FSMTask.jump`` (the site server's jump, then the page reloads in
-place, no new browser context), and check that the FSM state is the node's. Replay (any env): reset, then execute the stored actions from
+node's state with ``FSMTask.jump`` (the site server's jump, then the page swaps the new
+state in, no reload), and check that the FSM state is the node's. Replay (any env): reset, then execute the stored actions from
 the root, checking each step's state key (FSM state, or screenshot hash + URL). Either
 way the final screenshot is compared with the stored one by perceptual hash. A mismatch
 flags the node ``restore_mismatch`` and raises ``RestoreMismatch``: exploration never
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 RestoreMode = Literal["auto", "jump", "replay"]
 #: perceptual-hash bits that may differ between the stored and the restored screenshot
 PHASH_TOLERANCE = 6
-#: how long a reloaded page may take to finish loading before its screenshot
+#: how long a restored page may take to finish loading before its screenshot
 READY_TIMEOUT_S = 10.0
 
 
@@ -106,7 +106,7 @@ _READY = "document.readyState === 'complete' && !(window.__fsm && window.__fsm.p
 
 
 async def observe(env: AsyncBrowserEnv, *, attempts: int = 3) -> Observation:
-    """A fresh observation of the env's current page (after a jump reloaded it).
+    """A fresh observation of the env's current page (after a jump changed it).
 
     Waits for the page to finish loading, and retries a screenshot that Chromium refuses
     while it is still painting (seen under heavy load); a crash is not retried."""

@@ -86,7 +86,7 @@ class FSMTask(Task):
         self._server = server
         self._site_spec = site_spec  # for sites outside the library (synthesized, user-written)
         self._session: str | None = None
-        self._jumps = 0  # page reloads after jumps, for a fresh ?v= marker each time
+        self._jumps = 0  # jumps shown so far, for a fresh ?v= marker each time
         self._jump_view: tuple[str, int] | None = None  # (marker, session seq) of the last jump
         self._cursor = 0
 
@@ -103,7 +103,8 @@ class FSMTask(Task):
         # The page keeps nothing of its own (the state lives in the session), so the
         # previous episode's page can show the new session in place: the sandbox clears
         # cookies and storage and site.js swaps in the new session's page.
-        await sandbox.reset(url, allowed_origins=(server.site_url,), keep_page=self.reuse_page)
+        await sandbox.reset(url, allowed_origins=(server.site_url,), keep_page=self.reuse_page,
+                            content=server.render(session) if self.reuse_page else None)
         await self._settle(sandbox, server, session.id)  # first paint done before the screenshot
         return TaskSetup(instruction=self.task.instruction, start_url=url,
                          allowed_origins=(server.site_url,), fsm_state=session.state.key(),

@@ -64,3 +64,15 @@ def test_jsonl_round_trip(shop_tasks: list[TaskSpec], tmp_path: Path) -> None:
     path.write_text(path.read_text() + '{"id": 1}\n')
     with pytest.raises(ValueError, match=f"tasks.jsonl:{len(shop_tasks) + 1}: expected a TaskSpec"):
         load_tasks(path)
+
+
+def test_a_step_names_an_option_by_the_label_the_page_shows() -> None:
+    from fsm_sites.tasks import describe_edge
+    from tests.fsm_sites.widgets_spec import widgets_spec
+
+    machine = Machine(widgets_spec())
+    edges = [e for s in machine.graph().states for e, _ in machine.enabled(s)]
+    large = next(e for e in edges if e.element == "size" and e.value == "l")
+    assert describe_edge(machine, large) == "choose size Large"  # the spec says "choose size $value"
+    typed = next(e for e in edges if e.element == "city")
+    assert typed.value and typed.value in describe_edge(machine, typed)  # text to type: verbatim

@@ -133,8 +133,11 @@ async def test_a_reused_page_looks_exactly_like_a_fresh_context(browser_host, si
                 states.append((info.verdict.state_after, obs.screenshot))
         await kept.evaluate("window.scrollTo(0, 200)")  # where the agent left it
         assert await kept.evaluate("window.scrollY") == 200
+        requests: list[str] = []
+        page.on("request", lambda request: requests.append(request.url))
         again, _ = await env.reset(seed=4)  # a new session, shown in the same page
         assert kept.page is page and env.task.session_id is not None
+        assert requests == []  # the task handed the page its HTML: nothing was fetched
         assert _pixels(again.screenshot) == _pixels(first.screenshot)
         other_theme, _ = await env.reset(seed=5)  # another layout seed: head and body change
         assert kept.page is page

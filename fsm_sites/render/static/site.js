@@ -10,20 +10,34 @@
 //   pending   an event or a swap is in flight
 //   idle      a promise that settles when the current one is done
 //   swapped   the DOM shown was swapped in (false right after a full page load)
-//   show(url) fetch a page of this origin and swap it in (resolves to true), falling back
-//             to a full load if that fails; the harness uses it after a jump
+//   show(url[, html])  swap in the page at url (fetched unless its html is given; resolves
+//             to true), falling back to a full load if that fails; the harness uses it
+//             after a jump, and the sandbox (as __softNavigate) for a new episode
 (function () {
   if (window.__fsm) return;  // a swapped-in body's copy of this script never runs, but be sure
   var fsm = window.__fsm = {
     pending: false, idle: Promise.resolve(true), swapped: false,
     page: document.body.getAttribute("data-page"),
   };
-  window.__softNavigate = function (url) { return fsm.show(url); };
+  window.__softNavigate = function (url, html) { return fsm.show(url, html); };
+
+  // Another layout seed changes the theme's <style>; patch only what differs, so the big
+  // shared stylesheet is not parsed again.
+  function swapHead(head) {
+    var old = document.head.children, now = head.children;
+    if (old.length !== now.length) { document.head.replaceWith(head); return; }
+    for (var i = 0; i < now.length; i++) {
+      if (old[i].tagName !== now[i].tagName) { document.head.replaceWith(head); return; }
+    }
+    for (var j = 0; j < now.length; j++) {
+      if (old[j].outerHTML !== now[j].outerHTML) old[j].replaceWith(document.importNode(now[j], true));
+    }
+  }
 
   function swap(html, url) {
     var doc = new DOMParser().parseFromString(html, "text/html");
     if (!doc.body || !doc.body.hasAttribute("data-page")) throw new Error("not an FSM page: " + url);
-    if (document.head.innerHTML !== doc.head.innerHTML) document.head.replaceWith(doc.head);
+    swapHead(doc.head);
     document.body.replaceWith(doc.body);
     document.title = doc.title;
     history.replaceState(null, "", url);
@@ -52,8 +66,11 @@
       });
   }
 
-  fsm.show = function (url) {
-    return track(fsm.idle.then(function () { return load(url); }));
+  fsm.show = function (url, html) {
+    return track(fsm.idle.then(function () {
+      if (typeof html !== "string") return load(url);
+      try { swap(html, url); } catch (err) { return load(url); }
+    }));
   };
 
   function send(el, event, value) {
