@@ -103,7 +103,10 @@ class FloorVariant(Variant):
 
     @staticmethod
     async def _shot(cdp: Any) -> bytes:
-        result = await cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": False})
+        # The env's capture settings (BrowserConfig defaults), so the floor differs only by
+        # what the env adds around them.
+        result = await cdp.send("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": False, "optimizeForSpeed": True})
         return base64.b64decode(result["data"])
 
     async def close(self) -> None:
