@@ -152,6 +152,9 @@ async def restore_times(env: AsyncBrowserEnv, store_dir: Path, repeats: int) -> 
         if not episodes:
             return []
         leaf = max(episodes, key=lambda e: e.steps).leaf_id
+        # Untimed: a sandbox's first episode opens its browser context, and the first
+        # screenshot check imports the perceptual-hash stack.
+        await restore_node(env, store, store.path_to(leaf)[1].id, seed=0, mode="jump")
         rows = []
         for node in store.path_to(leaf)[1:]:
             times: dict[str, list[float]] = {"jump": [], "replay": []}
@@ -284,15 +287,15 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
         rows = [r for r in result["explore"] if r["mode"] == mode and r["agent"] == agent]
         steps, wins = sum(r["env_steps"] for r in rows), sum(r["distinct_successes"] for r in rows)
         by_mode[f"{agent}_{mode}"] = [steps / wins if wins else None]
-    summary = {
-        "insert_webp_first_pass_steps_per_s": ins["webp"]["first_pass_steps_per_s"],
-        "insert_webp_repeat_steps_per_s": ins["webp"]["later_steps_per_s"],
-        "saving_ratio_webp": ratio(flat_bytes, ins["webp"]["bytes_one_pass"]),
+    summary = {  # png is the store's default blob format; webp the opt-in
+        **{f"insert_{kind}_{key}_steps_per_s": ins[kind][f"{key}_steps_per_s"]
+           for kind in ("png", "webp") for key in ("first_pass", "later")},
+        **{f"saving_ratio_{kind}": ratio(flat_bytes, ins[kind]["bytes_one_pass"]) for kind in ("png", "webp")},
         **{f"steps_per_distinct_success_{k}": v[0] for k, v in by_mode.items()},
     }
     summary["targets"] = {
-        "insert_ge_5000_steps_per_s_new_blobs": (summary["insert_webp_first_pass_steps_per_s"] or 0) >= TARGET_INSERT,
-        "insert_ge_5000_steps_per_s_repeat": (summary["insert_webp_repeat_steps_per_s"] or 0) >= TARGET_INSERT,
+        "insert_ge_5000_steps_per_s_new_blobs": (summary["insert_png_first_pass_steps_per_s"] or 0) >= TARGET_INSERT,
+        "insert_ge_5000_steps_per_s_repeat": (summary["insert_png_later_steps_per_s"] or 0) >= TARGET_INSERT,
     }
     console.print(f"summary: {summary}")
     return summary

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import struct
 import tempfile
 from pathlib import Path
 from typing import Literal
@@ -23,6 +24,7 @@ from harness.errors import StoreError
 
 BlobFormat = Literal["webp", "png"]
 _SUFFIX = {"webp": ".webp", "png": ".png"}
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def blob_hash(data: bytes) -> str:
@@ -39,6 +41,7 @@ class BlobDir:
         self.root = root
         self.fmt = fmt
         self.root.mkdir(parents=True, exist_ok=True)
+        self._made: set[str] = set()  # fan-out folders known to exist
 
     def path(self, digest: str) -> Path:
         """Where the blob lives (whichever format it was written in)."""
@@ -56,7 +59,9 @@ class BlobDir:
             width, height = _size(target.read_bytes())
             return digest, target.stat().st_size, width, height
         encoded, width, height = self._encode(data)
-        target.parent.mkdir(exist_ok=True)
+        if digest[:2] not in self._made:
+            target.parent.mkdir(exist_ok=True)
+            self._made.add(digest[:2])
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as handle:
             handle.write(encoded)
@@ -78,6 +83,8 @@ class BlobDir:
         return Image.open(io.BytesIO(self.get(digest))).convert("RGB")
 
     def _encode(self, data: bytes) -> tuple[bytes, int, int]:
+        if self.fmt == "png" and (size := _png_size(data)) is not None:
+            return data, *size  # already PNG: keep the captured bytes (header read only)
         from PIL import Image
 
         image = Image.open(io.BytesIO(data))
@@ -94,7 +101,17 @@ class BlobDir:
         return out.getvalue(), width, height
 
 
+def _png_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) from a PNG's IHDR chunk, None if ``data`` is not a PNG."""
+    if data[:8] != _PNG_SIGNATURE or data[12:16] != b"IHDR":
+        return None
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
 def _size(data: bytes) -> tuple[int, int]:
+    if (size := _png_size(data)) is not None:
+        return size
     from PIL import Image
 
     return Image.open(io.BytesIO(data)).size
