@@ -61,13 +61,17 @@ def is_allowed(url: str, allowed: frozenset[str]) -> bool:
     return origin is not None and origin in allowed
 
 
-def web_origin(origin: str) -> str:
-    """A normalized origin as browsers write it: the default port left out."""
+def _parts(origin: str) -> tuple[str, str, str, bool]:
+    """(scheme, host, port, port is the scheme's default) of a normalized http(s) origin."""
     scheme, _, authority = origin.partition("://")
     host, _, port = authority.rpartition(":")
-    if port.isdigit() and _DEFAULT_PORTS.get(scheme) == int(port):
-        return f"{scheme}://{host}"
-    return origin
+    return scheme, host, port, port.isdigit() and _DEFAULT_PORTS.get(scheme) == int(port)
+
+
+def web_origin(origin: str) -> str:
+    """A normalized origin as browsers write it: the default port left out."""
+    scheme, host, _, default = _parts(origin)
+    return f"{scheme}://{host}" if default else origin
 
 
 def outside_pattern(allowed: frozenset[str]) -> re.Pattern[str]:
@@ -83,8 +87,7 @@ def outside_pattern(allowed: frozenset[str]) -> re.Pattern[str]:
         if origin == "file://":
             kept.append("file:")
             continue
-        scheme, _, authority = origin.partition("://")
-        host, _, port = authority.rpartition(":")
-        port_re = f"(?::{port})?" if _DEFAULT_PORTS.get(scheme) == int(port) else f":{port}"
+        scheme, host, port, default = _parts(origin)
+        port_re = f"(?::{port})?" if default else f":{port}"
         kept.append(f"{re.escape(scheme)}://{re.escape(host)}{port_re}/")
     return re.compile(f"^(?!{'|'.join(kept)})", re.IGNORECASE)

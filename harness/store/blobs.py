@@ -89,8 +89,6 @@ class BlobDir:
 
         image = Image.open(io.BytesIO(data))
         width, height = image.size
-        if self.fmt == "png" and image.format == "PNG":
-            return data, width, height  # already PNG: keep the captured bytes (header read only)
         out = io.BytesIO()
         if self.fmt == "webp":
             image.convert("RGBA" if image.mode in ("RGBA", "LA", "P") else "RGB").save(

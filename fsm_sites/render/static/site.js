@@ -66,10 +66,14 @@
       });
   }
 
+  // Swap in html we already have; if it is no FSM page, fetch url (and then reload).
+  function showHtml(html, url) {
+    try { swap(html, url); } catch (err) { return load(url); }
+  }
+
   fsm.show = function (url, html) {
     return track(fsm.idle.then(function () {
-      if (typeof html !== "string") return load(url);
-      try { swap(html, url); } catch (err) { return load(url); }
+      return typeof html === "string" ? showHtml(html, url) : load(url);
     }));
   };
 
@@ -81,8 +85,7 @@
       .then(function (r) { return r.json(); })
       .then(function (d) {
         if (d.seq === undefined || typeof d.html !== "string") return load("./?v=x");
-        var url = "./?v=" + d.seq;
-        try { swap(d.html, url); } catch (err) { return load(url); }
+        return showHtml(d.html, "./?v=" + d.seq);
       }, function () { return load("./?v=x"); }));
   }
 
