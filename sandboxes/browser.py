@@ -78,6 +78,7 @@ class BrowserSandbox:
         self._allowed: frozenset[str] = frozenset()
         self._nav: NavigationWatcher | None = None
         self._popup: str | None = None
+        self._closing_popups: set[asyncio.Task[None]] = set()
         self._page_crashed = False
         self._closed = False
         #: URLs of subresource requests aborted by origin confinement this episode.
@@ -155,6 +156,8 @@ class BrowserSandbox:
         )
         if self.config.settle_ms:
             await asyncio.sleep(self.config.settle_ms / 1000)
+        if self._closing_popups:  # the agent's next screenshot never sees a popup half-closed
+            await asyncio.wait(set(self._closing_popups), timeout=self.config.action_timeout_s)
         return self._agent_error()
 
     async def evaluate(self, expression: str) -> object:
@@ -323,7 +326,9 @@ class BrowserSandbox:
             return
         # One page per episode: the agent only ever sees the main page.
         self._popup = page.url
-        asyncio.ensure_future(_close_quietly(page))
+        task = asyncio.ensure_future(_close_quietly(page))
+        self._closing_popups.add(task)
+        task.add_done_callback(self._closing_popups.discard)
 
     def _on_crash(self, _page: Page) -> None:
         self._page_crashed = True
