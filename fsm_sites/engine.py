@@ -279,10 +279,10 @@ class Machine:
         for t in self._by_trigger.get((event.page, event.element, event.event), ()):
             if not self._fires(values, t):
                 continue
-            values = self.edge_values(t)
-            if values == (None,):
+            accepted = self.edge_values(t)
+            if accepted == (None,):
                 value = None
-            elif event.value in values:
+            elif event.value in accepted:
                 value = event.value
             else:
                 continue

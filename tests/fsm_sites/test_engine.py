@@ -80,10 +80,39 @@ def test_clear_restores_defaults(machine: Machine) -> None:
     assert after == machine.initial.with_vars({"shipping": "standard"})
 
 
-def test_step_agrees_with_enabled_everywhere(machine: Machine) -> None:
+def _shared_trigger_spec() -> SiteSpec:
+    """One text field whose three input transitions accept different values under different guards."""
+    def typed(tid: str, value: str, target: str, when: list[dict]) -> dict:
+        return {"id": tid, "page": "p", "element": "q", "event": "input", "values": [value],
+                "when": when, "target": target, "description": f"type {value}"}
+
+    return SiteSpec.model_validate({
+        "name": "shared", "title": "Shared", "start_page": "p",
+        "variables": [{"name": "cart", "type": "list", "values": ["a", "b"]}, {"name": "n", "type": "int"}],
+        "pages": [{"id": "p", "title": "P", "elements": [{"id": "q", "kind": "text_input", "label": "Q"},
+                                                       {"id": "home", "kind": "link", "label": "Home"}]},
+                  *({"id": x, "title": x.upper(), "elements": [{"id": "home", "kind": "link", "label": "Home"}]}
+                    for x in ("r", "s", "t"))],
+        "transitions": [typed("foo", "foo", "r", []),
+                        typed("bar", "bar", "s", [{"var": "n", "op": "eq", "value": 0}]),
+                        typed("baz", "baz", "t", [{"var": "cart", "op": "empty"}]),
+                        *({"id": f"back_{x}", "page": x, "element": "home", "target": "p", "description": "home"}
+                          for x in ("r", "s", "t"))],
+    })
+
+
+@pytest.mark.parametrize("spec", [load_spec(EXAMPLE), _shared_trigger_spec()], ids=["tiny_shop", "shared_trigger"])
+def test_step_agrees_with_enabled_everywhere(spec: SiteSpec) -> None:
+    machine = Machine(spec)
     for state in machine.graph().states:
         for edge, nxt in machine.enabled(state):
             assert machine.step(state, edge.to_event()) == (edge, nxt)
+
+
+def test_a_later_transition_of_the_same_trigger_takes_its_value() -> None:
+    machine = Machine(_shared_trigger_spec())
+    pages = {v: machine.step(machine.initial, UIEvent("p", "q", "input", v)) for v in ("foo", "bar", "baz", "nope")}
+    assert {v: r and r[1].page for v, r in pages.items()} == {"foo": "r", "bar": "s", "baz": "t", "nope": None}
 
 
 def test_distances_and_shortest_paths(machine: Machine) -> None:
