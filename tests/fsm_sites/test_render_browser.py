@@ -62,7 +62,7 @@ async def test_every_element_kind_sends_its_event(browser, server) -> None:
     async def settled(expect: dict[str, object], page_id: str | None = None) -> None:
         nonlocal seq
         seq += 1
-        await page.wait_for_url(re.compile(rf"\?v={seq}$"))
+        await page.wait_for_url(re.compile(rf"\?v={seq}$"), timeout=5000)
         state = server.state(session.id)
         assert {k: state.get(k) for k in expect} == expect
         if page_id:
@@ -98,5 +98,42 @@ async def test_every_element_kind_sends_its_event(browser, server) -> None:
         fired = [r.verdict.transition_id for r in server.events(session.id)]
         assert fired == ["sub", "type_city", "pick_size", "pick_theme", "unsub", "type_city",
                          "to_items", "page2", "open_beta", "close"]
+    finally:
+        await context.close()
+
+
+async def test_click_right_after_typing_sends_both_events(browser, server) -> None:
+    """The click blurs the field, whose `change` sends `input` first; the click waits its turn."""
+    session = server.create_session("widgets", goal="see_beta", seed=4)
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = await context.new_page()
+        await page.goto(server.session_url(session.id))
+        await page.click('[data-el="city"]')
+        await page.keyboard.type("Oslo")
+        await page.click('[data-el="tab_items"]')  # no Enter, no blur first
+        await page.wait_for_url(re.compile(r"\?v=2$"), timeout=5000)
+        assert [r.verdict.transition_id for r in server.events(session.id)] == ["type_city", "to_items"]
+        state = server.state(session.id)
+        assert (state.page, state.get("city")) == ("items", "Oslo")
+        assert await page.get_attribute("body", "data-page") == "items"
+    finally:
+        await context.close()
+
+
+async def test_second_click_of_a_double_click_on_a_page_gone_is_refused(browser, server) -> None:
+    """A queued event names the page it came from: once the first click leaves that page, the
+    server refuses the second (409, not logged) even though the new page has an element of the
+    same id, and the page shows the current state."""
+    session = server.create_session("widgets", goal="see_beta", seed=4)
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = await context.new_page()
+        await page.goto(server.session_url(session.id))
+        await page.click('[data-el="tab_items"]', click_count=2)
+        await page.wait_for_url(re.compile(r"\?v=x$"), timeout=5000)
+        await page.evaluate("window.__fsm.idle")
+        assert [r.verdict.transition_id for r in server.events(session.id)] == ["to_items"]
+        assert await page.get_attribute("body", "data-page") == "items"
     finally:
         await context.close()

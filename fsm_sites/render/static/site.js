@@ -7,8 +7,8 @@
 // swapped-in body needs no new script run.
 //
 // window.__fsm, read by the harness:
-//   pending   an event or a swap is in flight
-//   idle      a promise that settles when the current one is done
+//   pending   an event or a swap is in flight or queued
+//   idle      a promise that settles when every queued one is done
 //   swapped   the DOM shown was swapped in (false right after a full page load)
 //   show(url[, html])  swap in the page at url (fetched unless its html is given; resolves
 //             to true), falling back to a full load if that fails; the harness uses it
@@ -46,10 +46,17 @@
     fsm.swapped = true;
   }
 
-  // Run one in-flight operation: `pending` until it settles; `idle` settles with it.
-  function track(promise) {
+  // Queue one operation behind the others: `pending` until the last queued one settles,
+  // and `idle` settles with it.
+  var queued = 0;
+  function track(operation) {
+    queued += 1;
     fsm.pending = true;
-    fsm.idle = promise.then(function () { fsm.pending = false; return true; });
+    fsm.idle = fsm.idle.then(operation).then(function () {
+      queued -= 1;
+      if (queued === 0) fsm.pending = false;
+      return true;
+    });
     return fsm.idle;
   }
 
@@ -72,21 +79,26 @@
   }
 
   fsm.show = function (url, html) {
-    return track(fsm.idle.then(function () {
+    return track(function () {
       return typeof html === "string" ? showHtml(html, url) : load(url);
-    }));
+    });
   };
 
+  // An event that comes while another is in flight (a click right after typing: the
+  // field's `change` goes first) waits its turn. It names the page it was sent from, so
+  // if an earlier event left that page the server refuses it (409), and the page then
+  // shows the current state like after any refused event.
   function send(el, event, value) {
-    if (fsm.pending) return;
     var body = JSON.stringify({ page: fsm.page, element: el, event: event, value: value });
-    // The answer carries the new state's page: swap it in without another request.
-    track(fetch("event", { method: "POST", headers: { "content-type": "application/json" }, body: body })
-      .then(function (r) { return r.json(); })
-      .then(function (d) {
-        if (d.seq === undefined || typeof d.html !== "string") return load("./?v=x");
-        return showHtml(d.html, "./?v=" + d.seq);
-      }, function () { return load("./?v=x"); }));
+    track(function () {
+      // The answer carries the new state's page: swap it in without another request.
+      return fetch("event", { method: "POST", headers: { "content-type": "application/json" }, body: body })
+        .then(function (r) { return r.json(); })
+        .then(function (d) {
+          if (d.seq === undefined || typeof d.html !== "string") return load("./?v=x");
+          return showHtml(d.html, "./?v=" + d.seq);
+        }, function () { return load("./?v=x"); });
+    });
   }
 
   function closeMenus(except) {
@@ -117,19 +129,26 @@
     }
     if (e.target.closest("a[href='#']")) e.preventDefault();
   });
+  // Enter sends a field's text, and Chromium then fires `change` for the same text: the
+  // value each field last sent keeps that from queueing a second event.
+  var sentText = new WeakMap();
+  function sendText(field) {
+    sentText.set(field, field.value);
+    send(field.getAttribute("data-el"), "input", field.value);
+  }
   document.addEventListener("change", function (e) {
     var t = e.target;
     var holder = t.closest("[data-el]");
     if (!holder) return;
     var kind = holder.getAttribute("data-kind");
     if (kind === "checkbox") send(holder.getAttribute("data-el"), t.checked ? "check" : "uncheck", null);
-    else if (kind === "text_input") send(holder.getAttribute("data-el"), "input", t.value);
+    else if (kind === "text_input" && sentText.get(t) !== t.value) sendText(t);
   });
   document.addEventListener("keydown", function (e) {
     var t = e.target;
     if (e.key === "Enter" && t.getAttribute && t.getAttribute("data-kind") === "text_input") {
       e.preventDefault();
-      send(t.getAttribute("data-el"), "input", t.value);
+      sendText(t);
     }
   });
 })();
