@@ -50,6 +50,8 @@ def hindsight_tasks(store: TrajectoryStore, tree_id: int, *, describe: Describe 
     out = []
     for state_key, node in sorted(best.items(), key=lambda kv: kv[1].id):
         instruction = path_instruction(index.path(node.id), describe)
+        # replace: the tree only grows, so this path is never longer than the stored one's
         out.append(store.put_task(f"hindsight:{tree.env}:{state_key}", instruction, tree_id=tree_id,
-                                  goal_state=state_key.removeprefix("fsm:"), source="hindsight"))
+                                  goal_state=state_key.removeprefix("fsm:"), source="hindsight",
+                                  replace=True))
     return out

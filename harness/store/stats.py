@@ -50,7 +50,6 @@ def store_stats(store: TrajectoryStore) -> dict:
             for step, node in enumerate(index.path(episode.leaf_id)):
                 flat += len(flat_line(episode.id, step, node).encode())
                 flat += blob_sizes.get(node.obs_blob, (0, 0))[1] if node.obs_blob else 0
-    store.checkpoint()
     on_disk = disk_bytes(store.path)
     return {
         "trees": counts["trees"],

@@ -91,10 +91,6 @@ class TrajectoryStore:
             raise
         conn.execute("COMMIT")
 
-    def checkpoint(self) -> None:
-        """Fold the WAL back into the database file where no reader holds it (best effort)."""
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None and getattr(self._local, "pid", None) == os.getpid():
@@ -154,12 +150,18 @@ class TrajectoryStore:
     # ---- tasks ---------------------------------------------------------------------------
 
     def put_task(self, task_id: str, instruction: str, *, tree_id: int | None = None,
-                 goal_state: str | None = None, source: str = "suite") -> TaskRecord:
-        """Insert a task, or return the one already stored under that id."""
+                 goal_state: str | None = None, source: str = "suite",
+                 replace: bool = False) -> TaskRecord:
+        """Insert a task, or return the one already stored under that id. A stored task
+        without a tree gets ``tree_id``; ``replace`` also overwrites its instruction and goal."""
+        update = "tree_id = coalesce(tasks.tree_id, excluded.tree_id)"
+        if replace:
+            update = ("tree_id = coalesce(excluded.tree_id, tasks.tree_id),"
+                      " instruction = excluded.instruction, goal_state = excluded.goal_state")
         with self.transaction() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO tasks (id, tree_id, instruction, goal_state, source, created)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO tasks (id, tree_id, instruction, goal_state, source, created)"
+                f" VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET {update}",
                 (task_id, tree_id, instruction, goal_state, source, time.time()))
         return self.task(task_id)
 
@@ -277,13 +279,12 @@ class TrajectoryStore:
             conn.execute("UPDATE nodes SET visits = visits + ? WHERE id = ?", (by, node_id))
 
     def add_flag(self, node_id: int, flag: str) -> None:
-        """Add a flag (e.g. restore_mismatch) to a node; flags are a comma-separated set."""
-        node = self.node(node_id)
-        if flag in node.flags:
-            return
+        """Add a flag (e.g. restore_mismatch) to a node; flags are a comma-separated set.
+        One statement, so flags added at once by two collectors are both kept."""
         with self.transaction() as conn:
-            conn.execute("UPDATE nodes SET flags = ? WHERE id = ?",
-                         (",".join((*node.flags, flag)), node_id))
+            conn.execute("UPDATE nodes SET flags = CASE flags WHEN '' THEN ?1 ELSE flags || ',' || ?1 END"
+                         " WHERE id = ?2 AND instr(',' || flags || ',', ',' || ?1 || ',') = 0",
+                         (flag, node_id))
 
     def recover_exploring(self, *, force: bool = False) -> int:
         """Put nodes left 'exploring' by a dead process back to 'unexplored' (TreeCUA's restart
@@ -291,13 +292,14 @@ class TrajectoryStore:
         the store does not steal work; ``force`` resets every claim."""
         host = socket.gethostname()
         rows = self.conn.execute("SELECT id, owner FROM nodes WHERE status = 'exploring'").fetchall()
-        stale = [node_id for node_id, owner in rows if force or not _owner_alive(owner, host)]
-        if stale:
-            with self.transaction() as conn:
-                conn.executemany("UPDATE nodes SET status = 'unexplored', owner = NULL"
-                                 " WHERE id = ? AND status = 'exploring'", [(i,) for i in stale])
-        return len(stale)
-
+        stale = [(node_id, owner) for node_id, owner in rows if force or not _owner_alive(owner, host)]
+        if not stale:
+            return 0
+        # the owner check skips a node that another collector reset and claimed meanwhile
+        with self.transaction() as conn:
+            cur = conn.executemany("UPDATE nodes SET status = 'unexplored', owner = NULL"
+                                   " WHERE id = ? AND status = 'exploring' AND owner IS ?", stale)
+        return cur.rowcount
 
 def _owner_alive(owner: str | None, host: str) -> bool:
     if not owner or ":" not in owner:

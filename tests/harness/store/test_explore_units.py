@@ -50,3 +50,20 @@ def test_hindsight_tasks_use_transition_phrases_and_skip_wasted_steps(tmp_path):
     assert [(x.goal_state, x.instruction) for x in tasks] == [
         ("cart", "Open the cart."), ("checkout", "Open the cart, then go to checkout.")]
     assert path_instruction(store.path_to(1)) == "Stay on the start page."
+
+
+def test_hindsight_task_takes_the_instruction_of_a_shorter_path_found_later(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    t = trajectory([])
+
+    def fired(before: str, after: str, x: int, transition: str):
+        return step(after, click(x, x), verdict_=dict(verdict(before, after, True, 2, 1),
+                                                      transition_id=transition))
+
+    store.insert_trajectory(t.__class__(env=t.env, root=t.root, steps=(
+        fired("home", "a", 1, "go_a"), fired("a", "goal", 2, "a_to_goal"))))
+    goal = {x.goal_state: x for x in hindsight_tasks(store, 1)}["goal"]
+    assert goal.instruction == "Do go_a, then do a_to_goal."
+    store.insert_trajectory(t.__class__(env=t.env, root=t.root, steps=(fired("home", "goal", 3, "direct"),)))
+    assert {x.goal_state: x.instruction for x in hindsight_tasks(store, 1)}["goal"] == "Do direct."
+    assert store.task(goal.id).instruction == "Do direct."

@@ -92,6 +92,55 @@ def test_exploring_nodes_of_dead_processes_are_reset_on_open(tmp_path):
     assert TrajectoryStore(tmp_path).node(leaf).status is NodeStatus.UNEXPLORED
 
 
+def test_recovery_keeps_a_claim_made_after_it_read_the_stale_row(tmp_path, monkeypatch):
+    import harness.store.store as store_module
+
+    store = TrajectoryStore(tmp_path)
+    leaf = store.insert_trajectory(trajectory([("a", click(1, 1))])).leaf_id
+    store.conn.execute("UPDATE nodes SET status = 'exploring', owner = ? WHERE id = ?",
+                       (f"{_host()}:999999999", leaf))
+    alive = store_module._owner_alive
+
+    def another_collector_claims_first(owner: str | None, host: str) -> bool:
+        monkeypatch.setattr(store_module, "_owner_alive", alive)
+        other = TrajectoryStore(tmp_path)  # resets the dead claim itself, then claims the node
+        assert other.claim_node(leaf)
+        return alive(owner, host)
+
+    monkeypatch.setattr(store_module, "_owner_alive", another_collector_claims_first)
+    assert store.recover_exploring() == 0
+    node = store.node(leaf)
+    assert node.status is NodeStatus.EXPLORING
+    assert store.conn.execute("SELECT owner FROM nodes WHERE id = ?", (leaf,)).fetchone()[0] == \
+        store_module.process_owner()
+
+
+def test_flags_added_by_two_collectors_at_once_are_both_kept(tmp_path, monkeypatch):
+    store = TrajectoryStore(tmp_path)
+    leaf = store.insert_trajectory(trajectory([("a", click(1, 1))])).leaf_id
+    begin = store.transaction
+
+    def another_collector_flags_first():
+        TrajectoryStore(tmp_path).add_flag(leaf, "theirs")
+        monkeypatch.setattr(store, "transaction", begin)
+        return begin()
+
+    monkeypatch.setattr(store, "transaction", another_collector_flags_first)
+    store.add_flag(leaf, "restore_mismatch")
+    store.add_flag(leaf, "restore_mismatch")  # a set: added once
+    assert store.node(leaf).flags == ("theirs", "restore_mismatch")
+
+
+def test_put_task_fills_a_missing_tree_and_replace_overwrites_the_instruction(tmp_path):
+    store = TrajectoryStore(tmp_path)
+    tree = store.insert_trajectory(trajectory([("a", click(1, 1))])).tree_id
+    store.put_task("t", "first", source="suite")
+    assert store.put_task("t", "second", tree_id=tree).tree_id == tree
+    assert store.task("t").instruction == "first"  # kept unless replaced
+    assert store.put_task("t", "third", tree_id=None, goal_state="g", replace=True).instruction == "third"
+    assert (store.task("t").tree_id, store.task("t").goal_state) == (tree, "g")
+
+
 def test_schema_version_mismatch_is_refused(tmp_path):
     TrajectoryStore(tmp_path).close()
     conn = sqlite3.connect(tmp_path / DB_NAME)
