@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from itertools import islice
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +21,9 @@ from harness.errors import StoreError
 from harness.store.index import TreeIndex
 from harness.store.models import Node
 from harness.store.store import TrajectoryStore
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ExportFormat = Literal["sft", "dpo", "grpo"]
 Encoder = Callable[[dict, tuple[int, int]], str]
@@ -40,12 +44,8 @@ def action_encoder(codec: str) -> Encoder:
     """Action dict + screenshot size -> target text in the chosen codec."""
     if codec == "canonical":
         return lambda action, size: json.dumps(action, sort_keys=True, separators=(",", ":"))
-    try:
-        from harness.codecs import get_codec  # written in parallel; imported only when used
-    except ImportError as exc:
-        raise StoreError(f"expected harness.codecs to provide codec {codec!r}, got ImportError "
-                         f"({exc}); use --codec canonical or install the codecs module") from exc
     from harness.actions import parse_action
+    from harness.codecs import get_codec
 
     chosen = get_codec(codec)
     return lambda action, size: chosen.encode(parse_action(action), size=size)
@@ -57,6 +57,7 @@ class _Context:
     def __init__(self, store: TrajectoryStore, index: TreeIndex, config: ExportConfig) -> None:
         self.store, self.index, self.config = store, index, config
         self.encode = action_encoder(config.codec)
+        self._instructions: dict[str, str] = {}
 
     def action_text(self, node: Node) -> str:
         assert node.action is not None
@@ -64,14 +65,15 @@ class _Context:
 
     def instruction(self, node_id: int) -> tuple[str | None, str]:
         """(task id, instruction) of the first successful episode below a node, else the first one."""
-        below = self.index.episodes_below(node_id)
-        for episode in sorted(below, key=lambda e: (not e.success, e.created, e.id)):
-            if episode.task_id is not None:
-                try:
-                    return episode.task_id, self.store.task(episode.task_id).instruction
-                except StoreError:
-                    return episode.task_id, ""
-        return None, ""
+        episode = self.index.task_episode_below[node_id]
+        if episode is None or episode.task_id is None:
+            return None, ""
+        if episode.task_id not in self._instructions:
+            try:
+                self._instructions[episode.task_id] = self.store.task(episode.task_id).instruction
+            except StoreError:
+                self._instructions[episode.task_id] = ""
+        return episode.task_id, self._instructions[episode.task_id]
 
     def at(self, node_id: int, instruction: str) -> dict:
         """Images and prompt messages for acting at ``node_id``."""
@@ -83,7 +85,7 @@ class _Context:
         content = [{"type": "image", "text": None} for _ in shots]
         content.append({"type": "text", "text": text})
         return {"images": list(shots), "history": history,
-                "prompt": [{"role": "user", "content": content}], "prompt_text": text}
+                "prompt": [{"role": "user", "content": content}]}
 
 
 def _assistant(text: str) -> list[dict]:
@@ -171,49 +173,79 @@ ROW_BUILDERS: dict[str, Callable[[TrajectoryStore, ExportConfig], Iterator[dict]
 }
 
 
+#: rows per Parquet row group: bounds the image bytes held in memory at once
+BATCH_ROWS = 256
+
+
+def row_schema(fmt: ExportFormat) -> pa.Schema:
+    """The Arrow columns of each format's rows, images as stored (before embedding)."""
+    import pyarrow as pa
+
+    text, int64 = pa.string(), pa.int64()
+    part = pa.struct([("type", text), ("text", text)])
+    messages = pa.list_(pa.struct([("role", text), ("content", pa.list_(part))]))
+    images = pa.list_(pa.struct([("bytes", pa.binary()), ("path", text)]))
+    columns = {
+        "sft": [("id", text), ("tree_id", int64), ("episode_id", text), ("task_id", text),
+                ("node_id", int64), ("step", int64), ("instruction", text), ("images", images),
+                ("history", pa.list_(text)), ("target", text), ("messages", messages)],
+        "dpo": [("id", text), ("tree_id", int64), ("node_id", int64), ("chosen_node", int64),
+                ("rejected_node", int64), ("task_id", text), ("images", images),
+                ("prompt", messages), ("chosen", messages), ("rejected", messages)],
+        "grpo": [("id", text), ("tree_id", int64), ("node_id", int64), ("task_id", text),
+                 ("images", images), ("prompt", messages), ("child_ids", pa.list_(int64)),
+                 ("actions", pa.list_(text)), ("rewards", pa.list_(pa.float64())),
+                 ("success_below", pa.list_(pa.bool_()))],
+    }
+    return pa.schema(columns[fmt])
+
+
 def export(store: TrajectoryStore, fmt: ExportFormat, out: Path, config: ExportConfig) -> Path:
     """Write ``out/<fmt>.parquet`` (or ``out/<fmt>.jsonl`` + ``out/images/``); return the file."""
     if fmt not in ROW_BUILDERS:
         raise StoreError(f"expected --format sft, dpo or grpo, got {fmt!r}; pick one of those")
     out.mkdir(parents=True, exist_ok=True)
-    rows = list(ROW_BUILDERS[fmt](store, config))
+    rows = ROW_BUILDERS[fmt](store, config)
     if config.jsonl:
         return _write_jsonl(store, rows, out / f"{fmt}.jsonl")
-    return _write_parquet(store, rows, out / f"{fmt}.parquet")
+    return _write_parquet(store, rows, row_schema(fmt), out / f"{fmt}.parquet")
 
 
 def _image_name(store: TrajectoryStore, digest: str) -> str:
     return digest + store.blobs.path(digest).suffix
 
 
-def _write_jsonl(store: TrajectoryStore, rows: list[dict], target: Path) -> Path:
+def _write_jsonl(store: TrajectoryStore, rows: Iterator[dict], target: Path) -> Path:
     images = target.parent / "images"
     images.mkdir(exist_ok=True)
+    written: dict[str, str] = {}  # hash -> image path, for the images already copied
     with target.open("w") as handle:
         for row in rows:
-            names = []
             for digest in row["images"]:
-                name = _image_name(store, digest)
-                if not (images / name).exists():
+                if digest not in written:
+                    name = _image_name(store, digest)
                     (images / name).write_bytes(store.blob(digest))
-                names.append(f"images/{name}")
-            handle.write(json.dumps({**row, "images": names}) + "\n")
+                    written[digest] = f"images/{name}"
+            handle.write(json.dumps({**row, "images": [written[d] for d in row["images"]]}) + "\n")
     return target
 
 
-def _write_parquet(store: TrajectoryStore, rows: list[dict], target: Path) -> Path:
+def _write_parquet(store: TrajectoryStore, rows: Iterator[dict], schema: pa.Schema, target: Path) -> Path:
+    """Rows in batches of BATCH_ROWS, each image's bytes read once per batch."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from datasets import Features, Image, List
 
-    embedded = [{**row, "images": [{"bytes": store.blob(d), "path": _image_name(store, d)}
-                                   for d in row["images"]]} for row in rows]
-    table = pa.Table.from_pylist(embedded)
-    if rows:
-        features = Features.from_arrow_schema(table.schema)
-        features["images"] = List(Image())
-        table = table.cast(features.arrow_schema)
-        meta = {b"huggingface": json.dumps({"info": {"features": features.to_dict()}}).encode()}
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
-    pq.write_table(table, target)
+    features = Features.from_arrow_schema(schema)
+    features["images"] = List(Image())
+    meta = {b"huggingface": json.dumps({"info": {"features": features.to_dict()}}).encode()}
+    schema = features.arrow_schema
+    schema = schema.with_metadata({**(schema.metadata or {}), **meta})
+    with pq.ParquetWriter(target, schema) as writer:
+        while batch := list(islice(rows, BATCH_ROWS)):
+            embedded: dict[str, dict] = {}
+            for digest in {d: None for row in batch for d in row["images"]}:
+                embedded[digest] = {"bytes": store.blob(digest), "path": _image_name(store, digest)}
+            batch = [{**row, "images": [embedded[d] for d in row["images"]]} for row in batch]
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
     return target

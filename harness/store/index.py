@@ -18,6 +18,8 @@ class TreeIndex:
     episodes: list[Episode]
     success_below: dict[int, bool] = field(default_factory=dict)
     failure_below: dict[int, bool] = field(default_factory=dict)
+    #: per node, the episode below it that names its task: successes first, then the oldest
+    task_episode_below: dict[int, Episode | None] = field(default_factory=dict)
 
     @classmethod
     def load(cls, store: TrajectoryStore, tree_id: int) -> TreeIndex:
@@ -31,15 +33,22 @@ class TreeIndex:
         return index
 
     def _outcomes(self) -> None:
-        """success_below / failure_below per node, folded bottom-up (children have larger ids)."""
+        """The per-node fields above, folded bottom-up (children have larger ids)."""
         failed_leaves = {e.leaf_id for e in self.episodes if not e.success}
         succeeded_leaves = {e.leaf_id for e in self.episodes if e.success}
+        with_task: dict[int, Episode] = {}
+        for episode in self.episodes:
+            held = with_task.get(episode.leaf_id)
+            if episode.task_id is not None and (held is None or _task_rank(episode) < _task_rank(held)):
+                with_task[episode.leaf_id] = episode
         for node_id in sorted(self.nodes, reverse=True):
             kids = self.children.get(node_id, [])
             self.success_below[node_id] = (self.nodes[node_id].success or node_id in succeeded_leaves
                                            or any(self.success_below[k] for k in kids))
             self.failure_below[node_id] = (node_id in failed_leaves
                                            or any(self.failure_below[k] for k in kids))
+            found = [e for e in (with_task.get(node_id), *(self.task_episode_below[k] for k in kids)) if e]
+            self.task_episode_below[node_id] = min(found, key=_task_rank) if found else None
 
     def path(self, node_id: int) -> list[Node]:
         """Root .. node_id, inclusive."""
@@ -50,6 +59,6 @@ class TreeIndex:
             current = self.nodes[current].parent_id
         return out[::-1]
 
-    def episodes_below(self, node_id: int) -> list[Episode]:
-        """Episodes whose leaf is node_id or one of its descendants, in creation order."""
-        return [e for e in self.episodes if any(n.id == node_id for n in self.path(e.leaf_id))]
+
+def _task_rank(episode: Episode) -> tuple[bool, float, str]:
+    return not episode.success, episode.created, episode.id

@@ -11,14 +11,27 @@ from __future__ import annotations
 
 import io
 import json
+import random
+from dataclasses import replace
 
 import pytest
 from PIL import Image
 
+from harness.errors import StoreError
 from harness.store import Frame, Trajectory, TrajectoryStore
+from harness.store import export as export_module
 from harness.store.blobs import blob_hash
-from harness.store.export import ExportConfig, dpo_rows, export, grpo_rows, sft_rows
-from tests.harness.store.helpers import click, screenshot, step, verdict
+from harness.store.export import (
+    ROW_BUILDERS,
+    ExportConfig,
+    _Context,
+    dpo_rows,
+    export,
+    grpo_rows,
+    row_schema,
+    sft_rows,
+)
+from tests.harness.store.helpers import click, screenshot, step, trajectory, verdict
 
 CANON = ExportConfig(codec="canonical", history_images=2)
 TEXT = {n: json.dumps(click(n, n), separators=(",", ":")) for n in range(1, 5)}
@@ -91,7 +104,7 @@ def test_history_images_keeps_only_the_last_k(tree_store):
 
 
 def test_qwen_codec_targets_come_from_harness_codecs(tree_store):
-    codecs = pytest.importorskip("harness.codecs")
+    from harness import codecs
     from harness.actions import parse_action
 
     rows = list(sft_rows(tree_store, ExportConfig(codec="qwen")))
@@ -110,6 +123,32 @@ def test_parquet_loads_with_datasets_and_decodes_images(tree_store, tmp_path):
     assert ds[1]["chosen"] == _assistant(TEXT[2])
 
 
+def test_rows_have_exactly_the_parquet_columns(tree_store):
+    for fmt, rows in ROW_BUILDERS.items():
+        assert list(next(rows(tree_store, CANON))) == row_schema(fmt).names, fmt
+
+
+def test_parquet_written_in_batches_holds_every_row_with_its_images(tree_store, tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(export_module, "BATCH_ROWS", 1)
+    path = export(tree_store, "sft", tmp_path / "out", CANON)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 2
+    by_hash = {digest: screenshot(label) for label, digest in SHOT.items()}
+    expected = [{**row, "images": [{"bytes": by_hash[d], "path": f"{d}.png"} for d in row["images"]]}
+                for row in sft_rows(tree_store, CANON)]
+    assert pq.read_table(path).to_pylist() == expected
+
+
+def test_an_export_without_rows_still_has_the_columns(tmp_path):
+    import pyarrow.parquet as pq
+
+    path = export(TrajectoryStore(tmp_path / "store"), "grpo", tmp_path / "out", CANON)
+    table = pq.read_table(path)
+    assert table.num_rows == 0 and table.column_names == row_schema("grpo").names
+    assert b"huggingface" in table.schema.metadata
+
+
 def test_jsonl_writes_image_files_once(tree_store, tmp_path):
     path = export(tree_store, "sft", tmp_path / "out", CANON.model_copy(update={"jsonl": True}))
     rows = [json.loads(line) for line in path.read_text().splitlines()]
@@ -117,3 +156,33 @@ def test_jsonl_writes_image_files_once(tree_store, tmp_path):
                                           [f"images/{SHOT['home']}.png", f"images/{SHOT['a']}.png"]]
     assert sorted(p.name for p in (tmp_path / "out" / "images").iterdir()) == sorted(
         f"{SHOT[k]}.png" for k in ("home", "a"))
+
+
+def _instruction_by_walking_every_episode(ctx: _Context, node_id: int) -> tuple[str | None, str]:
+    """The per-node scan the subtree fold replaced: every episode's path, for every node."""
+    below = [e for e in ctx.index.episodes if node_id in {n.id for n in ctx.index.path(e.leaf_id)}]
+    for episode in sorted(below, key=lambda e: (not e.success, e.created, e.id)):
+        if episode.task_id is not None:
+            try:
+                return episode.task_id, ctx.store.task(episode.task_id).instruction
+            except StoreError:
+                return episode.task_id, ""
+    return None, ""
+
+
+def test_dpo_and_grpo_instructions_match_a_scan_of_every_episode(tmp_path, monkeypatch):
+    store = TrajectoryStore(tmp_path / "store")
+    store.put_task("t1", "Buy a laptop")
+    store.put_task("t2", "Find the lamp")
+    rng = random.Random(7)
+    for i in range(120):
+        steps = [(f"s{rng.randrange(3)}", click(rng.randrange(3), depth)) for depth in range(5)]
+        episode = trajectory(steps, success=rng.random() < 0.3,
+                             task_id=rng.choice([None, "t1", "t2", "unstored"]))
+        store.insert_trajectory(replace(episode, episode_id=f"e{rng.randrange(10**6)}-{i}"))
+    fast = {fmt: list(rows(store, CANON)) for fmt, rows in (("dpo", dpo_rows), ("grpo", grpo_rows))}
+    monkeypatch.setattr(_Context, "instruction", _instruction_by_walking_every_episode)
+    slow = {fmt: list(rows(store, CANON)) for fmt, rows in (("dpo", dpo_rows), ("grpo", grpo_rows))}
+    assert len(fast["dpo"]) > 50 and len(fast["grpo"]) > 20
+    assert {r["task_id"] for r in fast["dpo"] + fast["grpo"]} == {None, "t1", "t2", "unstored"}
+    assert fast == slow
