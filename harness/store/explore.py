@@ -10,10 +10,11 @@ Each round picks the open node with the highest score
              + jitter (uniform in [0, 0.01), seeded)    break ties reproducibly
 
 restores it (jump or replay, see ``restore.py``), samples ``candidates`` actions there
-(the oracle's action first for the oracle agent, the rest random, none repeating an
-existing edge), and runs each as a child branch that the agent continues until the
-episode ends, the branch reaches ``max_depth``, or two steps in a row fail (an agent
-error, no transition fired, or a dead end). Every branch is one committed episode.
+(the oracle's action first for the oracle agent, the rest random; a random draw that
+repeats an existing edge is redrawn, up to 20 times, then kept), and runs each as a
+child branch that the agent continues until the episode ends, the branch reaches
+``max_depth``, or two steps in a row fail (an agent error, no transition fired, or a
+dead end). Every branch is one committed episode.
 ``independent`` mode runs the same branches from the root only: the baseline.
 """
 
@@ -108,13 +109,13 @@ class Explorer:
         self.rng = random.Random(config.seed)
         self.report = ExploreReport()
         self.task_id: str | None = None
+        self._task_has_tree = False
         self._progress = progress
         self._deadline = None if config.seconds is None else time.monotonic() + config.seconds
 
     def spent(self) -> bool:
-        over_time = self._deadline is not None and time.monotonic() >= self._deadline
         enough = self.config.max_episodes is not None and self.report.episodes >= self.config.max_episodes
-        return self.report.env_steps >= self.config.budget or over_time or enough
+        return self._out_of_steps() or enough
 
     async def run(self) -> ExploreReport:
         from harness.errors import EpisodeTimeout, TaskError
@@ -132,7 +133,7 @@ class Explorer:
                 failures_in_a_row = 0
             except (SandboxError, TaskError, EpisodeTimeout):
                 # infrastructure, not the agent: the branch in flight is dropped (never
-                # committed), the node goes back to 'unexplored', and the round is retried
+                # committed), the node is released (see _expand), and the round is retried
                 self.report.infra_errors += 1
                 failures_in_a_row += 1
                 if failures_in_a_row >= self.config.max_infra_retries:
@@ -171,7 +172,7 @@ class Explorer:
     async def _expand(self, node: Node) -> None:
         if not self.store.claim_node(node.id):
             return
-        status = NodeStatus.UNEXPLORED  # unless the candidates below all get their turn
+        status = NodeStatus.UNEXPLORED  # until a branch from it is committed
         try:
             existing = {action_key(child.action) for child in self.store.children(node.id)}
             for i in range(self.config.candidates):
@@ -192,15 +193,14 @@ class Explorer:
     async def _restore(self, node: Node) -> Observation | None:
         try:
             restored = await restore_node(self.env, self.store, node.id, seed=self.config.seed,
-                                          mode=self.config.restore)
+                                          mode=self.config.restore, spend=self._spend)
         except RestoreMismatch:
             self.report.restore_mismatches += 1  # the node is flagged and never selected again
             return None
         self._ensure_task(restored.observation)
-        self._spend(restored.env_steps)
         if restored.mode == "jump":
             self.report.restores_jump += 1
-        else:
+        elif restored.mode == "replay":
             self.report.restores_replay += 1
         return restored.observation
 
@@ -258,7 +258,8 @@ class Explorer:
         self.report.successes += int(success)
 
     def _out_of_steps(self) -> bool:
-        """Ends a branch mid-way (the episode budget only counts finished branches)."""
+        """Step or time budget spent: ends a branch mid-way (unlike the episode budget, which
+        only counts finished branches)."""
         over_time = self._deadline is not None and time.monotonic() >= self._deadline
         return self.report.env_steps >= self.config.budget or over_time
 
@@ -268,10 +269,15 @@ class Explorer:
             self._progress(steps)
 
     def _ensure_task(self, obs: Observation) -> None:
-        if self.task_id is None:
+        """Store the suite task; on a fresh store its tree exists only after the first
+        commit, so the task is stored again (filling in the tree) on a later round."""
+        if self.task_id is not None and self._task_has_tree:
+            return
+        tree = self._tree()
+        if self.task_id is None or tree is not None:
             goal = getattr(getattr(self.env.task, "task", None), "goal", None)
-            tree = self._tree()
             self.task_id = self.env_key
+            self._task_has_tree = tree is not None
             self.store.put_task(self.env_key, obs.instruction, tree_id=tree.id if tree else None,
                                 goal_state=goal, source="suite")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import io
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,11 +36,12 @@ READY_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class Restored:
-    """The env now sits at ``node``: its observation, how it got there, and the steps it cost."""
+    """The env now sits at ``node``: its observation, how it got there (``reset`` for the
+    root, which needs neither a jump nor a replay), and the steps it cost."""
 
     node: Node
     observation: Observation
-    mode: Literal["jump", "replay"]
+    mode: Literal["jump", "replay", "reset"]
     env_steps: int
     phash_distance: int
 
@@ -53,8 +55,10 @@ def jumpable_task(env: AsyncBrowserEnv) -> Any | None:
 
 
 async def restore_node(env: AsyncBrowserEnv, store: TrajectoryStore, node_id: int, *,
-                       seed: int | None, mode: RestoreMode = "auto") -> Restored:
-    """Put ``env`` in the state of ``node_id`` (see the module docstring)."""
+                       seed: int | None, mode: RestoreMode = "auto",
+                       spend: Callable[[int], None] | None = None) -> Restored:
+    """Put ``env`` in the state of ``node_id`` (see the module docstring). ``spend`` is
+    called with 1 after every env step a replay takes, also when the restore then fails."""
     path = store.path_to(node_id)
     node = path[-1]
     obs, info = await env.reset(seed=seed)
@@ -67,11 +71,11 @@ async def restore_node(env: AsyncBrowserEnv, store: TrajectoryStore, node_id: in
         raise StoreError(f"expected an FSM env for mode='jump', got task {env.task.id!r} "
                          f"and node state {node.state_key!r}; use mode='replay'")
     if len(path) == 1:
-        return Restored(node, obs, "jump" if can_jump else "replay", 0, _check_shot(store, node, obs))
+        return Restored(node, obs, "reset", 0, _check_shot(store, node, obs))
     if can_jump and mode != "replay":
         obs = await _jump(env, store, node)
         return Restored(node, obs, "jump", 0, _check_shot(store, node, obs))
-    obs, steps = await _replay(env, store, path)
+    obs, steps = await _replay(env, store, path, spend)
     return Restored(node, obs, "replay", steps, _check_shot(store, node, obs))
 
 
@@ -85,11 +89,13 @@ async def _jump(env: AsyncBrowserEnv, store: TrajectoryStore, node: Node) -> Obs
     return await observe(env)
 
 
-async def _replay(env: AsyncBrowserEnv, store: TrajectoryStore,
-                  path: list[Node]) -> tuple[Observation, int]:
+async def _replay(env: AsyncBrowserEnv, store: TrajectoryStore, path: list[Node],
+                  spend: Callable[[int], None] | None) -> tuple[Observation, int]:
     obs = None
     for steps, node in enumerate(path[1:], start=1):
         obs, _, terminated, truncated, info = await env.step(node.action)
+        if spend is not None:
+            spend(1)
         fsm_state = info.verdict.state_after if info.verdict is not None else None
         key = state_key_for(obs, fsm_state)
         if key != node.state_key:

@@ -63,9 +63,19 @@ async def test_restore_by_replay_walks_the_path(shop_env, oracle_store):
     store = oracle_store
     leaf = store.node(store.episodes()[0].leaf_id)
     node = store.path_to(leaf.id)[-2]
-    restored = await restore_node(shop_env, store, node.id, seed=SEED, mode="replay")
-    assert restored.mode == "replay" and restored.env_steps == node.depth
+    spent: list[int] = []
+    restored = await restore_node(shop_env, store, node.id, seed=SEED, mode="replay", spend=spent.append)
+    assert restored.mode == "replay" and restored.env_steps == node.depth == sum(spent)
     assert "fsm:" + shop_env.task.current_state().key() == node.state_key
+
+
+async def test_restoring_the_root_is_a_reset_neither_jump_nor_replay(shop_env, oracle_store):
+    root = oracle_store.trees()[0].root_id
+    restored = await restore_node(shop_env, oracle_store, root, seed=SEED)
+    assert restored.mode == "reset" and restored.env_steps == 0
+    explorer = Explorer(oracle_store, shop_env, ExploreConfig(seed=SEED), env_key="tiny_shop")
+    assert await explorer._restore(oracle_store.node(root)) is not None
+    assert (explorer.report.restores_jump, explorer.report.restores_replay) == (0, 0)
 
 
 async def test_replay_that_diverges_flags_the_node_and_raises(shop_env, oracle_store):
@@ -81,6 +91,11 @@ async def test_replay_that_diverges_flags_the_node_and_raises(shop_env, oracle_s
         await restore_node(shop_env, store, bogus, seed=SEED, mode="replay")
     assert FLAG_RESTORE_MISMATCH in store.node(bogus).flags
 
+    explorer = Explorer(store, shop_env, ExploreConfig(restore="replay", seed=SEED), env_key="tiny_shop")
+    assert await explorer._restore(store.node(bogus)) is None
+    # both replayed steps ran before the mismatch, so the budget paid for them
+    assert (explorer.report.env_steps, explorer.report.restore_mismatches) == (2, 1)
+
 
 async def test_tree_collection_branches_succeeds_and_resumes(shop_env, tmp_path):
     store = TrajectoryStore(tmp_path)
@@ -92,6 +107,7 @@ async def test_tree_collection_branches_succeeds_and_resumes(shop_env, tmp_path)
     assert max(len(store.children(n.id)) for n in nodes) >= 2  # the tree branched
     assert all(n.status is not NodeStatus.EXPLORING for n in nodes)
     assert {e.task_id for e in store.episodes()} == {"tiny_shop"}
+    assert store.task("tiny_shop").tree_id == store.trees()[0].id  # filled in after the first commit
 
     root = store.trees()[0].root_id
     second = await Explorer(store, shop_env, config.model_copy(update={"budget": 2}),
