@@ -1,12 +1,18 @@
-"""A static HTML viewer of a store: a collapsible tree, node details and path filmstrips."""
+"""A static HTML viewer of a store: a collapsible tree, node details and path filmstrips.
+
+Each distinct screenshot is copied once, as ``img/<hash>.<ext>``; the action that led to a
+node is an SVG overlay (``harness.evaluation.report.action_svg``) on its parent's image.
+"""
 
 from __future__ import annotations
 
 import html
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
-from harness.store.draw import draw_action
+from harness.evaluation.report import action_svg
 from harness.store.index import TreeIndex
 from harness.store.models import Node
 from harness.store.store import TrajectoryStore
@@ -18,12 +24,23 @@ def write_viewer(store: TrajectoryStore, out: Path) -> Path:
     """Write ``out/index.html`` plus ``out/img/``; return the index path."""
     images = out / "img"
     images.mkdir(parents=True, exist_ok=True)
+    copied: dict[str, str] = {}  # blob hash -> its path relative to index.html
+
+    def image(digest: str | None) -> str | None:
+        if digest is None:
+            return None
+        if digest not in copied:
+            source = store.blobs.path(digest)
+            shutil.copyfile(source, images / (digest + source.suffix))
+            copied[digest] = f"img/{digest}{source.suffix}"
+        return copied[digest]
+
     data: dict[str, dict] = {}
     trees_html = []
     for tree in store.trees():
         index = TreeIndex.load(store, tree.id)
         for node in index.nodes.values():
-            data[str(node.id)] = _node_record(store, index, node, images)
+            data[str(node.id)] = _node_record(index, node, image)
         root = tree.root_id
         body = _subtree_html(index, root) if root is not None else ""
         trees_html.append(f'<section class="tree"><h2>{html.escape(tree.env)} '
@@ -40,22 +57,18 @@ def write_viewer(store: TrajectoryStore, out: Path) -> Path:
     return target
 
 
-def _node_record(store: TrajectoryStore, index: TreeIndex, node: Node, images: Path) -> dict:
-    shot = f"img/{node.id}.png"
-    if node.obs_blob and not (images / f"{node.id}.png").exists():
-        store.blobs.image(node.obs_blob).save(images / f"{node.id}.png")
-    action_img = None
+def _node_record(index: TreeIndex, node: Node, image: Callable[[str | None], str | None]) -> dict:
     parent = index.nodes.get(node.parent_id) if node.parent_id is not None else None
-    if parent is not None and parent.obs_blob and node.action is not None:
-        action_img = f"img/{node.id}-action.png"
-        if not (out := images / f"{node.id}-action.png").exists():
-            draw_action(store.blobs.image(parent.obs_blob), node.action).save(out)
+    drawn = parent is not None and parent.obs_blob is not None and node.action is not None
     return {
         "id": node.id, "parent": node.parent_id, "depth": node.depth, "state": node.state_key,
         "action": node.action, "action_text": node.action_text, "url": node.url,
         "verdict": node.verdict, "reward": node.step_reward, "visits": node.visits,
         "status": node.status.value, "success": node.success, "flags": list(node.flags),
-        "shot": shot if node.obs_blob else None, "action_shot": action_img,
+        "shot": image(node.obs_blob),
+        "action_shot": image(parent.obs_blob) if drawn else None,
+        "action_svg": action_svg(node.action, parent.width, parent.height) if drawn else None,
+        "action_size": [parent.width, parent.height] if drawn else None,
         "path": [n.id for n in index.path(node.id)],
     }
 

@@ -1,6 +1,18 @@
 // Node details and filmstrip. NODES maps node id -> record written by harness/store/viewer.py.
 function text(value) { return value === null || value === undefined ? "" : String(value); }
 
+// The parent's screenshot with the node's action drawn over it as SVG in image pixels.
+function actionFrame(node) {
+  const img = document.createElement("img");
+  img.src = node.action_shot;
+  img.alt = `the action that led to node ${node.id}, on the previous screenshot`;
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", `0 0 ${node.action_size[0]} ${node.action_size[1]}`);
+  svg.setAttribute("preserveAspectRatio", "none");
+  svg.innerHTML = node.action_svg;
+  return [img, svg];
+}
+
 function showNode(id) {
   const node = NODES[id];
   if (!node) return;
@@ -11,9 +23,8 @@ function showNode(id) {
   document.getElementById("title").textContent = `Node #${node.id} — ${node.state}`;
   const shot = document.getElementById("shot");
   shot.src = node.shot || "";
-  const actionFig = document.getElementById("action-fig");
-  actionFig.hidden = !node.action_shot;
-  document.getElementById("action-shot").src = node.action_shot || "";
+  document.getElementById("action-fig").hidden = !node.action_shot;
+  document.getElementById("action-frame").replaceChildren(...(node.action_shot ? actionFrame(node) : []));
   const rows = [["action", node.action_text || JSON.stringify(node.action)], ["url", node.url],
     ["reward", node.reward], ["visits", node.visits], ["status", node.status],
     ["success", node.success], ["depth", node.depth], ["flags", node.flags.join(", ")]];
@@ -30,12 +41,19 @@ function showNode(id) {
   strip.replaceChildren(...node.path.map(pid => {
     const step = NODES[pid];
     const fig = document.createElement("figure");
-    const img = document.createElement("img");
-    img.src = step.action_shot || step.shot || "";
-    img.alt = `node ${pid}`;
+    const frame = document.createElement("div");
+    frame.className = "frame";
+    if (step.action_shot) {
+      frame.append(...actionFrame(step));
+    } else {
+      const img = document.createElement("img");
+      img.src = step.shot || "";
+      img.alt = `node ${pid}`;
+      frame.append(img);
+    }
     const cap = document.createElement("figcaption");
     cap.textContent = `#${pid} ${step.action_text || (step.action ? step.action.type : "root")}`;
-    fig.append(img, cap);
+    fig.append(frame, cap);
     fig.addEventListener("click", () => showNode(String(pid)));
     return fig;
   }));
