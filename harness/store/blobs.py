@@ -6,7 +6,8 @@ hashing needs no decode, so a repeated screenshot costs one hash and one lookup.
 By default a new screenshot is kept exactly as captured (PNG from Chromium: no decode,
 no re-encode, so inserts stay far above 5,000 steps/s even when every screenshot is new);
 ``fmt="webp"`` re-encodes new screenshots as lossless WebP instead (pixel-identical, about
-4.5x smaller, but about 70 ms of CPU each). Numbers in docs/store.md and BENCHMARKS.md.
+4.5x smaller than Chromium's compact PNG, more than the default fast-encoded one, but
+about 70 ms of CPU each). Numbers in docs/store.md and BENCHMARKS.md.
 Files are written to a temp name and renamed, so a crash never leaves a torn blob.
 """
 
