@@ -12,10 +12,12 @@ Same tasks, same seeds, same 160x210 task area, same click points: a seeded list
 inside MiniWoB's instruction box (the top 50 px), where a click never ends an episode, so
 every system runs the same number of steps with no resets in the timed loop (any episode
 that does end is counted in ``ended``). MiniWoB's 10 s episode timer is stopped after each
-reset (``core.clearTimer()``, as BrowserGym does), else slow systems' episodes expire. A "cell" = one system, one task, N envs at once:
-open, time the resets, warm up, read memory, run the timed steps. Cells are interleaved
-(the system order rotates each repeat) and summarised by medians; ratios are paired per
-(repeat, task, concurrency) so load drift on a shared machine cancels out.
+reset (``core.clearTimer()``, as BrowserGym does), else slow systems' episodes expire.
+A "cell" = one system, one task, N envs at once: open, time the resets, warm up, read
+memory, run the timed steps. Cells are interleaved (the system order rotates each repeat)
+and summarised by medians (the step latency pooled over a system's cells); ratios are
+paired per (repeat, task, concurrency) so load drift on a shared machine cancels out.
+The result file keeps each cell's step-latency p50/p90, not every step's time.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from benchmarks import browsergym_runner
 from benchmarks.common import (
     console,
     fmt,
+    latency_stats,
     median,
     print_table,
     ratio,
@@ -138,6 +141,18 @@ def summarize(cells: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]
     return out
 
 
+def compact(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell as the result file keeps it: its step-latency p50/p90 in place of every
+    step's time (the summary's pooled medians are computed from the raw times first)."""
+    out: dict[str, Any] = {}
+    for key, value in cell.items():
+        if key == "latencies":
+            out.update(latency_stats(value))
+        else:
+            out[key] = value
+    return out
+
+
 def _paired(cells: list[dict[str, Any]], other: str, n: int) -> float | None:
     """Median over (repeat, task) of harness steps/s divided by ``other``'s."""
     by_key = {(c["system"], c["rep"], c["task"]): c for c in cells if c["n"] == n and "error" not in c}
@@ -187,7 +202,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats of every cell")
     parser.add_argument("--steps", type=int, default=None, help="timed steps per env per cell")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="which systems to run")
-    parser.add_argument("--out", default=None, help="JSON results path")
+    parser.add_argument("--out", default=None, help="JSON results path (default: benchmarks/results/"
+                        "<name>.json, or runs/bench-quick/<name>.json with --quick)")
     args = parser.parse_args(argv)
     tasks = (args.tasks or ("click-button,click-link" if args.quick else
                             "click-button,click-link,click-checkboxes")).split(",")
@@ -207,8 +223,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     console.print(f"targets: {met}")
     path = write_results("bench_env", {"plan": {**plan, "tasks": tasks, "repeats": repeats,
                                                   "systems": systems, "points": plan["points"]},
-                                       "summary": summary, "targets": met, "cells": cells},
-                         out=None if args.out is None else __import__("pathlib").Path(args.out))
+                                       "summary": summary, "targets": met,
+                                       "cells": [compact(c) for c in cells]},
+                         out=args.out, quick=args.quick)
     console.print(f"results: {path}")
     return summary
 

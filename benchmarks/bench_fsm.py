@@ -23,13 +23,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
-from playwright.async_api import Error as PlaywrightError
 from rich.progress import Progress
 
-from benchmarks.common import console, fmt, median, percentile, print_table, ratio, write_results
+from benchmarks.common import (
+    capture,
+    console,
+    fmt,
+    median,
+    percentile,
+    print_table,
+    ratio,
+    write_results,
+)
 from fsm_sites.library import list_sites, load_site
 from fsm_sites.server import SiteServer
 from harness.env import AsyncBrowserEnv
@@ -190,14 +197,7 @@ async def reset_paths(host: BrowserHost, server: SiteServer, task: Any, repeats:
 
     async def shot(page: Any) -> None:
         cdp = await page.context.new_cdp_session(page)
-        for attempt in range(50):  # Chromium refuses a capture until the first frame is ready
-            try:
-                await cdp.send("Page.captureScreenshot", {"format": "png", "optimizeForSpeed": True})
-                break
-            except PlaywrightError:
-                if attempt == 49:
-                    raise
-                await asyncio.sleep(0.01)
+        await capture(cdp, host.config, attempts=50)  # right after a load: not painted yet
         await cdp.detach()
 
     envs = {
@@ -317,7 +317,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--concurrency", default=None, help="comma-separated episode concurrencies")
     parser.add_argument("--repeats", type=int, default=None, help="throughput runs per concurrency")
     parser.add_argument("--image-format", default="png", choices=("png", "jpeg"), help="screenshot encoding")
-    parser.add_argument("--out", default=None, help="JSON results path")
+    parser.add_argument("--out", default=None, help="JSON results path (default: benchmarks/results/"
+                        "<name>.json, or runs/bench-quick/<name>.json with --quick)")
     args = parser.parse_args(argv)
     args.seconds = args.seconds or (15.0 if args.quick else 40.0)
     args.concurrency = args.concurrency or ("1,4" if args.quick else "1,2,4")
@@ -325,7 +326,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = asyncio.run(run(args))
     summary = report(result)
     path = write_results("bench_fsm", {"args": vars(args), **summary, **result},
-                         out=Path(args.out) if args.out else None)
+                         out=args.out, quick=args.quick)
     console.print(f"results: {path}")
     return summary
 

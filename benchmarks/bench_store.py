@@ -5,14 +5,16 @@
 1. Collect real episodes once: FSM tasks of the curated library in Chromium, independent
    rollouts from the root, each step the oracle's action with probability 0.7 and a random
    action otherwise (so episodes share prefixes and branch, as collected data does).
-2. Store the same episodes (a) in ``TrajectoryStore`` (SQLite WAL + content-addressed WebP,
-   and PNG, blobs) and (b) flat (``benchmarks.flat_store``: a JSONL line per step + one
-   image file per screenshot): bytes on disk, insert throughput (first pass: every
-   screenshot new; later passes: the same episodes again, so blobs and nodes already exist),
-   export time (SFT to Parquet and JSONL, DPO, GRPO; flat: SFT to JSONL).
-3. Node restore: ``restore_node`` by jump vs by replay, per node depth.
-4. Environment steps per verified (successful) trajectory: ``Explorer`` with the random
-   agent, tree exploration vs independent rollouts from the root, same budget and seed.
+2. Store the same episodes (a) in ``TrajectoryStore`` (SQLite WAL + content-addressed
+   blobs: PNG, the default, and WebP) and (b) flat (``benchmarks.flat_store``: a JSONL
+   line per step + one image file per screenshot): bytes on disk, insert throughput (first
+   pass: every screenshot new; later passes: the same episodes again, so blobs and nodes
+   already exist; the kinds interleaved, medians over repeats), export time from the PNG
+   store (SFT to Parquet and JSONL, DPO, GRPO; flat: SFT to JSONL).
+3. Node restore from the PNG store: ``restore_node`` by jump vs by replay, per node depth.
+4. Environment steps per verified (successful) trajectory: ``Explorer`` with the oracle and
+   the random agent, tree exploration vs independent rollouts from the root, same budget
+   and seed.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from sandboxes.browser_config import BrowserConfig
 from sandboxes.browser_host import BrowserHost
 
 TARGET_INSERT = 5000
+STORAGE_KINDS = ("png", "webp", "flat")  # the store's default blob format first
 
 
 def pick_tasks(n: int, lo: int, hi: int) -> list[Any]:
@@ -84,6 +87,11 @@ async def collect(env: AsyncBrowserEnv, episodes: int, p_oracle: float, seed: in
     return out
 
 
+def fold_wal(store: TrajectoryStore) -> None:
+    """Fold SQLite's WAL back into the database file, so bytes on disk count the data once."""
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+
+
 def insert_passes(trajectories: list[Trajectory], root: Path, passes: int, kind: str,
                   instructions: dict[str, str]) -> dict[str, Any]:
     """Insert the episodes ``passes`` times into one fresh store; time each pass."""
@@ -110,15 +118,34 @@ def insert_passes(trajectories: list[Trajectory], root: Path, passes: int, kind:
                 store.insert_trajectory(trajectory)
             times.append(time.perf_counter() - start)
             if p == 0:
-                store.checkpoint()
+                fold_wal(store)
                 first_bytes = disk_bytes(root)
-        store.checkpoint()
+        fold_wal(store)
         store.close()
     return {"kind": kind, "steps_per_pass": steps, "pass_s": times,
             "first_pass_steps_per_s": steps / times[0],
             "later_steps_per_s": median(steps / t for t in times[1:]),
             "bytes_one_pass": first_bytes if kind != "flat" else disk_bytes(root) // passes,
             "bytes_all_passes": disk_bytes(root)}
+
+
+def insert_repeats(trajectories: list[Trajectory], work: Path, passes: int, repeats: int,
+                   instructions: dict[str, str]) -> dict[str, Any]:
+    """``insert_passes`` for every storage kind, interleaved: repeats outside, kinds inside,
+    the kinds' order rotating each repeat, so disk noise that drifts during the run hits
+    every kind alike. Medians over the repeats, with each repeat's values kept."""
+    kinds = list(STORAGE_KINDS)
+    runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
+    for rep in range(repeats):
+        for kind in kinds[rep % len(kinds):] + kinds[: rep % len(kinds)]:
+            runs[kind].append(insert_passes(trajectories, work / f"ins-{kind}", passes, kind, instructions))
+    return {kind: {
+        "first_pass_steps_per_s": median(r["first_pass_steps_per_s"] for r in kind_runs),
+        "later_steps_per_s": median(r["later_steps_per_s"] for r in kind_runs),
+        "bytes_one_pass": kind_runs[0]["bytes_one_pass"], "bytes_all_passes": kind_runs[0]["bytes_all_passes"],
+        "repeats": [{key: r[key] for key in ("first_pass_steps_per_s", "later_steps_per_s", "pass_s")}
+                    for r in kind_runs],
+    } for kind, kind_runs in runs.items()}
 
 
 def export_times(store_dir: Path, flat_dir: Path, work: Path, repeats: int) -> dict[str, Any]:
@@ -236,21 +263,16 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         result["successes"] = sum(t.success for t in trajectories)
         console.print(f"collected {result['episodes']} episodes, {result['steps']} steps "
                       f"({result['successes']} successful) in {result['collect_s']:.0f}s")
-        inserts = {kind: [insert_passes(trajectories, work / f"ins-{kind}", args.passes, kind, instructions)
-                          for _ in range(args.repeats)] for kind in ("webp", "png", "flat")}
-        result["insert"] = {kind: {
-            "first_pass_steps_per_s": median(r["first_pass_steps_per_s"] for r in runs),
-            "later_steps_per_s": median(r["later_steps_per_s"] for r in runs),
-            "bytes_one_pass": runs[0]["bytes_one_pass"], "bytes_all_passes": runs[0]["bytes_all_passes"],
-        } for kind, runs in inserts.items()}
-        one_pass = {kind: work / f"one-{kind}" for kind in ("webp", "flat")}
-        insert_passes(trajectories, one_pass["webp"], 1, "webp", instructions)
+        result["insert"] = insert_repeats(trajectories, work, args.passes, args.repeats, instructions)
+        # Export and restore read the store as it ships: PNG blobs, the default.
+        one_pass = {kind: work / f"one-{kind}" for kind in ("png", "flat")}
+        insert_passes(trajectories, one_pass["png"], 1, "png", instructions)
         insert_passes(trajectories, one_pass["flat"], 1, "flat", instructions)
         result["encode"] = encode_costs(trajectories, 12 if args.quick else 40)
-        result["export_s"] = export_times(one_pass["webp"], one_pass["flat"], work / "export", args.repeats)
+        result["export_s"] = export_times(one_pass["png"], one_pass["flat"], work / "export", args.repeats)
         result["restore"] = []
         for env in envs[:1]:
-            result["restore"] += await restore_times(env, one_pass["webp"], args.restore_repeats)
+            result["restore"] += await restore_times(env, one_pass["png"], args.restore_repeats)
         for env in envs:
             await env.close()
         explore_env = AsyncBrowserEnv(FSMTask([explore_task], server), sandbox, max_steps=12)
@@ -312,7 +334,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--budget", type=int, default=None, help="env steps per exploration run")
     parser.add_argument("--seeds", default=None, help="comma-separated exploration seeds")
     parser.add_argument("--keep", default=None, help="keep the stores under this directory")
-    parser.add_argument("--out", default=None, help="JSON results path")
+    parser.add_argument("--out", default=None, help="JSON results path (default: benchmarks/results/"
+                        "<name>.json, or runs/bench-quick/<name>.json with --quick)")
     args = parser.parse_args(argv)
     args.tasks = args.tasks or (2 if args.quick else 3)
     args.episodes = args.episodes or (6 if args.quick else 10)
@@ -329,7 +352,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             shutil.rmtree(work, ignore_errors=True)
     summary = report(result)
     path = write_results("bench_store", {"args": vars(args), "summary": summary, **result},
-                         out=Path(args.out) if args.out else None)
+                         out=args.out, quick=args.quick)
     console.print(f"results: {path}")
     return summary
 

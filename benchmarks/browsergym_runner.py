@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -91,16 +92,27 @@ def run_cell(job: dict[str, Any], n: int, timeout_s: float = 600.0) -> dict[str,
 
 
 def _expect_ready(proc: subprocess.Popen, deadline: float) -> None:
+    """Wait until ``deadline`` for the driver's READY line. The read runs on a thread so
+    that a driver that hangs before printing anything fails the cell instead of hanging
+    the benchmark."""
     assert proc.stdout is not None
-    line = proc.stdout.readline()  # blocks; the driver prints READY or dies
-    if line.strip() != "READY":
+    stdout = proc.stdout
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout=max(0.0, deadline - time.monotonic()))
+    if reader.is_alive():
+        proc.kill()  # its end of the pipe closes, which ends the (daemon) reader's readline
+        reader.join(timeout=5)
+        raise BrowserGymUnavailable("expected the BrowserGym driver to print READY in time, "
+                                    "it printed nothing before the deadline")
+    line = lines[0].strip()
+    if line != "READY":
         proc.kill()
         err = proc.stderr.read() if proc.stderr else ""
         raise BrowserGymUnavailable(
-            f"expected the BrowserGym driver to print READY, got {line.strip()!r}; "
+            f"expected the BrowserGym driver to print READY, got {line!r}; "
             f"its stderr ends: {' | '.join(err.strip().splitlines()[-3:])}")
-    if time.monotonic() > deadline:
-        raise BrowserGymUnavailable("expected the BrowserGym envs to start in time, they did not")
 
 
 def _result(proc: subprocess.Popen, deadline: float) -> dict[str, Any]:

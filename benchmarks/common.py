@@ -1,15 +1,19 @@
-"""Shared pieces of the benchmarks: timing statistics, process-tree memory read from
-/proc, a description of the machine, result files and tables.
+"""Shared pieces of the benchmarks: timing statistics, the bare CDP screenshot, process-tree
+memory read from /proc, a description of the machine, result files and tables.
 
 Benchmarks are not tests: they measure, print a table and write JSON under
-``benchmarks/results/``. The machine is small and often shared, so every benchmark
+``benchmarks/results/`` (quick runs under ``runs/bench-quick/``, so they never replace
+the committed full-mode results). The machine is small and often shared, so every benchmark
 runs short measurements several times, interleaves the systems it compares, and
 reports medians (and the load average it saw, so a reader can judge the noise).
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import datetime as _dt
+import importlib.metadata
 import json
 import os
 import platform
@@ -19,10 +23,16 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from playwright.async_api import CDPSession
+from playwright.async_api import Error as PlaywrightError
 from rich.console import Console
 from rich.table import Table
 
+from sandboxes.browser_config import BrowserConfig
+from sandboxes.chromium import find_chromium
+
 RESULTS_DIR = Path(__file__).parent / "results"
+QUICK_RESULTS_DIR = Path(__file__).resolve().parent.parent / "runs" / "bench-quick"
 console = Console(width=150)
 
 
@@ -51,11 +61,46 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
+def latency_stats(seconds: Sequence[float]) -> dict[str, float | None]:
+    """p50 and p90 in ms of one cell's step times (linear interpolation; p50 is the
+    median), what a result file keeps instead of every step's time."""
+    ms = [1000 * t for t in seconds]
+    if len(ms) < 2:
+        return {"step_ms_p50": ms[0] if ms else None, "step_ms_p90": ms[0] if ms else None}
+    deciles = statistics.quantiles(ms, n=10, method="inclusive")
+    return {"step_ms_p50": deciles[4], "step_ms_p90": deciles[8]}
+
+
 def fmt(value: float | None, digits: int = 1, unit: str = "") -> str:
     """A number for a table cell; "n/a" for a missing one."""
     if value is None:
         return "n/a"
     return f"{value:,.{digits}f}{unit}"
+
+
+# ---- the bare screenshot ---------------------------------------------------------------------
+
+
+async def capture(cdp: CDPSession, config: BrowserConfig, *, attempts: int = 1) -> bytes:
+    """One ``Page.captureScreenshot`` with the env's capture settings for ``config`` (the
+    parameters ``BrowserSandbox`` sends), so a bare loop differs from the env only by what
+    the env adds around the capture. With ``attempts`` > 1, retries while Chromium refuses
+    to capture a page that has not painted its first frame yet."""
+    params: dict[str, object] = {"format": config.image_format, "captureBeyondViewport": False,
+                                 "optimizeForSpeed": config.fast_encoding}
+    if attempts < 1:
+        raise ValueError(f"expected attempts >= 1, got {attempts}")
+    if config.image_format == "jpeg":
+        params["quality"] = config.jpeg_quality
+    for attempt in range(attempts):
+        try:
+            result = await cdp.send("Page.captureScreenshot", params)
+            return base64.b64decode(result["data"])
+        except PlaywrightError:
+            if attempt == attempts - 1:
+                raise
+            await asyncio.sleep(0.01)
+    raise AssertionError("unreachable")
 
 
 # ---- memory of process trees, read from /proc ----------------------------------------------
@@ -136,8 +181,25 @@ def tree_memory(roots: Iterable[int], *, exclude_python: bool = True) -> dict[st
 # ---- the machine ----------------------------------------------------------------------------
 
 
+def _chromium_version() -> str | None:
+    try:
+        out = subprocess.run([find_chromium(), "--version"], capture_output=True, text=True,
+                             timeout=10, check=False).stdout
+    except Exception:  # a missing browser must not lose a run's numbers
+        return None
+    return out.strip() or None
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def machine() -> dict[str, Any]:
-    """CPU model, cores, memory, load and date, as BENCHMARKS.md records them."""
+    """CPU model, cores, memory, load, date and software versions, as BENCHMARKS.md
+    records them."""
     model = platform.processor() or "unknown"
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
@@ -159,15 +221,20 @@ def machine() -> dict[str, Any]:
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "date_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "python": platform.python_version(),
+        "chromium": _chromium_version(),
+        "playwright": _package_version("playwright"),
     }
 
 
 # ---- output ---------------------------------------------------------------------------------
 
 
-def write_results(name: str, payload: dict[str, Any], out: Path | None = None) -> Path:
-    """Write ``payload`` (plus the machine description) as JSON; return the path."""
-    path = out or RESULTS_DIR / f"{name}.json"
+def write_results(name: str, payload: dict[str, Any], out: Path | str | None = None, *,
+                  quick: bool = False) -> Path:
+    """Write ``payload`` (plus the machine description) as JSON; return the path: ``out``
+    if given, else ``runs/bench-quick/<name>.json`` for a quick run (ignored by git) and
+    ``benchmarks/results/<name>.json`` for a full one."""
+    path = Path(out) if out else (QUICK_RESULTS_DIR if quick else RESULTS_DIR) / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"benchmark": name, "machine": machine(), **payload}
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n")

@@ -1,7 +1,8 @@
 """The in-process systems that ``bench_env`` compares, behind one small interface.
 
 - ``FloorVariant``: the floor, a bare Playwright + CDP loop (one Chromium, one context per
-  env) that starts a MiniWoB episode and then does only click + screenshot.
+  env) that starts a MiniWoB episode and then does only click + screenshot
+  (``common.capture``, with the harness variant's capture settings).
 - ``HarnessVariant``: this project's ``AsyncBrowserEnv`` + ``BrowserSandbox`` + ``MiniWoBTask``.
 - ``MiniwobGymVariant``: the ``miniwob`` package's own gymnasium env (Selenium driving
   Debian's chromedriver), one Chromium per env, its blocking calls run on threads.
@@ -14,15 +15,18 @@ starts episodes with the same seeds, and clicks the same points of the 160x210 t
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 from typing import Any
 
+from benchmarks.common import capture
 from harness.tasks.miniwob import VIEWPORT, server_url
+from sandboxes.browser_config import BrowserConfig
 
 CHROMEDRIVER = "/usr/bin/chromedriver"
 CHROMIUM = "/usr/bin/chromium"
+# The harness variant's sandbox settings; the floors capture with the same ones.
+CAPTURE_CONFIG = BrowserConfig(image_format="png")
 
 _READY = ("(() => { try { return typeof core !== 'undefined' && typeof genProblem === 'function'"
           " && document.getElementById('sync-task-cover') !== null; } catch (e) { return false; } })()")
@@ -90,24 +94,16 @@ class FloorVariant(Variant):
                             " core.startEpisodeReal();")
         while not await page.evaluate("WOB_TASK_READY === true"):
             await asyncio.sleep(0.02)
-        await self._shot(cdp)
+        await capture(cdp, CAPTURE_CONFIG)
 
     async def step(self, i: int, x: int, y: int) -> bool:
         _, page, cdp = self._envs[i]
         await page.mouse.click(x, y)
-        await self._shot(cdp)
+        await capture(cdp, CAPTURE_CONFIG)
         return False  # the floor judges nothing
 
     async def disarm(self, i: int) -> None:
         await self._envs[i][1].evaluate("core.clearTimer()")
-
-    @staticmethod
-    async def _shot(cdp: Any) -> bytes:
-        # The env's capture settings (BrowserConfig defaults), so the floor differs only by
-        # what the env adds around them.
-        result = await cdp.send("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": False, "optimizeForSpeed": True})
-        return base64.b64decode(result["data"])
 
     async def close(self) -> None:
         await self._browser.close()
@@ -125,7 +121,7 @@ class JudgedFloorVariant(FloorVariant):
         _, page, cdp = self._envs[i]
         await page.mouse.click(x, y)
         done = await page.evaluate("WOB_DONE_GLOBAL")
-        await self._shot(cdp)
+        await capture(cdp, CAPTURE_CONFIG)
         return bool(done)
 
 
@@ -135,10 +131,9 @@ class HarnessVariant(Variant):
     async def open(self, task: str, n: int) -> None:
         from harness.env import AsyncBrowserEnv, sandbox_overrides_for
         from harness.tasks.miniwob import MiniWoBTask
-        from sandboxes.browser_config import BrowserConfig
         from sandboxes.browser_host import BrowserHost
 
-        self._host = BrowserHost(BrowserConfig(image_format="png"))
+        self._host = BrowserHost(CAPTURE_CONFIG)
         await self._host.start()
         self._envs = []
         for _ in range(n):

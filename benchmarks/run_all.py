@@ -2,8 +2,11 @@
 
     .venv/bin/python -m benchmarks.run_all [--full]
 
-Each writes its JSON under ``benchmarks/results/``; a benchmark that fails is reported
-and the others still run. The exit status is 1 if any failed.
+Quick runs write their JSON under ``runs/bench-quick/`` (ignored by git), so ``make bench``
+never replaces the committed full-mode results; ``--full`` writes ``benchmarks/results/``
+with each benchmark's default settings (BENCHMARKS.md gives the exact commands behind the
+committed files). A benchmark that fails is reported and the others still run. The exit
+status is 1 if any failed.
 """
 
 from __future__ import annotations
