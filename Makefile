@@ -7,6 +7,16 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 # The fonts are the ones the FSM renderer's themes name, so pages look the same everywhere.
 SYSTEM_PACKAGES := chromium chromium-driver xvfb openbox xdotool bubblewrap iproute2 \
   fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-urw-base35
+# Debian's python3 has no `venv` (ensurepip) without python3-venv; a Python of its own
+# (pyenv, a python image) has it. Also installs python3 where there is none.
+ifeq ($(filter /usr/bin/%,$(realpath $(PYTHON))),)
+ifeq ($(PYTHON),)
+SYSTEM_PACKAGES += python3 python3-venv
+PYTHON := /usr/bin/python3
+endif
+else
+SYSTEM_PACKAGES += python3 python3-venv
+endif
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup system-packages demo test bench lint clean
@@ -22,10 +32,15 @@ system-packages:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-# torch==2.13.0 first: on this CPU machine that wheel is on disk, while an unpinned
-# torch (asked for by the `train` extra) would pull several GB of CUDA packages.
+# A venv whose pip does not run (e.g. `venv` failed in ensurepip, leaving bin/python) is
+# made again; a working one is kept.
+# torch==2.13.0 first: an unpinned torch (asked for by the `train` extra) would pull
+# several GB of CUDA packages. It is the CPU build only because this host's pip config
+# finds /opt/wheels/torch-2.13.0+cpu (find-links in ~/.config/pip/pip.conf and
+# $PIP_FIND_LINKS; /etc/xdg/pip caps torch at the releases on disk); elsewhere pip gets
+# PyPI's CUDA build unless given --index-url https://download.pytorch.org/whl/cpu.
 $(STAMP): pyproject.toml
-	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[train,dev]'
