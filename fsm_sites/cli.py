@@ -46,7 +46,7 @@ def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="print a JSON 
 @sites_app.command("validate")
 def validate_cmd(path: Annotated[Path, typer.Argument(help="a spec file (.yaml/.yml/.json)")]) -> None:
     """Validate a spec file; prints every problem and exits 1 if there is any."""
-    from fsm_sites.engine import Machine
+    from fsm_sites.engine import compile_site
     from fsm_sites.errors import SpecInvalid
     from fsm_sites.validate import load_and_validate
 
@@ -55,7 +55,7 @@ def validate_cmd(path: Annotated[Path, typer.Argument(help="a spec file (.yaml/.
     except SpecInvalid as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from None
-    states = len(Machine(spec).graph())
+    states = len(compile_site(spec).graph())
     typer.echo(f"{path}: valid ({len(spec.pages)} pages, {len(spec.transitions)} transitions, "
                f"{len(spec.goals)} goals, {states} reachable states)")
 

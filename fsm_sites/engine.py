@@ -1,8 +1,9 @@
 """The pure FSM engine: conditions, effects, transitions, reachable graph, distances.
 
 Imports no browser, server or I/O. A ``Machine`` compiles a ``SiteSpec`` once
-into lookup tables; servers keep one per site and call ``step`` per agent
-event, and ``distances`` per goal (cached).
+into lookup tables; ``compile_site`` shares one per spec between the validator,
+the library and the servers, which call ``step`` per agent event, and
+``distances`` per goal (cached).
 
 Semantics (see docs/fsm_spec.md):
 - An event fires a transition only if the element exists on ``state.page``, is
@@ -26,6 +27,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from threading import Lock
 from typing import Any
 
 from fsm_sites.errors import StateGraphTooLarge, UnknownGoal
@@ -383,8 +385,28 @@ class Machine:
             cache.popitem(last=False)
 
 
+_COMPILED: OrderedDict[int, Machine] = OrderedDict()
+_COMPILED_LOCK = Lock()
+
+
+def compile_site(spec: SiteSpec) -> Machine:
+    """The shared Machine of ``spec``: a spec that is validated, then loaded or served, is
+    compiled and explored once. Keyed by the spec object (specs are frozen); the most
+    recent ``_CACHE_SIZE`` are kept."""
+    with _COMPILED_LOCK:
+        machine = _COMPILED.get(id(spec))
+        # a cached Machine holds its spec, so the id cannot name another object meanwhile
+        if machine is not None and machine.spec is spec:
+            _COMPILED.move_to_end(id(spec))
+            return machine
+    machine = Machine(spec)
+    with _COMPILED_LOCK:
+        Machine._remember(_COMPILED, id(spec), machine)
+    return machine
+
+
 def transition(spec_or_machine: SiteSpec | Machine, state: State, event: UIEvent) -> State | None:
     """Convenience: the next state after ``event``, or None when it fires no transition."""
-    machine = spec_or_machine if isinstance(spec_or_machine, Machine) else Machine(spec_or_machine)
+    machine = spec_or_machine if isinstance(spec_or_machine, Machine) else compile_site(spec_or_machine)
     result = machine.step(state, event)
     return None if result is None else result[1]

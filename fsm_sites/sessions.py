@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine import Machine, compile_site
 from fsm_sites.errors import FsmSiteError, UnknownGoal
 from fsm_sites.spec import EVENTS_BY_KIND, SiteSpec
 from fsm_sites.state import State, UIEvent
@@ -91,7 +91,7 @@ class SessionStore:
         self.sessions: dict[str, Session] = {}
 
     def add_site(self, spec: SiteSpec) -> None:
-        self.machines[spec.name] = Machine(spec)
+        self.machines[spec.name] = compile_site(spec)
 
     def machine(self, site: str) -> Machine:
         if site not in self.machines:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fsm_sites.engine import Edge, Machine
+from fsm_sites.engine import Edge, Machine, compile_site
 from fsm_sites.spec import VALUE_PLACEHOLDER, SiteSpec
 from fsm_sites.state import State
 
@@ -138,7 +138,7 @@ def synthesize_tasks(spec: SiteSpec, n: int, seed: int = 0, *, max_depth: int = 
     Deterministic for (spec, n, seed). Fewer than ``n`` come back when the site has fewer
     reachable goals. Every task's oracle path is a shortest path, ``difficulty`` its length.
     """
-    machine = Machine(spec)
+    machine = compile_site(spec)
     start = start or machine.initial
     rng = random.Random(f"tasks-{spec.name}-{seed}")
     named = [g.id for g in spec.goals]

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from fsm_sites.engine import Edge, Machine
+from fsm_sites.engine import Edge, compile_site
 from fsm_sites.errors import SpecInvalid, SpecProblem, StateGraphTooLarge
 from fsm_sites.spec import (
     EVENTS_BY_KIND,
@@ -38,21 +38,15 @@ _ORDER_OPS = {"lt", "le", "gt", "ge"}
 
 def validate_spec(data: dict[str, Any] | SiteSpec) -> list[SpecProblem]:
     """Every problem of a spec (empty when it is valid)."""
-    if isinstance(data, SiteSpec):
-        spec = data
-    else:
-        try:
-            spec = SiteSpec.model_validate(data)
-        except ValidationError as exc:
-            return [_shape_problem(err) for err in exc.errors()]
-    problems = list(_static_problems(spec))
-    if problems:
-        return problems
-    return list(_behaviour_problems(spec))
+    return _checked(data)[1]
 
 
 def load_and_validate(path: str | Path) -> SiteSpec:
-    """Load a YAML/JSON spec and validate it; raises ``SpecInvalid`` listing every problem."""
+    """Load a YAML/JSON spec and validate it; raises ``SpecInvalid`` listing every problem.
+
+    The spec's Machine, built and explored to validate it, is kept for
+    ``fsm_sites.engine.compile_site`` (the library and the servers use that).
+    """
     import json
 
     path = Path(path)
@@ -64,10 +58,25 @@ def load_and_validate(path: str | Path) -> SiteSpec:
     if not isinstance(data, dict):
         problem = SpecProblem("", f"expected a mapping at the top of the file, got {type(data).__name__}")
         raise SpecInvalid([problem], str(path))
-    problems = validate_spec(data)
-    if problems:
+    spec, problems = _checked(data)
+    if spec is None or problems:
         raise SpecInvalid(problems, str(path))
-    return SiteSpec.model_validate(data)
+    return spec
+
+
+def _checked(data: dict[str, Any] | SiteSpec) -> tuple[SiteSpec | None, list[SpecProblem]]:
+    """The parsed spec (None if its shape is wrong) and every problem found."""
+    if isinstance(data, SiteSpec):
+        spec = data
+    else:
+        try:
+            spec = SiteSpec.model_validate(data)
+        except ValidationError as exc:
+            return None, [_shape_problem(err) for err in exc.errors()]
+    problems = list(_static_problems(spec))
+    if problems:
+        return spec, problems
+    return spec, list(_behaviour_problems(spec))
 
 
 def _shape_problem(err: Any) -> SpecProblem:
@@ -251,7 +260,7 @@ def _effects_problems(
 
 # ---- layer 3: behaviour ---------------------------------------------------------------
 def _behaviour_problems(spec: SiteSpec) -> Iterator[SpecProblem]:
-    machine = Machine(spec)
+    machine = compile_site(spec)
     try:
         graph = machine.graph()
     except StateGraphTooLarge as exc:

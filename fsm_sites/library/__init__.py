@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine import Machine, compile_site
 from fsm_sites.errors import UnknownSite
 from fsm_sites.spec import SiteSpec
 
@@ -43,5 +43,6 @@ def load_site(name: str) -> SiteSpec:
 
 @cache
 def load_machine(name: str) -> Machine:
-    """The engine of a curated site, shared so its cached graph and distances are reused."""
-    return Machine(load_site(name))
+    """The engine of a curated site, shared so its cached graph and distances are reused
+    (the one its validation built and explored)."""
+    return compile_site(load_site(name))

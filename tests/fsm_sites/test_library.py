@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from fsm_sites.engine import Machine
 from fsm_sites.errors import UnknownSite
 from fsm_sites.generator.compose import compose
-from fsm_sites.library import EXAMPLES_DIR, list_sites, load_site
+from fsm_sites.library import EXAMPLES_DIR, list_sites, load_machine, load_site
 from fsm_sites.library.curated import RECIPES, write_all
+from fsm_sites.sessions import SessionStore
 from fsm_sites.spec import load_spec
 from fsm_sites.validate import load_and_validate
 
@@ -29,8 +29,8 @@ def test_library_has_twelve_distinct_domains() -> None:
 def _explored(name: str) -> tuple[int, dict[str, int | None]]:
     """A library site's reachable state count and each goal's depth (shortest path from the
     initial state, None when unreachable), from the engine."""
-    spec = load_site(name)
-    machine = Machine(spec)
+    machine = load_machine(name)
+    spec = machine.spec
     states = len(machine.graph())
     return states, {g.id: machine.distance(machine.initial, g.id) for g in spec.goals}
 
@@ -80,6 +80,12 @@ def test_examples_validate() -> None:
     assert examples
     for path in examples:
         load_and_validate(path)
+
+
+def test_served_library_site_shares_the_library_machine() -> None:
+    store = SessionStore()
+    store.add_site(load_site("shop"))
+    assert store.machines["shop"] is load_machine("shop")
 
 
 def test_unknown_site_names_the_choices() -> None:

@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
+from fsm_sites.engine import Machine, compile_site
 from fsm_sites.errors import SpecInvalid
+from fsm_sites.sessions import SessionStore
+from fsm_sites.spec import SiteSpec
 from fsm_sites.validate import load_and_validate, validate_spec
 
 EXAMPLE = Path(__file__).parents[2] / "fsm_sites" / "library" / "examples" / "tiny_shop.yaml"
@@ -141,3 +144,16 @@ def test_load_and_validate_lists_every_problem(data: dict[str, Any], tmp_path: P
         load_and_validate(path)
     assert len(info.value.problems) == 2
     assert "transitions[0].target" in str(info.value) and "transitions[3].effects[0].var" in str(info.value)
+
+
+def test_a_spec_file_is_parsed_and_explored_once_from_validation_to_server(monkeypatch) -> None:
+    parsed, explored = [], []
+    parse, explore = SiteSpec.model_validate, Machine.graph
+    monkeypatch.setattr(SiteSpec, "model_validate", classmethod(lambda cls, *a, **kw: (parsed.append(1), parse(*a, **kw))[1]))
+    monkeypatch.setattr(Machine, "graph", lambda self, **kw: (explored.append(self), explore(self, **kw))[1])
+    spec = load_and_validate(EXAMPLE)
+    store = SessionStore()
+    store.add_site(spec)
+    store.create("tiny_shop", goal="lamp_in_cart")
+    assert store.machines["tiny_shop"] is compile_site(spec)
+    assert len(parsed) == 1 and {id(m) for m in explored} == {id(store.machines["tiny_shop"])}
