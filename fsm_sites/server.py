@@ -20,6 +20,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from fsm_sites.engine import Machine
 from fsm_sites.render import render_page
 from fsm_sites.sessions import (
     BadRequest,
@@ -51,7 +52,7 @@ class SiteServer:
         self._ports = (site_port, control_port)
         self._runners: list[web.AppRunner] = []
         self._urls: list[str] = []
-        self._html: OrderedDict[tuple[str, State, int], str] = OrderedDict()
+        self._html: OrderedDict[tuple[Machine, State, int], str] = OrderedDict()
 
     # ---- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -138,8 +139,9 @@ class SiteServer:
         self.store.delete(session_id)
 
     def render(self, session: Session) -> str:
-        """The session's current page (cached by site, state and seed)."""
-        key = (session.site, session.state, session.seed)
+        """The session's current page (cached by machine, state and seed: a site replaced by
+        ``add_site`` has a new machine, so its pages are rendered anew)."""
+        key = (session.machine, session.state, session.seed)
         html = self._html.get(key)
         if html is None:
             html = render_page(session.machine.spec, session.state, seed=session.seed,

@@ -151,3 +151,11 @@ async def test_concurrent_sessions_never_share_state(server, http) -> None:
             state = machine.step(state, event)[1]
         assert server.state(session.id) == state
         assert [r.event for r in server.events(session.id)] == sent
+
+
+async def test_a_replaced_site_is_rendered_anew(server) -> None:
+    before = server.create_session("tiny_shop", goal="lamp_in_cart")
+    assert "Renamed Shop" not in server.render(before)
+    server.add_site(tiny_shop().model_copy(update={"title": "Renamed Shop"}))
+    after = server.create_session("tiny_shop", goal="lamp_in_cart")
+    assert "Renamed Shop" in server.render(after) and "Renamed Shop" not in server.render(before)
