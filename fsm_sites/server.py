@@ -30,8 +30,9 @@ from fsm_sites.sessions import (
     SessionStore,
     parse_event,
 )
-from fsm_sites.spec import SiteSpec, load_spec
+from fsm_sites.spec import SiteSpec
 from fsm_sites.state import State, UIEvent
+from fsm_sites.validate import load_and_validate
 
 _RENDER_CACHE = 4096
 
@@ -188,7 +189,8 @@ class SiteServer:
 
 
 def resolve_sites(names: Iterable[str | Path | SiteSpec]) -> list[SiteSpec]:
-    """Specs from SiteSpec objects, spec file paths, or library site names (empty: the whole library)."""
+    """Specs from SiteSpec objects, spec file paths (validated: ``SpecInvalid`` lists every
+    problem), or library site names (empty: the whole library)."""
     names = list(names)
     from fsm_sites import library
 
@@ -199,7 +201,7 @@ def resolve_sites(names: Iterable[str | Path | SiteSpec]) -> list[SiteSpec]:
         if isinstance(item, SiteSpec):
             out.append(item)
         elif Path(item).suffix in (".yaml", ".yml", ".json") or Path(item).is_file():
-            out.append(load_spec(item))
+            out.append(load_and_validate(item))
         else:
             out.append(library.load_site(str(item)))
     return out

@@ -8,11 +8,13 @@ import random
 
 import aiohttp
 import pytest
+import yaml
 
 from fsm_sites.engine import Machine
-from fsm_sites.server import SiteServer
+from fsm_sites.errors import SpecInvalid
+from fsm_sites.server import SiteServer, resolve_sites
 from fsm_sites.state import State, UIEvent
-from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
+from tests.fsm_sites.widgets_spec import TINY_SHOP, tiny_shop, widgets_spec
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -159,3 +161,12 @@ async def test_a_replaced_site_is_rendered_anew(server) -> None:
     server.add_site(tiny_shop().model_copy(update={"title": "Renamed Shop"}))
     after = server.create_session("tiny_shop", goal="lamp_in_cart")
     assert "Renamed Shop" in server.render(after) and "Renamed Shop" not in server.render(before)
+
+
+async def test_a_spec_file_to_serve_is_validated(tmp_path) -> None:
+    data = yaml.safe_load(TINY_SHOP.read_text())
+    data["transitions"][0]["when"] = [{"var": "ghost", "op": "empty"}]
+    path = tmp_path / "shop.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecInvalid, match=r"transitions\[0\]\.when\[0\]\.var: 'ghost' is not a variable"):
+        SiteServer(resolve_sites([path]))
