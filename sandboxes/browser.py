@@ -31,7 +31,7 @@ from harness.actions import Action, Wait
 from sandboxes.base import Screenshot
 from sandboxes.browser_actions import outside_viewport, perform
 from sandboxes.browser_config import BrowserConfig
-from sandboxes.browser_host import BrowserHost
+from sandboxes.browser_host import BrowserHost, first_line
 from sandboxes.browser_nav import NavigationWatcher
 from sandboxes.errors import (
     SandboxClosed,
@@ -77,7 +77,7 @@ class BrowserSandbox:
         self._generation = 0
         self._allowed: frozenset[str] = frozenset()
         self._nav: NavigationWatcher | None = None
-        self._popup: str | None = None
+        #: Popups being closed, held so that their tasks are not garbage-collected.
         self._closing_popups: set[asyncio.Task[None]] = set()
         self._page_crashed = False
         self._closed = False
@@ -121,7 +121,6 @@ class BrowserSandbox:
         browser = await self.host.ensure_browser()
         self._generation = self.host.generation
         self._allowed = allowed
-        self._popup = None
         self._page_crashed = False
         self.blocked_requests = []
         await self._guarded(
@@ -131,14 +130,11 @@ class BrowserSandbox:
 
     async def screenshot(self) -> Screenshot:
         """Capture the viewport through CDP ``Page.captureScreenshot``."""
-        page = self._require_page()
+        self._require_page()
         data = await self._guarded("screenshot", self._capture, self.config.action_timeout_s)
-        size = page.viewport_size or {
-            "width": self.config.viewport_width,
-            "height": self.config.viewport_height,
-        }
+        cfg = self.config  # every context is created with this viewport
         return Screenshot(
-            data=data, format=self.config.image_format, width=size["width"], height=size["height"]
+            data=data, format=cfg.image_format, width=cfg.viewport_width, height=cfg.viewport_height
         )
 
     async def execute(self, action: Action) -> str | None:
@@ -156,8 +152,6 @@ class BrowserSandbox:
         )
         if self.config.settle_ms:
             await asyncio.sleep(self.config.settle_ms / 1000)
-        if self._closing_popups:  # the agent's next screenshot never sees a popup half-closed
-            await asyncio.wait(set(self._closing_popups), timeout=self.config.action_timeout_s)
         return self._agent_error()
 
     async def evaluate(self, expression: str) -> object:
@@ -247,11 +241,11 @@ class BrowserSandbox:
 
     async def _reuse_page(self, url: str, content: str | None) -> None:
         assert self._page is not None and self._context is not None and self._cdp is not None
+        assert self._nav is not None  # published together with the page
         page, cdp = self._page, self._cdp
-        self._popup = None
         self.blocked_requests = []
-        if self._nav is not None:
-            self._nav.take_blocked()
+        self._nav.take_blocked()
+        self._nav.take_opened()
         await asyncio.gather(
             self._context.clear_cookies(),
             *(
@@ -280,7 +274,7 @@ class BrowserSandbox:
             if self._crashed():
                 raise
             raise SandboxNavigationError(
-                f"expected {url} to load, got {_first_line(exc)}; is the site server running?"
+                f"expected {url} to load, got {first_line(exc)}; is the site server running?"
             ) from exc
 
     async def _capture(self) -> bytes:
@@ -324,8 +318,8 @@ class BrowserSandbox:
     def _on_new_page(self, page: Page) -> None:
         if page is self._page:
             return
-        # One page per episode: the agent only ever sees the main page.
-        self._popup = page.url
+        # One page per episode: the agent only ever sees the main page. The watcher has
+        # already reported the window, from Page.windowOpen.
         task = asyncio.ensure_future(_close_quietly(page))
         self._closing_popups.add(task)
         task.add_done_callback(self._closing_popups.discard)
@@ -335,13 +329,16 @@ class BrowserSandbox:
 
     def _agent_error(self) -> str | None:
         """What the agent did wrong since the previous action, if anything."""
-        blocked = self._nav.take_blocked() if self._nav is not None else []
-        popup, self._popup = self._popup, None
+        assert self._nav is not None
+        blocked, opened = self._nav.take_blocked(), self._nav.take_opened()
         if blocked:
             allowed = ", ".join(sorted(self._allowed)) or "(none)"
             return f"navigation to {', '.join(blocked)} blocked; allowed origins: {allowed}"
-        if popup is not None:
-            return f"a new window ({popup}) was opened and closed; this sandbox shows one page"
+        if opened:
+            return (
+                f"a new window ({', '.join(opened)}) was opened and closed; "
+                "this sandbox shows one page"
+            )
         return None
 
     def _crashed(self) -> bool:
@@ -372,9 +369,9 @@ class BrowserSandbox:
                 await self._raise_crashed(what, exc)
             if what == "evaluate":
                 raise SandboxEvaluationError(
-                    f"evaluate raised in the page: {_first_line(exc)}"
+                    f"evaluate raised in the page: {first_line(exc)}"
                 ) from exc
-            raise SandboxError(f"{what} failed: {_first_line(exc)}") from exc
+            raise SandboxError(f"{what} failed: {first_line(exc)}") from exc
 
     async def _await_verdict(self) -> None:
         """Give a dying browser a moment to show up as dead, so that a lost page is
@@ -428,7 +425,3 @@ async def _close_quietly(page: Page) -> None:
         await page.close()
     except PlaywrightError:
         pass
-
-
-def _first_line(exc: PlaywrightError) -> str:
-    return (exc.message or str(exc)).strip().splitlines()[0]

@@ -167,7 +167,7 @@ class BrowserHost:
                 self._browser = await self._launch_browser(executable)
             except PlaywrightError as exc:
                 raise SandboxStartError(
-                    f"expected Chromium at {executable!r} to start, got: {_first_line(exc)}; "
+                    f"expected Chromium at {executable!r} to start, got: {first_line(exc)}; "
                     "check the binary runs (`chromium --version`) or set $CUA_CHROMIUM"
                 ) from exc
         self._generation += 1
@@ -229,7 +229,8 @@ class BrowserHost:
             await asyncio.sleep(0.02)
 
 
-def _first_line(exc: PlaywrightError) -> str:
+def first_line(exc: PlaywrightError) -> str:
+    """The first line of a Playwright error, for messages that name what went wrong."""
     return (exc.message or str(exc)).strip().splitlines()[0]
 
 

@@ -7,7 +7,9 @@ navigation it started reaches our route handler tens of milliseconds later. The
 renderer emits ``Page.frameRequestedNavigation`` while it handles the input, so one
 cheap round trip on our own CDP session after the action has, in practice, let every
 navigation the action requested reach us. Should one ever trail, the route handler
-still blocks it and the next ``execute`` reports it.
+still blocks it and the next ``execute`` reports it. New windows are reported the same
+way: the renderer emits ``Page.windowOpen`` while it handles the input, long before
+Playwright announces the new page.
 """
 
 from __future__ import annotations
@@ -35,10 +37,13 @@ class NavigationWatcher:
         self._settled.set()
         #: Disallowed main-frame navigations seen since the last ``take_blocked``.
         self.blocked: list[str] = []
+        #: URLs of windows the page opened since the last ``take_opened``.
+        self.opened: list[str] = []
 
     async def attach(self) -> None:
         """Subscribe to the page's navigation events."""
         self._cdp.on("Page.frameRequestedNavigation", self._on_requested)
+        self._cdp.on("Page.windowOpen", lambda params: self.opened.append(params.get("url", "")))
         for event in (
             "Page.domContentEventFired",
             "Page.navigatedWithinDocument",
@@ -68,6 +73,11 @@ class NavigationWatcher:
         """The blocked navigations since the last call, oldest first."""
         blocked, self.blocked = self.blocked, []
         return blocked
+
+    def take_opened(self) -> list[str]:
+        """The windows opened since the last call, oldest first."""
+        opened, self.opened = self.opened, []
+        return opened
 
     def _on_requested(self, params: dict[str, Any]) -> None:
         if (

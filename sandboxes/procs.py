@@ -116,16 +116,17 @@ def reap_group(pgid: int) -> int:
     """Reap our zombie children from process group ``pgid`` and zombie crash handlers;
     return how many.
 
-    Only those (and orphaned Chromium processes) are waited for, so asyncio's own child watchers (the Playwright
-    driver lives in our group) never lose an exit status to us.
+    Only those (and orphaned Chromium processes) are waited for, so asyncio's own child
+    watchers (the Playwright driver lives in our group) never lose an exit status to us.
     """
     reaped = 0
     me = os.getpid()
     for info in all_procs():
         # Orphaned Chromium processes of any earlier browser come to us (we are a
         # subreaper) and nobody else will ever wait for them, so they are reaped too.
-        ours = (info.pgid == pgid or info.comm.startswith(CRASHPAD_COMM)
-                or info.comm in CHROMIUM_COMMS)
+        ours = (
+            info.pgid == pgid or info.comm.startswith(CRASHPAD_COMM) or info.comm in CHROMIUM_COMMS
+        )
         if info.ppid == me and ours and info.state == "Z":
             try:
                 os.waitpid(info.pid, os.WNOHANG)

@@ -6,10 +6,14 @@
 - ``static_server``: an aiohttp server on 127.0.0.1 serving tests/sandboxes/pages.
 - ``static_server_factory``: ``await static_server_factory(directory)`` serves any
   directory on its own port (a distinct origin); closed at session end.
+- ``wait_until(predicate, timeout)``: polls a condition that settles on its own.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -20,6 +24,24 @@ from sandboxes.browser import BrowserHost, BrowserSandbox
 from sandboxes.browser_config import BrowserConfig
 
 SANDBOX_PAGES = Path(__file__).parent / "sandboxes" / "pages"
+
+
+async def wait_until(
+    predicate: Callable[[], bool | Awaitable[bool]], timeout: float = 5.0
+) -> bool:
+    """True once ``predicate()`` (or the awaitable it returns) holds, polled every 50 ms;
+    False after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not await _holds(predicate):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+async def _holds(predicate: Callable[[], bool | Awaitable[bool]]) -> bool:
+    value = predicate()
+    return bool(await value) if inspect.isawaitable(value) else bool(value)
 
 
 class StaticServer:

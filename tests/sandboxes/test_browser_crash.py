@@ -14,6 +14,7 @@ from harness.actions import Click
 from sandboxes import procs
 from sandboxes.browser import BrowserHost
 from sandboxes.errors import SandboxCrashed, SandboxError, SandboxTimeout
+from tests.conftest import wait_until
 
 
 def leftovers(pgid: int) -> list[procs.ProcInfo]:
@@ -30,15 +31,6 @@ def our_zombies() -> list[procs.ProcInfo]:
         for p in procs.all_procs()
         if p.ppid == me and p.state == "Z" and p.comm.startswith(chromium)
     ]
-
-
-async def wait_until(predicate, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
 
 
 @pytest.fixture

@@ -111,10 +111,6 @@ async def test_missing_chromium_is_a_clear_start_error(tmp_path):
     await host.close()
 
 
-def test_sandbox_class_is_exported():
-    assert BrowserSandbox.__name__ == "BrowserSandbox"
-
-
 async def test_concurrent_sandboxes_on_one_host(browser_host, static_server):
     from harness.actions import Click
 
