@@ -145,8 +145,7 @@ class SiteServer:
         key = (session.machine, session.state, session.seed)
         html = self._html.get(key)
         if html is None:
-            html = render_page(session.machine.spec, session.state, seed=session.seed,
-                               machine=session.machine, base_path=".")
+            html = render_page(session.machine.spec, session.state, seed=session.seed, machine=session.machine)
             self._html[key] = html
             if len(self._html) > _RENDER_CACHE:
                 self._html.popitem(last=False)

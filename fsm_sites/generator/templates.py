@@ -73,8 +73,7 @@ def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> t
 
 
 def catalog(b: SiteBuilder, key: str, title: str, items: list[Item], *, per_page: int = 4,
-            action: tuple[str, str] | None = None, list_var: str | None = None,
-            action_target: str | None = None) -> dict[str, str]:
+            action: tuple[str, str] | None = None, list_var: str | None = None) -> dict[str, str]:
     """List pages (paginated) of cards, one detail page per item; returns {item id: detail page}.
 
     ``action`` = (button label, verb) appends the item to ``list_var`` from its detail page.
@@ -94,8 +93,7 @@ def catalog(b: SiteBuilder, key: str, title: str, items: list[Item], *, per_page
             if action and list_var:
                 label, verb = action
                 b.add_element(detail, "act", "button", label)
-                b.add_transition(detail, "act", f"{verb} {item.label}", target=action_target,
-                                 effects=[effect("append", list_var, item.id)])
+                b.add_transition(detail, "act", f"{verb} {item.label}", effects=[effect("append", list_var, item.id)])
         if n + 1 < len(list_pages):
             b.link(page, "next", "Next page", list_pages[n + 1], f"go to page {n + 2} of {title.lower()}",
                    kind="pagination", section="footer")

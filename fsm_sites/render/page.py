@@ -48,7 +48,7 @@ def _body_classes(theme: Theme, layout: Layout) -> str:
     return " ".join(classes)
 
 
-def _make_ctx(spec: SiteSpec, state: State, machine: MachineView, *, live: bool) -> Ctx:
+def _make_ctx(state: State, machine: MachineView, *, live: bool) -> Ctx:
     def value_of(el: Element) -> VarValue | None:
         return state.get(el.bind) if el.bind else None
 
@@ -62,11 +62,11 @@ def _make_ctx(spec: SiteSpec, state: State, machine: MachineView, *, live: bool)
     return Ctx(value_of=value_of, is_active=is_active, live=live)
 
 
-def _sections(elements: list[Element], modal: bool) -> dict[str, list[Element]]:
+def _sections(elements: list[Element]) -> dict[str, list[Element]]:
     out: dict[str, list[Element]] = {"nav": [], "header": [], "main": [], "sidebar": [], "footer": []}
     for el in elements:
         section = el.section or "main"
-        out[section if section in out and not modal else "main"].append(el)
+        out[section if section in out else "main"].append(el)
     return out
 
 
@@ -120,23 +120,23 @@ def _page_frame(spec: SiteSpec, page: Page | None, sections: dict[str, list[Elem
     return f'<div class="shell">{nav if layout.nav == "top" else ""}{frame}{footer}</div>'
 
 
-def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView, base_path: str = ".") -> str:
+def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView) -> str:
     """The full HTML page of ``state`` under layout ``seed``; deterministic in (state, seed).
 
-    ``base_path`` is where the page script posts events (``{base_path}/event``); the
-    server passes "." so the HTML is identical for every session.
+    The page script posts events to the relative URL ``event``, so the HTML is identical
+    for every session.
     """
     theme, layout = choose_style(seed)
     pages = {p.id: p for p in spec.pages}
     page = pages[state.page]
-    live_ctx = _make_ctx(spec, state, machine, live=True)
+    live_ctx = _make_ctx(state, machine, live=True)
     extras = distractors(seed, spec.name, spec.title, layout.distractors)
     visible = machine.visible_elements(state)
     if page.kind == "modal":
         parent = pages.get(page.parent) if page.parent else None
         parent_elements = [e for e in (parent.elements if parent else ()) if machine.holds(state, e.visible_when)]
-        inert_ctx = _make_ctx(spec, state, machine, live=False)
-        base = _page_frame(spec, parent, _sections(parent_elements, False), inert_ctx, layout, extras)
+        inert_ctx = _make_ctx(state, machine, live=False)
+        base = _page_frame(spec, parent, _sections(parent_elements), inert_ctx, layout, extras)
         body = _main_groups(visible, live_ctx, layout)
         overlay = (f'<div class="backdrop"><div class="modal" role="dialog" aria-modal="true">'
                    f'<h2>{escape(page.title)}</h2>'
@@ -144,9 +144,8 @@ def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView
                    + "".join(body) + "</div></div>")
         content = f'<div inert>{base}</div>{overlay}'
     else:
-        content = _page_frame(spec, page, _sections(visible, False), live_ctx, layout, extras)
-    css, js = _static()
-    script = js if base_path == "." else js.replace('fetch("event"', f'fetch("{base_path}/event"')
+        content = _page_frame(spec, page, _sections(visible), live_ctx, layout, extras)
+    css, script = _static()
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(page.title)} · {escape(spec.title)}</title>"
