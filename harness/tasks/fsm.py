@@ -83,6 +83,7 @@ class FSMTask(Task):
         self.reuse_page = reuse_page
         self.task = first
         self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)
+        self._given_server = server  # None: the event loop's shared server, fetched per setup
         self._server = server
         self._site_spec = site_spec  # for sites outside the library (synthesized, user-written)
         self._session: str | None = None
@@ -166,8 +167,8 @@ class FSMTask(Task):
         return self._server, self._session
 
     async def _ensure_server(self) -> SiteServer:
-        if self._server is None:
-            self._server = await shared_server()
+        # Fetched every setup: a shared server closed since the last episode is replaced.
+        self._server = self._given_server or await shared_server()
         if self.task.site not in self._server.store.machines:
             if self._site_spec is not None and self._site_spec.name == self.task.site:
                 self._server.add_site(self._site_spec)
@@ -233,17 +234,44 @@ class FSMTask(Task):
                         f"{_SETTLE_TIMEOUT_S}s, got a page still loading at {sandbox.url}")
 
 
-_SHARED: dict[int, SiteServer] = {}
+#: Each event loop's shared server, as the task that starts it: registered before the
+#: first await, so concurrent first callers share one start.
+_SHARED: dict[asyncio.AbstractEventLoop, asyncio.Task[SiteServer]] = {}
 
 
 async def shared_server() -> SiteServer:
-    """One SiteServer per event loop, started on first use, serving library sites on demand."""
-    loop_id = id(asyncio.get_running_loop())
-    server = _SHARED.get(loop_id)
-    if server is None:
-        server = SiteServer([])
-        await server.start()
-        _SHARED[loop_id] = server
+    """One SiteServer per event loop, started on first use, serving library sites on
+    demand; ``close_shared_server`` closes it (the episode runner and ``BrowserEnv`` do)."""
+    loop = asyncio.get_running_loop()
+    for dead in [other for other in _SHARED if other.is_closed()]:
+        del _SHARED[dead]  # nothing can close their servers now; let them be collected
+    starting = _SHARED.get(loop)
+    if starting is None:
+        starting = _SHARED[loop] = loop.create_task(_start_server())
+    try:
+        return await asyncio.shield(starting)  # one caller cancelled leaves the start to the others
+    except Exception:
+        if _SHARED.get(loop) is starting:
+            del _SHARED[loop]  # a failed start is tried afresh by the next caller
+        raise
+
+
+async def close_shared_server() -> None:
+    """Close the running loop's shared server, if one was started; the next
+    ``shared_server()`` starts a new one."""
+    starting = _SHARED.pop(asyncio.get_running_loop(), None)
+    if starting is None:
+        return
+    try:
+        server = await starting
+    except Exception:  # noqa: BLE001 - it never started, so there is nothing to close
+        return
+    await server.close()
+
+
+async def _start_server() -> SiteServer:
+    server = SiteServer([])
+    await server.start()
     return server
 
 
@@ -261,9 +289,10 @@ class GoalTask:
     difficulty: int
 
 
-def goal_tasks(spec: SiteSpec) -> list[GoalTask]:
-    """One task per goal of ``spec`` that the initial state can reach, shortest first."""
-    machine = Machine(spec)
+def goal_tasks(spec: SiteSpec, machine: Machine | None = None) -> list[GoalTask]:
+    """One task per goal of ``spec`` that the initial state can reach, shortest first
+    (``machine``: the spec's engine, if one is already built)."""
+    machine = machine or Machine(spec)
     tasks = []
     for goal in spec.goals:
         distance = machine.distance(machine.initial, goal.id)
@@ -275,9 +304,9 @@ def goal_tasks(spec: SiteSpec) -> list[GoalTask]:
 
 @cache
 def _library_tasks(site: str) -> tuple[GoalTask, ...]:
-    from fsm_sites.library import load_site
+    from fsm_sites.library import load_machine, load_site
 
-    return tuple(goal_tasks(load_site(site)))
+    return tuple(goal_tasks(load_site(site), load_machine(site)))
 
 
 class FSMSuite:
@@ -286,8 +315,29 @@ class FSMSuite:
     written by ``cua tasks synth`` (one task id ``fsm:TASKS.jsonl#TASK`` each)."""
 
     def accepts(self, name: str) -> bool:
+        """Whether ``name`` is a task, loading only the site (or tasks file) it names."""
         path, sep, task_id = name.partition(TASK_FILE_SEP)
-        return path.endswith(".jsonl") and (not sep or task_id in _file_tasks(path))
+        if path.endswith(".jsonl"):
+            return not sep or task_id in _file_tasks(path)
+        from fsm_sites.library import list_sites
+
+        site, slash, goal = name.partition("/")
+        if site not in list_sites():
+            return False
+        return not slash or any(t.id == goal for t in _library_tasks(site))
+
+    def candidates(self, name: str) -> list[str]:
+        """What a mistyped ``name`` is matched against: the tasks of the file or site it
+        names, else the sites (never every site's tasks: those take seconds to solve)."""
+        from fsm_sites.library import list_sites
+
+        path, sep, _ = name.partition(TASK_FILE_SEP)
+        if sep and path.endswith(".jsonl"):
+            return [f"{path}{TASK_FILE_SEP}{task_id}" for task_id in _file_tasks(path)]
+        site, slash, _ = name.partition("/")
+        if slash and site in list_sites():
+            return [f"{site}/{t.id}" for t in _library_tasks(site)]
+        return list_sites()
 
     def expand(self, name: str) -> list[str] | None:
         if not name.endswith(".jsonl"):

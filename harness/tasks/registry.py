@@ -2,9 +2,12 @@
 
 A task id is ``"<suite>:<name>"`` (``"miniwob:click-button"``). A suite is any object
 with ``names() -> Sequence[str]`` and ``make(name) -> Task``; ``SUITES`` maps a prefix
-onto ``"module:function"`` returning one. Modules are imported only when their suite is
-first asked for, so the registry costs nothing at import and adding a suite is one line
-(or one ``register_suite`` call from outside).
+onto ``"module:function"`` returning one. A suite whose ``names()`` is costly (or not
+exhaustive) may add ``accepts(name) -> bool``, which then decides alone, and
+``candidates(name)``: the names a typo of ``name`` is matched against in the error.
+Modules are imported only when their suite is first asked for, so the registry costs
+nothing at import and adding a suite is one line (or one ``register_suite`` call from
+outside).
 """
 
 from __future__ import annotations
@@ -80,12 +83,17 @@ def split_task_id(task_id: str) -> tuple[str, str]:
     return prefix, name
 
 
+def check_task_id(task_id: str) -> None:
+    """Raise ``UnknownTaskError`` unless ``task_id`` names a task (nothing is built)."""
+    prefix, name = split_task_id(task_id)
+    _check_names([name], load_suite(prefix), prefix)
+
+
 def make_task(task_id: str) -> Task:
     """A fresh task object for one task id."""
+    check_task_id(task_id)
     prefix, name = split_task_id(task_id)
-    suite = load_suite(prefix)
-    _check_names([name], suite, prefix)
-    return suite.make(name)
+    return load_suite(prefix).make(name)
 
 
 def suite_task_ids(spec: str) -> list[str]:
@@ -128,14 +136,19 @@ def _expand(suite: TaskSuite, name: str) -> list[str]:
 
 
 def _check_names(names: list[str], suite: TaskSuite, prefix: str) -> None:
-    known = set(suite.names())
-    accepts = getattr(suite, "accepts", None)  # suites whose names are not all listable
-    for name in names:
-        if name not in known and not (accepts is not None and accepts(name)):
-            raise UnknownTaskError(
-                f"expected a task of suite {prefix!r}, got {name!r}{_close(name, known)}; "
-                f"`{prefix}` has {len(known)} tasks"
-            )
+    accepts = getattr(suite, "accepts", None)
+    if accepts is not None:
+        unknown = [n for n in names if not accepts(n)]
+    else:
+        known = set(suite.names())
+        unknown = [n for n in names if n not in known]
+    if unknown:
+        candidates = getattr(suite, "candidates", None)
+        near = candidates(unknown[0]) if candidates is not None else suite.names()
+        raise UnknownTaskError(
+            f"expected a task of suite {prefix!r}, got {unknown[0]!r}{_close(unknown[0], near)}; "
+            f"list the suite's tasks with suite_task_ids({prefix!r})"
+        )
 
 
 def _close(name: str, candidates: object) -> str:

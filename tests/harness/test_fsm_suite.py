@@ -1,0 +1,63 @@
+"""The `fsm` suite resolves a task id from its own site alone; one shared server per loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import fsm_sites.library as library
+from fsm_sites.server import SiteServer
+from harness.errors import UnknownTaskError
+from harness.tasks import fsm
+from harness.tasks.registry import make_task
+
+
+@pytest.fixture
+def loaded_sites(monkeypatch):
+    """The library sites loaded or compiled while the test runs."""
+    fsm._library_tasks.cache_clear()
+    seen: list[str] = []
+    for name in ("load_site", "load_machine"):
+        real = getattr(library, name)
+        monkeypatch.setattr(library, name, lambda site, real=real: seen.append(site) or real(site))
+    yield seen
+    fsm._library_tasks.cache_clear()
+
+
+def test_a_site_goal_id_loads_only_that_site(loaded_sites) -> None:
+    task = make_task("fsm:shop/checkout")
+    assert task.id == "fsm:shop/checkout" and task.task.goal == "checkout"
+    assert make_task("fsm:shop").id == "fsm:shop"
+    assert set(loaded_sites) == {"shop"}
+
+
+def test_a_mistyped_goal_suggests_the_goals_of_its_site(loaded_sites) -> None:
+    with pytest.raises(UnknownTaskError, match="did you mean 'shop/checkout'"):
+        make_task("fsm:shop/chekout")
+    with pytest.raises(UnknownTaskError, match="did you mean 'shop'"):
+        make_task("fsm:shpo")
+    assert set(loaded_sites) == {"shop"}
+
+
+def test_concurrent_first_callers_share_one_server(monkeypatch) -> None:
+    starts: list[SiteServer] = []
+    real_start = SiteServer.start
+
+    async def counted_start(self: SiteServer) -> None:
+        starts.append(self)
+        await real_start(self)
+
+    monkeypatch.setattr(SiteServer, "start", counted_start)
+
+    async def scenario() -> None:
+        first, second = await asyncio.gather(fsm.shared_server(), fsm.shared_server())
+        assert first is second and len(starts) == 1
+        await fsm.close_shared_server()
+        with pytest.raises(RuntimeError):  # closed: it serves nothing any more
+            first.site_url  # noqa: B018
+        assert await fsm.shared_server() is not first and len(starts) == 2
+        await fsm.close_shared_server()
+        assert asyncio.get_running_loop() not in fsm._SHARED
+
+    asyncio.run(scenario())
