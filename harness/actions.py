@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, field_validator
 
 NORMALIZED_MAX = 1000
 
@@ -50,13 +50,25 @@ def canonical_key(name: str) -> str:
     )
 
 
+def _number(value: object) -> object:
+    """Refuse what pydantic's lax mode would turn into a number (``true`` -> 1, ``"7"`` -> 7)."""
+    if isinstance(value, bool | str | bytes):
+        raise ValueError(f"expected a number, got {type(value).__name__} {value!r:.20}")
+    return value
+
+
+#: Numeric action fields take numbers only; integral floats (3.0) still count as ints.
+Int = Annotated[int, BeforeValidator(_number)]
+Float = Annotated[float, BeforeValidator(_number)]
+
+
 class _Action(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class _Point(_Action):
-    x: int = Field(ge=0, description="x in screenshot pixels")
-    y: int = Field(ge=0, description="y in screenshot pixels")
+    x: Int = Field(ge=0, description="x in screenshot pixels")
+    y: Int = Field(ge=0, description="y in screenshot pixels")
 
 
 class Click(_Point):
@@ -87,16 +99,16 @@ class Drag(_Point):
     """Press at (x, y), move to (to_x, to_y), release."""
 
     type: Literal["drag"] = "drag"
-    to_x: int = Field(ge=0, description="end x in screenshot pixels")
-    to_y: int = Field(ge=0, description="end y in screenshot pixels")
+    to_x: Int = Field(ge=0, description="end x in screenshot pixels")
+    to_y: Int = Field(ge=0, description="end y in screenshot pixels")
 
 
 class Scroll(_Point):
     """Scroll the wheel at a point; positive dy scrolls down, positive dx right."""
 
     type: Literal["scroll"] = "scroll"
-    dx: int = Field(default=0, description="horizontal wheel delta in pixels")
-    dy: int = Field(default=0, description="vertical wheel delta in pixels")
+    dx: Int = Field(default=0, description="horizontal wheel delta in pixels")
+    dy: Int = Field(default=0, description="vertical wheel delta in pixels")
 
 
 class TypeText(_Action):
@@ -122,7 +134,7 @@ class Wait(_Action):
     """Do nothing for a while (let the page settle)."""
 
     type: Literal["wait"] = "wait"
-    seconds: float = Field(default=1.0, ge=0.0, le=60.0, description="how long to wait")
+    seconds: Float = Field(default=1.0, ge=0.0, le=60.0, description="how long to wait")
 
 
 class Done(_Action):
@@ -146,6 +158,23 @@ action_adapter: TypeAdapter[Action] = TypeAdapter(Action)
 def parse_action(data: object) -> Action:
     """Validate a dict (or JSON-like object) into an Action."""
     return action_adapter.validate_python(data)
+
+
+def outside(action: Action, width: int, height: int, area: str = "screenshot") -> str | None:
+    """An agent-error message if a point of ``action`` lies outside a width x height
+    ``area`` (the env checks the screenshot, the browser sandbox its viewport); else None."""
+    if not isinstance(action, POINTER_ACTIONS):
+        return None
+    points = [("", action.x, action.y)]
+    if isinstance(action, Drag):
+        points.append(("end ", action.to_x, action.to_y))
+    for label, x, y in points:
+        if not (0 <= x < width and 0 <= y < height):
+            return (
+                f"{action.type} {label}point ({x}, {y}) is outside the {width}x{height} {area}; "
+                f"expected 0 <= x < {width} and 0 <= y < {height}"
+            )
+    return None
 
 
 # ---- coordinate spaces ---------------------------------------------------------------------

@@ -22,6 +22,7 @@ from harness.actions import (
     Scroll,
     TypeText,
     Wait,
+    outside,
 )
 
 #: Canonical key names (harness.actions) -> Playwright key names.
@@ -62,18 +63,7 @@ def playwright_key(name: str) -> str:
 
 def outside_viewport(action: Action, width: int, height: int) -> str | None:
     """An agent-error message if any point of ``action`` lies outside the viewport."""
-    points: list[tuple[str, int, int]] = []
-    if isinstance(action, (Click, DoubleClick, RightClick, Move, Drag, Scroll)):
-        points.append(("", action.x, action.y))
-    if isinstance(action, Drag):
-        points.append(("end ", action.to_x, action.to_y))
-    for label, x, y in points:
-        if not (0 <= x < width and 0 <= y < height):
-            return (
-                f"{action.type} {label}point ({x}, {y}) is outside the {width}x{height} viewport; "
-                f"expected 0 <= x < {width} and 0 <= y < {height}"
-            )
-    return None
+    return outside(action, width, height, "viewport")
 
 
 async def perform(page: Page, action: Action) -> None:

@@ -113,7 +113,18 @@ def encode_fields(action: Action, options: CodecOptions, size: Size | None) -> d
     return data
 
 
-def _number(codec: str, field: str, value: object, text: str) -> float:
+def screen_centre(options: CodecOptions, size: Size | None) -> tuple[int, int] | None:
+    """The middle of the screen in the codec's model space; None when that needs the
+    screenshot size and none was given."""
+    if options.coordinates == "normalized":
+        return NORMALIZED_MAX // 2, NORMALIZED_MAX // 2
+    if size is not None:
+        return size[0] // 2, size[1] // 2
+    return None
+
+
+def number(codec: str, field: str, value: object, text: str) -> float:
+    """``value`` if it is a finite int or float (not a bool, not a string), else a parse error."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise parse_error(codec, f"a number for {field}", text, f"{field} was {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
@@ -126,8 +137,8 @@ def _to_pixels(
     size: Size | None, text: str,
 ) -> None:
     fx, fy = fields
-    nx = _number(codec, fx, data[fx], text)
-    ny = _number(codec, fy, data[fy], text)
+    nx = number(codec, fx, data[fx], text)
+    ny = number(codec, fy, data[fy], text)
     if options.coordinates == "normalized":
         width, height = _need_size(size, "decode")
         for name, value in ((fx, nx), (fy, ny)):

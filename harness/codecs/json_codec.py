@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.actions import ACTION_TYPES, Action
+from harness.actions import Action
 from harness.codecs.base import (
+    ACTION_NAMES,
     CodecOptions,
     Size,
     check_length,
@@ -23,7 +24,7 @@ from harness.codecs.prompt import build_prompt
 # Trying every "{" of an adversarial string would be quadratic; real outputs put the
 # action object among the first few braces.
 MAX_CANDIDATES = 64
-_TYPES = ", ".join(cls.model_fields["type"].default for cls in ACTION_TYPES)
+_TYPES = ", ".join(ACTION_NAMES)
 
 
 def _reject_constant(name: str) -> float:

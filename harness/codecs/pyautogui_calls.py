@@ -24,19 +24,21 @@ from harness.codecs.base import (
     encode_fields,
     finish,
     parse_error,
+    screen_centre,
 )
 from harness.codecs.prompt import build_prompt
 from harness.codecs.pyliteral import (
+    WAIT_DEFAULT,
     Call,
     NotLiteral,
     call_of,
     decimal_literal,
     parse_module,
+    plain,
     quote,
 )
 
 SCROLL_CLICK_PX = 100  # one wheel click, as Chromium reports it (WheelEvent.deltaY)
-WAIT_DEFAULT = Wait().seconds
 _CLICKS = {"click": "click", "doubleClick": "double_click", "rightClick": "right_click"}
 _ENCODE = {"click": "click", "double_click": "doubleClick", "right_click": "rightClick",
            "move": "moveTo"}
@@ -106,7 +108,7 @@ def _encode_scroll(action: Scroll, f: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _statements(text: str) -> list[tuple[Call | str, str]]:
+def _statements(text: str) -> list[Call | str]:
     fence = _FENCE.search(text)
     source = fence.group(1) if fence else text
     try:
@@ -119,7 +121,7 @@ def _statements(text: str) -> list[tuple[Call | str, str]]:
         source = "\n".join(lines)
         body = parse_module(source)
     import_nodes = ("Import", "ImportFrom")
-    return [(call_of(s, source), source) for s in body if type(s).__name__ not in import_nodes]
+    return [call_of(s, source) for s in body if type(s).__name__ not in import_nodes]
 
 
 class _Interpreter:
@@ -129,12 +131,12 @@ class _Interpreter:
         self.options, self.size = options, size
         self.cursor: tuple[Any, Any] | None = None
 
-    def run(self, calls: list[tuple[Call | str, str]]) -> dict[str, Any]:
-        for index, (call, _source) in enumerate(calls):
+    def run(self, calls: list[Call | str]) -> dict[str, Any]:
+        for index, call in enumerate(calls):
             if isinstance(call, str):
                 return _sentinel(call)
             if call.owner == "time" and call.func == "sleep":
-                return {"type": "wait", "seconds": _plain(_arg(call, 0, "seconds"))}
+                return {"type": "wait", "seconds": plain(_arg(call, 0, "seconds"))}
             if call.owner is None and call.func == "DONE":
                 return {"type": "done", "answer": _arg(call, 0, "answer", None)}
             if call.owner != "pyautogui":
@@ -143,7 +145,7 @@ class _Interpreter:
             if call.func == "moveTo":
                 self.cursor = self._point(call, required=True)
                 continue
-            return self._action(call, [c for c, _ in calls[index + 1:]])
+            return self._action(call, calls[index + 1:])
         if self.cursor is None:
             raise NotLiteral("expected at least one pyautogui call, got none")
         return {"type": "move", "x": self.cursor[0], "y": self.cursor[1]}
@@ -192,18 +194,16 @@ class _Interpreter:
     def _point(self, call: Call, required: bool) -> tuple[Any, Any]:
         args, kw = call.args, call.kwargs
         if "x" in kw or "y" in kw:
-            return _plain(kw.get("x")), _plain(kw.get("y"))
+            return plain(kw.get("x")), plain(kw.get("y"))
         if args and isinstance(args[0], tuple) and len(args[0]) == 2:
-            return _plain(args[0][0]), _plain(args[0][1])
+            return plain(args[0][0]), plain(args[0][1])
         if call.func not in ("scroll", "hscroll") and len(args) >= 2:
-            return _plain(args[0]), _plain(args[1])
+            return plain(args[0]), plain(args[1])
         if self.cursor is not None:
             return self.cursor
-        if not required:
-            if self.options.coordinates == "normalized":
-                return 500, 500
-            if self.size is not None:
-                return self.size[0] // 2, self.size[1] // 2
+        centre = screen_centre(self.options, self.size)
+        if not required and centre is not None:
+            return centre
         raise NotLiteral(f"expected x= and y= in pyautogui.{call.func}(), got none")
 
 
@@ -246,8 +246,3 @@ def _clicks_to_px(clicks: Any) -> int:
     with localcontext() as ctx:
         ctx.prec = 1000  # literals are capped at 1e400, so this product is exact
         return int(round(Decimal(clicks) * SCROLL_CLICK_PX))
-
-
-def _plain(value: Any) -> Any:
-    """Decimals (exact float literals) become floats for pydantic."""
-    return float(value) if isinstance(value, Decimal) else value

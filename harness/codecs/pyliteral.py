@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from harness.actions import Wait
+
 Literal_ = str | int | float | Decimal | tuple[Any, ...]
+#: A wait of this long is written as the format's bare wait (``WAIT``, ``wait()``).
+WAIT_DEFAULT = Wait().seconds
 
 
 MAX_FLOAT_EXPONENT = 400  # checked on the exponent: arithmetic on 1e999999999 overflows
@@ -38,6 +42,11 @@ def quote(text: str) -> str:
         else:
             out.append(repr(ch)[1:-1])  # \x00, \u200b, lone surrogates
     return "'" + "".join(out) + "'"
+
+
+def plain(value: Any) -> Any:
+    """Decimals (exact float literals) become floats for pydantic; the rest pass as is."""
+    return float(value) if isinstance(value, Decimal) else value
 
 
 def decimal_literal(value: int, scale: int) -> str:

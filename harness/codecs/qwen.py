@@ -40,7 +40,9 @@ from harness.codecs.base import (
     check_length,
     encode_fields,
     finish,
+    number,
     parse_error,
+    screen_centre,
 )
 from harness.codecs.prompt import build_prompt
 
@@ -117,19 +119,17 @@ class QwenCodec:
         return _simple(self.name, action, args, text)
 
     def _scroll(self, args: dict[str, Any], size: Size | None, text: str) -> dict[str, Any]:
+        centre = screen_centre(self.options, size)
         if "coordinate" in args:
             x, y = _point(self.name, args, "coordinate", text)
-        elif self.options.coordinates == "normalized":
-            x, y = 500, 500
-        elif size is not None:
-            x, y = size[0] // 2, size[1] // 2
+        elif centre is not None:
+            x, y = centre
         else:
             raise parse_error(self.name, "coordinate [x, y] in scroll", text,
                               "say where to scroll")
-        pixels = args.get("pixels", 0)
-        if isinstance(pixels, bool) or not isinstance(pixels, int | float):
-            raise parse_error(self.name, "a number for pixels", text, f"pixels was {pixels!r}")
-        return {"type": "scroll", "x": x, "y": y, "dx": args.get("pixels_x", 0), "dy": -pixels}
+        dx = number(self.name, "pixels_x", args.get("pixels_x", 0), text)
+        dy = -number(self.name, "pixels", args.get("pixels", 0), text)
+        return {"type": "scroll", "x": x, "y": y, "dx": dx, "dy": dy}
 
 
 def _arguments(action: Action, f: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,6 @@ s is not the Wait default. The call text is parsed with ``ast`` and never execut
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from typing import Any
 
 from harness.actions import Action, Done, Drag, Key, Scroll, TypeText, Wait
@@ -29,10 +28,17 @@ from harness.codecs.base import (
     parse_error,
 )
 from harness.codecs.prompt import build_prompt
-from harness.codecs.pyliteral import Call, NotLiteral, call_of, parse_module, quote
+from harness.codecs.pyliteral import (
+    WAIT_DEFAULT,
+    Call,
+    NotLiteral,
+    call_of,
+    parse_module,
+    plain,
+    quote,
+)
 
 DEFAULT_SCROLL_PX = 300  # what a bare scroll(direction=...) means in pixels
-WAIT_DEFAULT = Wait().seconds
 _POINT_FUNCS = {
     "click": "click", "left_single": "click", "left_double": "double_click",
     "double_click": "double_click", "right_single": "right_click", "right_click": "right_click",
@@ -159,7 +165,7 @@ def _fields(call: Call) -> dict[str, Any]:
     if func in _KEY_FUNCS:
         return {"type": "key", "keys": _split_keys(kw.get("key", kw.get("hotkey")))}
     if func == "wait":
-        return {"type": "wait", **({"seconds": _plain(kw["seconds"])} if "seconds" in kw else {})}
+        return {"type": "wait", **({"seconds": plain(kw["seconds"])} if "seconds" in kw else {})}
     if func == "finished":
         return {"type": "done", "answer": kw.get("content")}
     raise NotLiteral(f"expected one of {', '.join(SUPPORTED)}, got {func}()")
@@ -168,12 +174,12 @@ def _fields(call: Call) -> dict[str, Any]:
 def _scroll_fields(kw: dict[str, Any]) -> dict[str, Any]:
     x, y = _point(kw, "start_box")
     if "dx" in kw or "dy" in kw:
-        return {"type": "scroll", "x": x, "y": y, "dx": _plain(kw.get("dx", 0)),
-                "dy": _plain(kw.get("dy", 0))}
+        return {"type": "scroll", "x": x, "y": y, "dx": plain(kw.get("dx", 0)),
+                "dy": plain(kw.get("dy", 0))}
     direction = kw.get("direction")
     if direction not in _DIRECTIONS:
         raise NotLiteral(f"expected direction='down'|'up'|'left'|'right', got {direction!r:.40}")
-    amount = _plain(kw.get("distance", DEFAULT_SCROLL_PX))
+    amount = plain(kw.get("distance", DEFAULT_SCROLL_PX))
     if isinstance(amount, str | tuple):
         raise NotLiteral(f"expected a number for distance, got {amount!r:.40}")
     sx, sy = _DIRECTIONS[direction]
@@ -201,8 +207,3 @@ def _split_keys(value: object) -> object:
     for token in value.split():
         keys.extend([token] if token == "+" or "+" not in token else [k for k in token.split("+") if k])
     return keys
-
-
-def _plain(value: Any) -> Any:
-    """Decimals (exact float literals) become floats for pydantic."""
-    return float(value) if isinstance(value, Decimal) else value

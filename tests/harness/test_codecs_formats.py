@@ -99,6 +99,11 @@ REFUSALS = {
         (_call('{"action": "middle_click", "coordinate": [5, 5]}'), "an action among"),
         (_call('{"action": "left_click", "coordinate": [NaN, 5]}'), "finite number for x"),
         (_call('{"action": "left_click", "coordinate": [-3, 5]}'), "x in 0..1279"),
+        # Numbers are numbers: lax coercion would read true as 1 and "7" as 7.
+        (_call('{"action": "scroll", "coordinate": [5, 5], "pixels": 3, "pixels_x": true}'),
+         "a number for pixels_x"),
+        (_call('{"action": "scroll", "coordinate": [5, 5], "pixels": "7"}'), "a number for pixels"),
+        (_call('{"action": "wait", "time": "2"}'), "seconds: Value error, expected a number, got str"),
         ("click at 5, 5", "<tool_call>"),
     ],
     "uitars": [
@@ -107,6 +112,9 @@ REFUSALS = {
         ("Action: click(start_box='(1,2'", "'Action: ' and one call"),
         ("Action: scroll(start_box='(1,2)', direction='sideways')", "direction="),
         ("Action: type(content='a') + open('/tmp/x', 'w')", "'Action: ' and one call"),
+        ("Action: scroll(start_box='(1,2)', dx='7', dy=3)", "dx: Value error, expected a number"),
+        ("Action: scroll(start_box='(1,2)', dx=True, dy=3)", "string or number literal"),
+        ("Action: wait(seconds='2')", "seconds: Value error, expected a number"),
     ],
     "pyautogui": [
         ("import os\nos.system('touch /tmp/pwned')", "got os.system()"),
@@ -115,12 +123,16 @@ REFUSALS = {
         ("pyautogui.click(x=1, y=2, button='middle')", "button="),
         ("pyautogui.press(['a', 'b'])", "use hotkey"),
         ("x = 1", "call expression"),
+        ("time.sleep('2')", "seconds: Value error, expected a number, got str"),
     ],
     "json": [
         ('{"type": "teleport", "x": 1}', "a type among click, double_click"),
         ('{"x": 1, "y": 2}', "whose type is one of: click, double_click"),
         ('{"type": "click", "x": NaN, "y": 2}', "JSON object"),
         ('{"type": "wait", "seconds": 99}', "seconds"),
+        ('{"type": "scroll", "x": 1, "y": 2, "dy": true}', "dy: Value error, expected a number, got bool"),
+        ('{"type": "wait", "seconds": "2"}', "seconds: Value error, expected a number, got str"),
+        ('{"type": "click", "x": "7", "y": 2}', "a number for x"),
     ],
 }
 
