@@ -30,7 +30,6 @@ class Stage:
     title: str
     args: list[str]
     links: dict[str, str] = field(default_factory=dict)  # label -> path relative to the out dir
-    allow_failure: bool = False
 
 
 def demo_stages(out: Path, *, quick: bool) -> list[Stage]:
@@ -119,7 +118,7 @@ def demo_command(
     for stage in demo_stages(out, quick=quick):
         code, seconds = run_stage(stage)
         results.append((stage, code, seconds))
-        if code != 0 and not stage.allow_failure:
+        if code != 0:
             console.print(f"[red]stage failed ({stage.title}); stopping[/red]")
             break
     index = write_index(out, results)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import gymnasium
 from pydantic import ValidationError
 
-from harness.actions import POINTER_ACTIONS, Action, Done, Drag, parse_action
+from harness.actions import Action, Done, outside, parse_action
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
 from harness.tasks.base import Task, TaskSetup, Validation
@@ -216,7 +216,7 @@ class AsyncBrowserEnv:
             return None, text, str(exc)
         except ValidationError as exc:
             return None, text, f"expected an action dict, got {action!r}: {exc.errors()[0]['msg']}"
-        return parsed, text, out_of_bounds(parsed, size)
+        return parsed, text, outside(parsed, *size)
 
     def _observe(self, shot: Screenshot, error: str | None) -> Observation:
         assert self._setup is not None
@@ -241,23 +241,6 @@ class AsyncBrowserEnv:
                 f"expected {what} of {self.task.id} within {limit}s, got a timeout; "
                 "raise the timeout or check the sandbox"
             ) from exc
-
-
-def out_of_bounds(action: Action, size: tuple[int, int]) -> str | None:
-    """An agent error if a pointer action's coordinates fall outside the screenshot."""
-    if not isinstance(action, POINTER_ACTIONS):
-        return None
-    points = [(action.x, action.y)]
-    if isinstance(action, Drag):
-        points.append((action.to_x, action.to_y))
-    width, height = size
-    for x, y in points:
-        if not (0 <= x < width and 0 <= y < height):
-            return (
-                f"expected a point inside the {width}x{height} screenshot, got {action.type} "
-                f"at ({x}, {y}); use x in [0, {width - 1}] and y in [0, {height - 1}]"
-            )
-    return None
 
 
 # ---- the sync wrapper --------------------------------------------------------------------
@@ -335,8 +318,11 @@ class BrowserEnv(gymnasium.Env):
         if self._closed:
             return
         self._closed = True
+        from harness.tasks.fsm import close_shared_server
+
         try:
             self._loop.run(self.env.close())
+            self._loop.run(close_shared_server())  # this loop's FSM site server, if one started
             self._loop.run(self._host.close())
         finally:
             self._loop.stop()

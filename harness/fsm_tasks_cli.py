@@ -4,6 +4,9 @@ Verification replays each task's oracle through the browser sandbox and the env
 (``FSMTask.cheat`` -> ``env.step``) and keeps a task only when the oracle reaches the
 goal and every step that sent an event was on a shortest path. Steps that send no
 event (focusing a field, typing, opening a dropdown) are preparatory and allowed.
+A task is never dropped silently: a ``SandboxError`` raises, and a reset that timed out
+or whose page never settled is dropped with a reason of its own (``INFRA_DROP``), apart
+from tasks that are themselves broken (``setup failed``).
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ from rich.progress import Progress
 from fsm_sites.server import SiteServer, resolve_sites
 from fsm_sites.spec import SiteSpec
 from fsm_sites.tasks import save_tasks, synthesize_tasks
+from harness.errors import EpisodeTimeout, TaskError
 from harness.tasks.fsm import FSMTask
 from sandboxes.errors import SandboxError
 
 console = Console(stderr=True)
+#: The reason of a task dropped because the browser or page failed it, not the task.
+INFRA_DROP = "infrastructure error during reset (not the task's fault; verify again)"
 
 
 @dataclass(frozen=True)
@@ -48,22 +54,26 @@ async def verify_one(task: Any, server: SiteServer, sandbox: Any, *, seed: int =
         await env.reset(seed=seed)
     except SandboxError:
         raise  # infrastructure, not the task's fault: never a silent drop
+    except (EpisodeTimeout, TaskError) as exc:  # a slow or stuck page, not a broken task
+        return Verdict(task.id, False, f"{INFRA_DROP}: {type(exc).__name__}: {exc}", 0)
     except Exception as exc:  # noqa: BLE001 - a broken task is reported and dropped
         return Verdict(task.id, False, f"setup failed: {exc}", 0)
     try:
-        for step in range(env.max_steps):
+        step, ended = 0, False
+        while not ended:  # the env truncates at max_steps, so this ends
             action = await env.oracle_action()
             if action is None:
                 return Verdict(task.id, False, "the oracle has no path from the current state", step)
             _, _, terminated, truncated, info = await env.step(action)
-            events = fsm_task.step_events[-1]
-            if events and not info.verdict.on_shortest_path:
-                return Verdict(task.id, False, f"step {step + 1} left the shortest path "
-                               f"({info.verdict.transition_id or 'no transition fired'})", step + 1)
-            if terminated or truncated:
-                reached = info.success
-                return Verdict(task.id, reached, "ok" if reached else info.message, step + 1)
-        return Verdict(task.id, False, f"did not reach the goal in {env.max_steps} steps", env.max_steps)
+            step += 1
+            if fsm_task.step_events[-1] and not info.verdict.on_shortest_path:
+                return Verdict(task.id, False, f"step {step} left the shortest path "
+                               f"({info.verdict.transition_id or 'no transition fired'})", step)
+            ended = terminated or truncated
+        if info.success:
+            return Verdict(task.id, True, "ok", step)
+        reason = f"did not reach the goal in {step} steps" if truncated else info.message
+        return Verdict(task.id, False, reason, step)
     finally:
         await env.close()
 

@@ -1,11 +1,14 @@
 """The async episode runner: many episodes over a pool of sandboxes on one Chromium.
 
 ``EpisodeRunner.run(specs)`` runs each ``EpisodeSpec`` (task, seed, index) with up to
-``concurrency`` at once. Infrastructure errors (``SandboxError``, ``TaskError``,
-``EpisodeTimeout``) are retried up to ``retries`` times with a fresh sandbox; anything
-the agent does wrong is part of the episode and never retried. Each finished episode is
-appended to ``results.jsonl`` and flushed at once, so a killed run keeps what it finished;
-``resume=True`` skips the (task, seed, index) keys already there without an error.
+``concurrency`` at once. Task ids are checked before any browser starts. Infrastructure
+errors (``SandboxError``, ``TaskError``, ``EpisodeTimeout``) are retried up to ``retries``
+times with a fresh sandbox; if every attempt fails the record carries ``error`` and is
+not scored. Anything the agent does wrong is part of the episode and never retried: an
+exception the agent raises ends the episode as a failure, recorded in ``agent_error``
+with the trajectory so far. Each finished episode is appended to ``results.jsonl`` and
+flushed at once, so a killed run keeps what it finished; ``resume=True`` skips the
+(task, seed, index) keys already there without an ``error``.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harness.actions import Action
 from harness.agents.base import Agent, AgentContext
 from harness.env import AsyncBrowserEnv, sandbox_overrides_for
-from harness.errors import EpisodeTimeout, TaskError, UnknownTaskError
+from harness.errors import EpisodeTimeout, TaskError
 from harness.observation import Observation, StepInfo
-from harness.tasks.registry import make_task
+from harness.tasks.registry import check_task_id, make_task
 from sandboxes.errors import SandboxError
 
 INFRA_ERRORS = (SandboxError, TaskError, EpisodeTimeout)
@@ -51,7 +54,11 @@ class RunnerConfig(BaseModel):
     step_timeout_s: float = Field(default=30.0, gt=0, description="limit for one env step or reset")
     episode_timeout_s: float = Field(default=300.0, gt=0, description="limit for a whole episode")
     retries: int = Field(default=2, ge=0, description="retries of an episode after an infrastructure error")
-    codec: str = Field(default="json", description="codec that decodes agents' text actions")
+    codec: str | None = Field(
+        default=None,
+        description="codec that decodes the text of agents without a codec of their own "
+                    "(a ModelAgent's own codec always decodes its text); None: json",
+    )
     save_screenshots: bool = Field(default=True, description="save a JPEG per step under out/episodes/")
     screenshot_max_side: int = Field(default=480, ge=32, description="saved screenshots are downscaled to this")
     resume: bool = Field(default=False, description="skip episodes already finished in results.jsonl")
@@ -110,7 +117,12 @@ class EpisodeRecord(BaseModel):
     attempts: int = Field(default=1, description="attempts made (1 + retries used)")
     width: int = Field(default=0, description="screenshot width the actions refer to")
     height: int = Field(default=0, description="screenshot height the actions refer to")
-    error: str | None = Field(default=None, description="the infrastructure error if every attempt failed")
+    error: str | None = Field(
+        default=None, description="the infrastructure error if every attempt failed; the episode is not scored",
+    )
+    agent_error: str | None = Field(
+        default=None, description="the exception the agent raised, which ended the episode as a failure",
+    )
     final_screenshot: str | None = Field(default=None, description="last screenshot, relative to out")
     trajectory: list[StepRecord] = Field(default_factory=list, description="the steps")
 
@@ -184,8 +196,14 @@ class EpisodeRunner:
         self._results_file: io.TextIOBase | None = None
 
     async def run(self, specs: Iterable[EpisodeSpec]) -> list[EpisodeRecord]:
-        """Run every spec not already finished; return the records of this run."""
-        todo = self._pending(list(specs))
+        """Run every spec not already finished; return the records of this run.
+
+        Raises ``UnknownTaskError`` before anything starts if a task id names no task.
+        """
+        specs = list(specs)
+        for task_id in dict.fromkeys(s.task_id for s in specs):
+            check_task_id(task_id)
+        todo = self._pending(specs)
         if not todo:
             return []
         if self._host is None:
@@ -210,6 +228,9 @@ class EpisodeRunner:
             if self._results_file is not None:
                 self._results_file.close()
                 self._results_file = None
+            from harness.tasks.fsm import close_shared_server
+
+            await close_shared_server()  # the FSM site server its episodes shared, if any
             if self._owns_host:
                 await self._host.close()
                 self._host = None
@@ -259,26 +280,29 @@ class EpisodeRunner:
                 await sandbox.close()
 
     async def _run_with_retries(self, spec: EpisodeSpec, agent: Agent, sandboxes: dict) -> EpisodeRecord:
+        """One episode; infrastructure errors (setup included) are retried, then recorded."""
         error = ""
         for attempt in range(1, self.config.retries + 2):
-            task = make_task(spec.task_id)
-            overrides = sandbox_overrides_for(task)
-            key = tuple(sorted(overrides.items()))
-            if key not in sandboxes:
-                sandboxes[key] = await self._host.new_sandbox(**overrides)
+            key: tuple | None = None
             try:
+                task = make_task(spec.task_id)
+                overrides = sandbox_overrides_for(task)
+                key = tuple(sorted(overrides.items()))
+                if key not in sandboxes:
+                    sandboxes[key] = await self._host.new_sandbox(**overrides)
                 return await asyncio.wait_for(
                     self._run_once(spec, task, agent, sandboxes[key], attempt),
                     self.config.episode_timeout_s,
                 )
-            except UnknownTaskError:
-                raise
-            except (TimeoutError, *INFRA_ERRORS) as exc:
-                error = f"{type(exc).__name__}: {exc}" or type(exc).__name__
-                # A fresh sandbox for the retry: the old one may hold a dead context.
+            except INFRA_ERRORS as exc:  # SandboxTimeout is a TimeoutError too: caught here first
+                error = _describe(exc)
+            except TimeoutError:
+                error = f"EpisodeTimeout: the episode ran past episode_timeout_s={self.config.episode_timeout_s}"
+            except Exception as exc:  # a harness bug (a task, a callback): retrying won't help
+                return self._failed(spec, attempt, _describe(exc))
+            # A fresh sandbox for the retry: the old one may hold a dead context.
+            if key in sandboxes:
                 await sandboxes.pop(key).close()
-            except Exception as exc:  # an agent bug: part of the episode, never retried
-                return self._failed(spec, attempt, f"{type(exc).__name__}: {exc}")
         return self._failed(spec, self.config.retries + 1, error)
 
     def _failed(self, spec: EpisodeSpec, attempts: int, error: str) -> EpisodeRecord:
@@ -290,12 +314,11 @@ class EpisodeRunner:
     async def _run_once(self, spec: EpisodeSpec, task: Any, agent: Agent, sandbox: Any,
                         attempt: int) -> EpisodeRecord:
         cfg = self.config
-        env = AsyncBrowserEnv(task, sandbox, codec=cfg.codec, max_steps=cfg.max_steps,
-                              step_timeout_s=cfg.step_timeout_s)
+        env = AsyncBrowserEnv(task, sandbox, codec=codec_for(agent, cfg.codec), max_steps=cfg.max_steps,
+                              step_timeout_s=cfg.step_timeout_s, reset_timeout_s=cfg.step_timeout_s)
         episode_dir = self._episode_dir(spec)
         ctx = EpisodeContext(spec=spec, attempt=attempt, env=env, episode_dir=episode_dir)
         start = time.perf_counter()
-        agent.reset(spec.seed)
         try:
             obs, _ = await env.reset(seed=spec.seed)
             record = EpisodeRecord(task=spec.task_id, seed=spec.seed, index=spec.index,
@@ -303,10 +326,20 @@ class EpisodeRunner:
                                    attempts=attempt, width=obs.width, height=obs.height)
             agent_ctx = AgentContext(task_id=spec.task_id, seed=spec.seed, step=0, env=env)
             ended = False
+            try:
+                agent.reset(spec.seed)
+            except Exception as exc:  # the agent's failure: the episode ends as a failure
+                record.agent_error, ended = _describe(exc), True
             while not ended:
                 agent_ctx.step = obs.step
-                action = await agent.act(obs, agent_ctx)
-                shot = self._save(episode_dir, f"step_{obs.step:03d}.jpg", obs)
+                try:
+                    action = await agent.act(obs, agent_ctx)
+                except INFRA_ERRORS:
+                    raise  # e.g. an oracle's env.oracle_action() timed out: infrastructure
+                except Exception as exc:  # the agent's failure: the episode ends as a failure
+                    record.agent_error = _describe(exc)
+                    break
+                shot = await self._save(episode_dir, f"step_{obs.step:03d}.jpg", obs)
                 after, reward, record.terminated, record.truncated, info = await env.step(action)
                 agent_ctx.history.append((obs, action))
                 record.trajectory.append(StepRecord(
@@ -319,7 +352,7 @@ class EpisodeRunner:
                     await _maybe_await(self.on_step(ctx, obs, action, after, reward, info))
                 obs, ended = after, record.terminated or record.truncated
             record.steps = obs.step
-            record.final_screenshot = self._save(episode_dir, "final.jpg", obs)
+            record.final_screenshot = await self._save(episode_dir, "final.jpg", obs)
         finally:
             await env.close()
         record.wall_seconds = round(time.perf_counter() - start, 4)
@@ -334,12 +367,11 @@ class EpisodeRunner:
         path.mkdir(parents=True)
         return path
 
-    def _save(self, episode_dir: Path | None, name: str, obs: Observation) -> str | None:
+    async def _save(self, episode_dir: Path | None, name: str, obs: Observation) -> str | None:
+        """Save a downscaled JPEG of ``obs``; decoding and encoding run off the event loop."""
         if episode_dir is None or self.out_dir is None:
             return None
-        image = obs.image().convert("RGB")
-        image.thumbnail((self.config.screenshot_max_side, self.config.screenshot_max_side))
-        image.save(episode_dir / name, format="JPEG", quality=75)
+        await asyncio.to_thread(_write_jpeg, obs, episode_dir / name, self.config.screenshot_max_side)
         return str((episode_dir / name).relative_to(self.out_dir))
 
     def _write(self, record: EpisodeRecord) -> None:
@@ -349,3 +381,19 @@ class EpisodeRunner:
             self._results_file = open(self.out_dir / RESULTS_FILE, "a", encoding="utf-8")
         self._results_file.write(json.dumps(record.model_dump(mode="json")) + "\n")
         self._results_file.flush()
+
+
+def codec_for(agent: Agent, configured: str | None) -> Any:
+    """The codec that decodes ``agent``'s text: its own (a ModelAgent's) if it has one,
+    else ``configured``, else json."""
+    return getattr(agent, "codec", None) or configured or "json"
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _write_jpeg(obs: Observation, path: Path, max_side: int) -> None:
+    image = obs.image().convert("RGB")
+    image.thumbnail((max_side, max_side))
+    image.save(path, format="JPEG", quality=75)

@@ -29,7 +29,11 @@ class AgentContext:
 
 @runtime_checkable
 class Agent(Protocol):
-    """Anything that maps an observation to an action (or to model text for the codec)."""
+    """Anything that maps an observation to an action (or to model text for the codec).
+
+    An agent that answers in text may carry a ``codec`` attribute (``ModelAgent`` does):
+    the episode runner then decodes its text with that codec, whatever its config says.
+    """
 
     name: str
 

@@ -25,7 +25,7 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=2)
 
 
-def _check(suite: str, agent: str, codec: str) -> list[str]:
+def _check(suite: str, agent: str, codec: str | None) -> list[str]:
     """Task ids for ``suite``; refuse an agent or codec that cannot work before any browser starts."""
     if agent not in AGENTS:
         _fail(f"expected --agent in {', '.join(AGENTS)}, got {agent!r}")
@@ -44,7 +44,7 @@ def _check(suite: str, agent: str, codec: str) -> list[str]:
     return task_ids
 
 
-def _print_table(summary: dict, failed: int, out: Path) -> None:
+def _print_table(summary: dict, failed: int, raised: int, out: Path) -> None:
     table = Table(title="cua eval")
     for column in ("task", "episodes", "success", "mean reward", "steps", "steps/s"):
         table.add_column(column, justify="left" if column == "task" else "right")
@@ -58,6 +58,9 @@ def _print_table(summary: dict, failed: int, out: Path) -> None:
     if failed:
         console.print(f"[red]{failed} episode(s) failed on infrastructure errors after retries "
                       "(see 'error' in results.jsonl); rerun with --resume to retry them")
+    if raised:
+        console.print(f"[yellow]{raised} episode(s) ended when the agent raised (see 'agent_error' "
+                      "in results.jsonl); they count as failures")
     console.print(f"report: {(out / 'report.html').resolve()}")
 
 
@@ -73,8 +76,10 @@ def eval_command(
         "--max-steps", min=1,
         help="steps before truncation [default: the task's own budget (FSM: 6 x shortest path + 6), else 30]",
         show_default=False)] = None,
-    codec: Annotated[str, typer.Option("--codec", help="codec for text actions: qwen, uitars, pyautogui, json")] = "json",
-    step_timeout: Annotated[float, typer.Option("--step-timeout", help="seconds per step")] = 30.0,
+    codec: Annotated[str | None, typer.Option(
+        "--codec", help="codec for the text actions of agents without their own: qwen, uitars, "
+                        "pyautogui, json [default: json]", show_default=False)] = None,
+    step_timeout: Annotated[float, typer.Option("--step-timeout", help="seconds per reset or step")] = 30.0,
     episode_timeout: Annotated[float, typer.Option("--episode-timeout", help="seconds per episode")] = 300.0,
     retries: Annotated[int, typer.Option("--retries", min=0, help="retries after infrastructure errors")] = 2,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="show a progress bar")] = True,
@@ -94,7 +99,7 @@ def eval_command(
     summary = write_summary(out / "summary.json", records)
     write_report(out / "report.html", summary, records, title=f"cua eval · {suite} · {agent}")
     failed = sum(1 for r in records if r.error)
-    _print_table(summary, failed, out)
+    _print_table(summary, failed, sum(1 for r in records if r.agent_error), out)
     if failed:
         raise typer.Exit(code=1)
 

@@ -4,7 +4,8 @@ Screenshots are the JPEGs the runner saved under ``episodes/<episode>/``, refere
 relative path (the report lives next to them). Each action is an SVG overlay in the
 screenshot's own pixel space (``viewBox``), so it lines up however the JPEG was
 downscaled: a crosshair for clicks and hovers, an arrow for drags and scrolls, a text
-label for typing, keys, waits and done; agent errors are a red caption.
+label for typing, keys, waits and done; agent errors (per step, and an exception that
+ended the episode) are red.
 """
 
 from __future__ import annotations
@@ -112,7 +113,9 @@ def _frame(step: StepRecord, width: int, height: int) -> str:
 
 def _episode(record: EpisodeRecord) -> str:
     status = '<span class="ok">success</span>' if record.success else '<span class="bad">fail</span>'
-    error = f'<div class="err">error: {escape(record.error)}</div>' if record.error else ""
+    error = f'<div class="err">infrastructure error: {escape(record.error)}</div>' if record.error else ""
+    if record.agent_error:
+        error += f'<div class="err">the agent raised: {escape(record.agent_error)}</div>'
     frames = "".join(_frame(s, record.width, record.height) for s in record.trajectory)
     if record.final_screenshot:
         final = StepRecord(step=record.steps, action=None, reward=record.reward,
@@ -133,7 +136,10 @@ def render_report(summary: dict[str, Any], records: list[EpisodeRecord], title: 
     more = (f"<p>{len(records) - len(shown)} more episodes are in results.jsonl.</p>"
             if len(records) > len(shown) else "")
     failed = sum(1 for r in records if r.error)
+    raised = sum(1 for r in records if r.agent_error)
     note = f"<p class='err'>{failed} episode(s) failed on infrastructure errors and are not scored.</p>" if failed else ""
+    if raised:
+        note += f"<p class='err'>{raised} episode(s) ended when the agent raised; scored as failures.</p>"
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
         f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>{_table(summary)}{note}"

@@ -2,8 +2,10 @@
 
 Episodes that failed for infrastructure reasons after every retry carry an ``error``;
 they are left out of every figure (they measure the harness, not the agent) and the CLI
-reports how many there were. When a key (task, seed, index) appears more than once
-(a resumed run), its last record wins.
+reports how many there were. Episodes the agent ended by raising carry an
+``agent_error`` instead: they are failures of the agent and count like any other failed
+episode. When a key (task, seed, index) appears more than once (a resumed run), its last
+record wins.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from harness.actions import Action, Click
 from harness.errors import TaskError
 from harness.tasks.base import Task, TaskSetup, Validation
 from sandboxes.base import Sandbox
+from sandboxes.origins import origin_of
 
 HTML_DIR = pathlib.Path(miniwob.__file__).parent / "html"
 TASK_DIR = HTML_DIR / "miniwob"
@@ -190,10 +191,9 @@ class MiniWoBTask(Task):
 
     async def setup(self, sandbox: Sandbox, *, seed: int | None) -> TaskSetup:
         url = self.url
-        origin = url.split("/miniwob/")[0]
-        await sandbox.reset(url, allowed_origins=(origin,))
+        await sandbox.reset(url)  # the start URL's origin is allowed, and no other
         instruction = await self.start_episode(sandbox, seed=seed)
-        return TaskSetup(instruction=instruction, start_url=url, allowed_origins=(origin,))
+        return TaskSetup(instruction=instruction, start_url=url, allowed_origins=(origin_of(url),))
 
     async def start_episode(self, sandbox: Sandbox, *, seed: int | None) -> str:
         """Start a seeded episode on the already loaded page; return its instruction."""

@@ -1,4 +1,5 @@
-"""Task verification: clean tasks are kept, broken ones dropped with a reason."""
+"""Task verification: clean tasks are kept, broken ones dropped with a reason, and a
+reset the page failed is dropped as infrastructure, apart from broken tasks."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import dataclasses
 import pytest
 
 from fsm_sites.server import SiteServer
-from harness.fsm_tasks_cli import verify_one
-from harness.tasks.fsm import goal_tasks
+from harness.errors import EpisodeTimeout, TaskError
+from harness.fsm_tasks_cli import INFRA_DROP, verify_one
+from harness.tasks.fsm import FSMTask, goal_tasks
 from tests.fsm_sites.widgets_spec import widgets_spec
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -30,3 +32,20 @@ async def test_verification_keeps_clean_tasks_and_drops_broken_ones(browser_host
     assert kept.kept and kept.reason == "ok" and kept.steps >= good.difficulty
     assert not broken.kept and "setup failed" in broken.reason and "fly_to_the_moon" in broken.reason
     assert not unreachable.kept and "start_state reachable" in unreachable.reason
+
+
+@pytest.mark.parametrize("error", [TaskError("page still loading"), EpisodeTimeout("reset took too long")])
+async def test_a_reset_the_page_failed_is_dropped_as_infrastructure(browser_host, monkeypatch, error) -> None:
+    async def stuck(self, *args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(FSMTask, "_settle", stuck)
+    spec = widgets_spec()
+    async with SiteServer([spec]) as server:
+        sandbox = await browser_host.new_sandbox()
+        try:
+            verdict = await verify_one(goal_tasks(spec)[0], server, sandbox, seed=0)
+        finally:
+            await sandbox.close()
+    assert not verdict.kept and verdict.reason.startswith(INFRA_DROP)
+    assert type(error).__name__ in verdict.reason

@@ -1,14 +1,24 @@
-"""The episode runner: crash retries, agent errors, streaming results, resume, callbacks."""
+"""The episode runner: crash retries, agent errors, setup errors, timeouts, codecs,
+streaming results, resume, callbacks."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 
-from harness.agents import OracleAgent
+import pytest
+
+import harness.runner as runner_module
+from harness.actions import Click
+from harness.agents import ModelAgent, OracleAgent
+from harness.errors import UnknownTaskError
+from harness.evaluation import summarize
 from harness.runner import EpisodeRunner, RunnerConfig, episode_specs, read_results
+from harness.tasks.miniwob import MiniWoBTask
 from sandboxes.browser_host import BrowserHost
+from sandboxes.errors import SandboxStartError
 
 
 class KillBrowserOnce(OracleAgent):
@@ -26,14 +36,47 @@ class KillBrowserOnce(OracleAgent):
         return await super().act(obs, ctx)
 
 
-class Broken:
+class BreaksOnSecondStep:
+    """Clicks the empty instruction box once, then raises."""
+
     name = "broken"
 
     def reset(self, seed):
         return None
 
     async def act(self, obs, ctx):
-        raise ValueError("agent bug")
+        if ctx.history:
+            raise ValueError("agent bug")
+        return Click(x=80, y=20)
+
+
+class ClicksInQwen(ModelAgent):
+    """A model agent on its default codec whose model always clicks the same point."""
+
+    async def generate(self, messages, images):
+        return self.codec.encode(Click(x=80, y=100))
+
+
+class SlowSetup(MiniWoBTask):
+    async def setup(self, sandbox, *, seed):
+        await asyncio.sleep(3)
+        return await super().setup(sandbox, seed=seed)
+
+
+class FirstSandboxFails:
+    """The shared host, except that its first new_sandbox() fails."""
+
+    def __init__(self, host: BrowserHost) -> None:
+        self.host, self.calls = host, 0
+
+    async def start(self) -> None:
+        await self.host.start()
+
+    async def new_sandbox(self, **overrides):
+        self.calls += 1
+        if self.calls == 1:
+            raise SandboxStartError("no sandbox for you")
+        return await self.host.new_sandbox(**overrides)
 
 
 async def test_browser_killed_mid_episode_is_retried_and_completes(tmp_path) -> None:
@@ -50,11 +93,51 @@ async def test_browser_killed_mid_episode_is_retried_and_completes(tmp_path) -> 
     assert [r.attempts for r in read_results(tmp_path / "results.jsonl")] == [2]
 
 
-async def test_agent_errors_are_recorded_never_retried(browser_host, tmp_path) -> None:
-    runner = EpisodeRunner(Broken, RunnerConfig(progress=False, retries=3), out_dir=tmp_path,
-                           host=browser_host)
+async def test_an_agent_that_raises_fails_its_episode_scored_kept_never_retried(browser_host, tmp_path) -> None:
+    config = RunnerConfig(progress=False, retries=3)
+    runner = EpisodeRunner(BreaksOnSecondStep, config, out_dir=tmp_path, host=browser_host)
+    specs = episode_specs(["miniwob:click-test"], 1, seed=0)
+    [record] = await runner.run(specs)
+    assert record.attempts == 1 and record.error is None and record.agent_error == "ValueError: agent bug"
+    assert not record.success and record.steps == 1 and len(record.trajectory) == 1
+    assert (tmp_path / record.final_screenshot).is_file()
+    summary = summarize(read_results(tmp_path / "results.jsonl"))
+    assert summary["episodes"] == 1 and summary["success_rate"] == 0.0
+    resumed = EpisodeRunner(BreaksOnSecondStep, config.model_copy(update={"resume": True}),
+                            out_dir=tmp_path, host=browser_host)
+    assert await resumed.run(specs) == []
+
+
+async def test_a_model_agent_is_decoded_with_its_own_codec(browser_host) -> None:
+    runner = EpisodeRunner(ClicksInQwen, RunnerConfig(progress=False, max_steps=1), host=browser_host)
     [record] = await runner.run(episode_specs(["miniwob:click-test"], 1, seed=0))
-    assert record.attempts == 1 and record.error == "ValueError: agent bug"
+    step = record.trajectory[0]
+    assert step.error is None and step.action == {"type": "click", "x": 80, "y": 100}
+
+
+async def test_step_timeout_limits_reset_too(browser_host, monkeypatch) -> None:
+    monkeypatch.setattr(runner_module, "make_task", lambda task_id: SlowSetup("click-test"))
+    config = RunnerConfig(progress=False, retries=0, step_timeout_s=1.0)
+    [record] = await EpisodeRunner(OracleAgent, config, host=browser_host).run(
+        episode_specs(["miniwob:click-test"], 1, seed=0))
+    assert record.error is not None and "EpisodeTimeout" in record.error and "reset" in record.error
+
+
+async def test_a_setup_error_is_recorded_while_the_other_episodes_run(browser_host, tmp_path) -> None:
+    host = FirstSandboxFails(browser_host)
+    runner = EpisodeRunner(OracleAgent, RunnerConfig(progress=False, retries=0, concurrency=2),
+                           out_dir=tmp_path, host=host)
+    records = await runner.run(episode_specs(["miniwob:click-test"], 2, seed=0))
+    assert sorted((r.error or "ok").split(":")[0] for r in records) == ["SandboxStartError", "ok"]
+    assert len(read_results(tmp_path / "results.jsonl")) == 2
+
+
+async def test_an_unknown_task_fails_before_anything_starts(tmp_path) -> None:
+    runner = EpisodeRunner(OracleAgent, RunnerConfig(progress=False), out_dir=tmp_path)
+    specs = episode_specs(["miniwob:click-test", "miniwob:clik-test"], 1, seed=0)
+    with pytest.raises(UnknownTaskError, match="did you mean 'click-test'"):
+        await runner.run(specs)
+    assert runner._host is None and not (tmp_path / "results.jsonl").exists()
 
 
 async def test_results_stream_screenshots_callbacks_and_resume(browser_host, tmp_path) -> None:
