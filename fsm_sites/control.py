@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from fsm_sites.server import error_response
 from fsm_sites.sessions import BadRequest, Session, SessionError, parse_event
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def _guard(handler):  # turns SessionError into its JSON 4xx answer
         try:
             return await handler(request)
         except SessionError as exc:
-            return web.json_response({"error": str(exc), "kind": type(exc).__name__}, status=exc.status)
+            return error_response(exc)
 
     return wrapped
 

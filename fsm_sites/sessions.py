@@ -74,7 +74,7 @@ class Session:
     seq: int = 0  # events accepted so far; never reset, so readers can page with `since`
 
     def distance(self, state: State) -> int | None:
-        return self.machine.distances(self.goal_fn, self.machine.graph()).get(state)
+        return self.machine.distance(state, self.goal_fn)
 
     def describe(self) -> dict[str, Any]:
         return {"session_id": self.id, "site": self.site, "goal": self.goal, "seed": self.seed,
@@ -136,12 +136,12 @@ class SessionStore:
         before = session.state
         fired = session.machine.step(before, event)
         after = fired[1] if fired else before
-        d_before, d_after = session.distance(before), session.distance(after)
         verdict = StepVerdict(
             state_before=before.key(), state_after=after.key(), transition_fired=fired is not None,
             transition_id=fired[0].transition_id if fired else None,
-            on_shortest_path=fired is not None and d_before is not None and d_after == d_before - 1,
-            distance_before=d_before, distance_after=d_after, goal_reached=session.goal_fn(after),
+            on_shortest_path=fired is not None and session.machine.on_shortest_path(before, after, session.goal_fn),
+            distance_before=session.distance(before), distance_after=session.distance(after),
+            goal_reached=session.goal_fn(after),
         )
         session.state = after
         session.seq += 1

@@ -131,8 +131,7 @@ def form_flow(b: SiteBuilder, key: str, title: str, fields: list[FieldDef], *, s
         modal = b.add_page(f"{key}_confirm", f"Confirm: {title.lower()}", modal_of=form)
         pages["confirm"] = modal
         b.add_transition(form, "submit", f"press '{submit}'", when=when, target=modal)
-        b.link(modal, "ok", "Confirm", result, "confirm", kind="button", effects=on_done or [])
-        b.link(modal, "cancel", "Cancel", form, "cancel the confirmation", kind="button")
+        _confirm_buttons(b, modal, result, form, on_done or [])
     else:
         b.add_transition(form, "submit", f"press '{submit}'", when=when, target=result, effects=on_done or [])
     b.link(form, "cancel", "Cancel", exit_to, f"leave {title.lower()}", section="footer")
@@ -168,10 +167,15 @@ def form_flow_tail(b: SiteBuilder, key: str, title: str, page: str, exit_to: str
     modal = b.add_page(f"{key}_confirm", f"Submit {title.lower()}?", modal_of=page)
     result = b.add_page(f"{key}_done", result_title, body=f"{title}: submitted.")
     b.link(page, "submit", "Submit", modal, f"submit the {title.lower()}", kind="button")
-    b.link(modal, "ok", "Confirm", result, "confirm", kind="button")
-    b.link(modal, "cancel", "Cancel", page, "cancel the confirmation", kind="button")
+    _confirm_buttons(b, modal, result, page)
     b.link(result, "continue", "Continue", exit_to, "continue", kind="button")
     return {"confirm": modal, "result": result}
+
+
+def _confirm_buttons(b: SiteBuilder, modal: str, result: str, back: str, on_confirm: list[Cond] | tuple = ()) -> None:
+    """A confirm modal's Confirm (to ``result``, applying ``on_confirm``) and Cancel (to ``back``)."""
+    b.link(modal, "ok", "Confirm", result, "confirm", kind="button", effects=on_confirm)
+    b.link(modal, "cancel", "Cancel", back, "cancel the confirmation", kind="button")
 
 
 def settings(b: SiteBuilder, key: str, title: str, tabs: list[tuple[str, str, list[tuple[str, str]]]]) -> list[str]:
