@@ -1,8 +1,10 @@
 """The curated library's recipes (hand-picked content per domain).
 
 The YAML files under ``sites/`` are generated from these by
-``python -m fsm_sites.library.curated`` and checked in, so a site can also be
-edited by hand afterwards; ``tests/fsm_sites/test_library.py`` checks both agree.
+``python -m fsm_sites.library.curated`` and checked in, so they can be read and
+served without the generator. Change a site by editing its recipe and
+regenerating, not by editing its YAML: ``tests/fsm_sites/test_library.py`` fails
+when a file differs from what its recipe gives.
 """
 
 from __future__ import annotations

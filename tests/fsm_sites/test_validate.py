@@ -149,8 +149,17 @@ def test_load_and_validate_lists_every_problem(data: dict[str, Any], tmp_path: P
 def test_a_spec_file_is_parsed_and_explored_once_from_validation_to_server(monkeypatch) -> None:
     parsed, explored = [], []
     parse, explore = SiteSpec.model_validate, Machine.graph
-    monkeypatch.setattr(SiteSpec, "model_validate", classmethod(lambda cls, *a, **kw: (parsed.append(1), parse(*a, **kw))[1]))
-    monkeypatch.setattr(Machine, "graph", lambda self, **kw: (explored.append(self), explore(self, **kw))[1])
+
+    def counted_parse(cls, *args, **kwargs):
+        parsed.append(args)
+        return parse(*args, **kwargs)
+
+    def counted_graph(self, **kwargs):
+        explored.append(self)
+        return explore(self, **kwargs)
+
+    monkeypatch.setattr(SiteSpec, "model_validate", classmethod(counted_parse))
+    monkeypatch.setattr(Machine, "graph", counted_graph)
     spec = load_and_validate(EXAMPLE)
     store = SessionStore()
     store.add_site(spec)
