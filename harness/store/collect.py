@@ -49,6 +49,7 @@ async def collect_async(config: CollectConfig) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from harness.env import AsyncBrowserEnv, sandbox_overrides_for
+    from harness.tasks.fsm import close_shared_server
     from sandboxes.browser_host import BrowserHost
 
     task = fsm_task_for(config.suite)
@@ -75,6 +76,7 @@ async def collect_async(config: CollectConfig) -> dict:
         await env.close()
         await sandbox.close()
         await host.close()
+        await close_shared_server()
         store.close()
 
 
