@@ -4,10 +4,10 @@ A blob's address is the sha256 of the screenshot bytes as the sandbox captured t
 (Chromium's PNG encoder is deterministic, so the same pixels give the same bytes):
 hashing needs no decode, so a repeated screenshot costs one hash and one lookup.
 By default a new screenshot is kept exactly as captured (PNG from Chromium: no decode,
-no re-encode, so inserts stay far above 5,000 steps/s even when every screenshot is new);
+no re-encode, so inserts stay above 5,000 steps/s even when every screenshot is new);
 ``fmt="webp"`` re-encodes new screenshots as lossless WebP instead (pixel-identical, about
 4.5x smaller than Chromium's compact PNG, more than the default fast-encoded one, but
-about 70 ms of CPU each). Numbers in docs/store.md and BENCHMARKS.md.
+about 50-70 ms of CPU each). Numbers in docs/store.md and BENCHMARKS.md.
 Files are written to a temp name and renamed, so a crash never leaves a torn blob.
 """
 
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import os
+import secrets
 import struct
-import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -42,7 +43,11 @@ class BlobDir:
         self.root = root
         self.fmt = fmt
         self.root.mkdir(parents=True, exist_ok=True)
+        self._root, self._suffix = str(root), _SUFFIX[fmt]
         self._made: set[str] = set()  # fan-out folders known to exist
+        # Temp names unique to this object and process (O_EXCL refuses a clash anyway).
+        self._tmp_prefix = f".tmp-{secrets.token_hex(4)}-"
+        self._tmp_ids = itertools.count()
 
     def path(self, digest: str) -> Path:
         """Where the blob lives (whichever format it was written in)."""
@@ -52,20 +57,32 @@ class BlobDir:
                 return candidate
         return self.root / digest[:2] / (digest + _SUFFIX[self.fmt])
 
-    def put(self, data: bytes) -> tuple[str, int, int, int]:
-        """Store a screenshot once; return (hash, stored bytes, width, height)."""
-        digest = blob_hash(data)
-        target = self.root / digest[:2] / (digest + _SUFFIX[self.fmt])
-        if target.exists():
-            width, height = _size(target.read_bytes())
-            return digest, target.stat().st_size, width, height
+    def put(self, data: bytes, digest: str | None = None) -> tuple[str, int, int, int]:
+        """Store a screenshot once; return (hash, stored bytes, width, height).
+        ``digest``, when the caller already hashed ``data``, spares hashing it again."""
+        # Plain os calls on str paths: this runs once per new screenshot, where pathlib
+        # and tempfile cost a fifth of the insert (BENCHMARKS.md, issue 4).
+        digest = digest or blob_hash(data)
+        folder = os.path.join(self._root, digest[:2])
+        target = os.path.join(folder, digest + self._suffix)
+        try:
+            stored = os.stat(target).st_size
+        except FileNotFoundError:
+            pass
+        else:  # stored before (by another writer): the same pixels, so the same size
+            return digest, stored, *_size(data)
         encoded, width, height = self._encode(data)
         if digest[:2] not in self._made:
-            target.parent.mkdir(exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             self._made.add(digest[:2])
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(encoded)
+        tmp = os.path.join(folder, f"{self._tmp_prefix}{os.getpid()}-{next(self._tmp_ids)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(encoded)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
         return digest, len(encoded), width, height
 

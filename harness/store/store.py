@@ -115,7 +115,7 @@ class TrajectoryStore:
             row = self.conn.execute(
                 "SELECT bytes, width, height FROM blobs WHERE hash = ?", (digest,)).fetchone()
             if row is None or not self.blobs.path(digest).exists():
-                _, size, width, height = self.blobs.put(data)
+                _, size, width, height = self.blobs.put(data, digest)
                 row = (size, width, height)
             cached = self._blob_cache[digest] = (row[0], row[1], row[2])
         return digest, *cached
