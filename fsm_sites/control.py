@@ -6,6 +6,7 @@ browser sandbox confines navigation to the site origin). Every error is JSON
 
     GET    /health                       {"ok": true}
     GET    /sites                        [{"name", "title", "pages", "goals"}]
+    POST   /sites                        {spec} -> serve one more site (replaces a namesake)
     POST   /sessions                     {site, goal, start_state?, seed?} -> 201 session
     GET    /sessions/{id}                the session: state, distance, goal_reached, seq, ...
     GET    /sessions/{id}/state          {"state", "page", "vars", "distance", "goal_reached"}
@@ -13,23 +14,30 @@ browser sandbox confines navigation to the site origin). Every error is JSON
     POST   /sessions/{id}/jump           {state} -> state
     POST   /sessions/{id}/event          {page, element, event, value} -> the event record
     GET    /sessions/{id}/events?since=N {"events": [record...]} with seq > N
+    GET    /sessions/{id}/html           {"html": the page of the current state}
+    GET    /sessions/{id}/oracle         {"edge": first edge of a shortest path, or null}
     DELETE /sessions/{id}                {"deleted": id}
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
-from fsm_sites.server import error_response
-from fsm_sites.sessions import BadRequest, Session, SessionError, parse_event
-
-if TYPE_CHECKING:
-    from fsm_sites.server import SiteServer
+from fsm_sites.engine import Edge
+from fsm_sites.errors import SpecInvalid
+from fsm_sites.sessions import BadRequest, Session, SessionError, SessionStore, parse_event
+from fsm_sites.spec import SiteSpec
+from fsm_sites.validate import validate_spec_data
 
 _CREATE_FIELDS = {"site", "goal", "start_state", "seed"}
+
+
+def error_response(exc: SessionError) -> web.Response:
+    """The JSON 4xx answer of a refused request (the site app answers the same way)."""
+    return web.json_response({"error": str(exc), "kind": type(exc).__name__}, status=exc.status)
 
 
 def _state_json(session: Session) -> dict[str, Any]:
@@ -59,7 +67,21 @@ def _guard(handler):  # turns SessionError into its JSON 4xx answer
     return wrapped
 
 
-def control_app(server: SiteServer) -> web.Application:
+class SessionHost(Protocol):
+    """What the control app drives (``fsm_sites.server.SiteServer`` is one)."""
+
+    store: SessionStore
+
+    def sites(self) -> list[SiteSpec]: ...
+    def add_site(self, spec: SiteSpec) -> None: ...
+    def create_session(self, site: str, *, goal: str, start_state: str | None = None,
+                       seed: int = 0) -> Session: ...
+    def session_url(self, session_id: str) -> str: ...
+    def render(self, session: Session) -> str: ...
+    def oracle_edge(self, session_id: str) -> Edge | None: ...
+
+
+def control_app(server: SessionHost) -> web.Application:
     """The aiohttp app of the control API over ``server``."""
     store = server.store
 
@@ -71,6 +93,25 @@ def control_app(server: SiteServer) -> web.Application:
             {"name": s.name, "title": s.title, "pages": len(s.pages), "goals": [g.id for g in s.goals]}
             for s in server.sites()
         ])
+
+    async def add_site(request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        if set(body) != {"spec"} or not isinstance(body["spec"], dict):
+            raise BadRequest("expected a body {\"spec\": {...a site spec...}}, got "
+                             f"fields {sorted(body)}")
+        try:
+            spec = validate_spec_data(body["spec"], source="POST /sites")
+        except SpecInvalid as exc:
+            raise BadRequest(str(exc)) from exc
+        server.add_site(spec)
+        return web.json_response({"name": spec.name}, status=201)
+
+    async def html(request: web.Request) -> web.Response:
+        return web.json_response({"html": server.render(store.get(request.match_info["sid"]))})
+
+    async def oracle(request: web.Request) -> web.Response:
+        edge = server.oracle_edge(request.match_info["sid"])
+        return web.json_response({"edge": edge.to_dict() if edge is not None else None})
 
     async def create(request: web.Request) -> web.Response:
         body = await _json_body(request)
@@ -122,6 +163,9 @@ def control_app(server: SiteServer) -> web.Application:
     app = web.Application(client_max_size=256 * 1024)
     app.router.add_get("/health", _guard(health))
     app.router.add_get("/sites", _guard(sites))
+    app.router.add_post("/sites", _guard(add_site))
+    app.router.add_get("/sessions/{sid}/html", _guard(html))
+    app.router.add_get("/sessions/{sid}/oracle", _guard(oracle))
     app.router.add_post("/sessions", _guard(create))
     app.router.add_get("/sessions/{sid}", _guard(describe))
     app.router.add_get("/sessions/{sid}/state", _guard(state))

@@ -5,9 +5,11 @@ Agent app (``site_url``; the only origin the agent's browser may visit):
     POST /s/{session}/event     a UI event {page, element, event, value} -> {"ok", "seq", "html"}
 Control app (``control_url``; never handed to the browser): see ``fsm_sites.control``.
 
-Both bind to 127.0.0.1. Sessions live in a ``SessionStore``; ``SiteServer`` also
-exposes every control operation as a plain Python method, so the harness can drive
-sessions in-process without HTTP. See docs/fsm_server.md.
+Both bind to ``host`` (127.0.0.1 by default; a container or a remote browser needs an
+address it can reach). Sessions live in a ``SessionStore``; ``SiteServer`` also exposes
+every control operation as a plain Python method. Code outside ``fsm_sites`` drives it
+through a site client (``fsm_sites.client``): in-process or over the control API. See
+docs/fsm_server.md.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from fsm_sites.engine import Machine
+from fsm_sites.control import control_app, error_response
+from fsm_sites.engine import Edge, Machine
 from fsm_sites.render import render_page
 from fsm_sites.sessions import (
     BadRequest,
@@ -35,10 +38,6 @@ from fsm_sites.state import State, UIEvent
 from fsm_sites.validate import load_and_validate
 
 _RENDER_CACHE = 4096
-
-
-def error_response(exc: SessionError) -> web.Response:
-    return web.json_response({"error": str(exc), "kind": type(exc).__name__}, status=exc.status)
 
 
 class SiteServer:
@@ -60,8 +59,6 @@ class SiteServer:
         """Bind both apps (port 0 picks free ports). Idempotent."""
         if self._runners:
             return
-        from fsm_sites.control import control_app
-
         for app, port in ((self._site_app(), self._ports[0]), (control_app(self), self._ports[1])):
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
@@ -138,6 +135,15 @@ class SiteServer:
 
     def delete_session(self, session_id: str) -> None:
         self.store.delete(session_id)
+
+    def oracle_edge(self, session_id: str) -> Edge | None:
+        """The first edge of a shortest path from the session's state to its goal; None
+        when the goal holds already or cannot be reached."""
+        session = self.store.get(session_id)
+        if session.goal_fn(session.state):
+            return None
+        paths = session.machine.shortest_paths(session.state, session.goal_fn, limit=1)
+        return paths[0][0] if paths else None
 
     def render(self, session: Session) -> str:
         """The session's current page (cached by machine, state and seed: a site replaced by

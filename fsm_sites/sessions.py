@@ -57,6 +57,13 @@ class EventRecord:
                 "event": {"page": ev.page, "element": ev.element, "event": ev.event, "value": ev.value},
                 "verdict": self.verdict.model_dump()}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EventRecord:
+        """Inverse of ``to_dict`` (a record read back from the control API)."""
+        ev = data["event"]
+        return cls(int(data["seq"]), UIEvent(ev["page"], ev["element"], ev["event"], ev.get("value")),
+                   StepVerdict.model_validate(data["verdict"]))
+
 
 @dataclass
 class Session:

@@ -55,12 +55,17 @@ def load_and_validate(path: str | Path) -> SiteSpec:
         data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_YAML_LOADER)
     except (OSError, ValueError, yaml.YAMLError) as exc:
         raise SpecInvalid([SpecProblem("", f"expected a readable YAML/JSON file, got {exc}")], str(path)) from exc
+    return validate_spec_data(data, source=str(path))
+
+
+def validate_spec_data(data: object, *, source: str = "spec") -> SiteSpec:
+    """A spec from decoded YAML/JSON data; raises ``SpecInvalid`` listing every problem."""
     if not isinstance(data, dict):
-        problem = SpecProblem("", f"expected a mapping at the top of the file, got {type(data).__name__}")
-        raise SpecInvalid([problem], str(path))
+        problem = SpecProblem("", f"expected a mapping at the top, got {type(data).__name__}")
+        raise SpecInvalid([problem], source)
     spec, problems = _checked(data)
     if spec is None or problems:
-        raise SpecInvalid(problems, str(path))
+        raise SpecInvalid(problems, source)
     return spec
 
 

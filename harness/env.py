@@ -1,14 +1,16 @@
 """The env: one task in one sandbox, with a gymnasium-shaped API.
 
-``AsyncBrowserEnv`` is the core (async, used by the episode runner); ``BrowserEnv`` is a
-``gymnasium.Env`` that drives the same core on a private event loop in a thread, for
-code that is not async. ``make_env("miniwob:click-button")`` builds the sync one with its
-own Chromium.
+``AsyncEnv`` is the core (async, used by the rollout); ``GymEnv`` is a ``gymnasium.Env``
+that drives the same core on a private event loop in a thread, for code that is not
+async. ``make_env("miniwob:click-button")`` builds the sync one with its own provider.
 
 Two error channels (see docs/evaluation.md): the agent's mistakes (text no codec can
 parse, a click outside the screenshot, an action the page refuses) come back as
 ``Observation.last_action_error`` and the step still counts; infrastructure failures
-(``SandboxError``, ``TaskError``, ``EpisodeTimeout``) raise.
+(``InfrastructureError``: ``SandboxError``, ``TaskError``, ``EpisodeTimeout``) raise.
+
+The reward of a step is the task's judgement under the env's reward mode
+(``harness.rewards``: outcome, step or progress).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from pydantic import ValidationError
 from harness.actions import Action, Done, outside, parse_action
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
+from harness.resources import TaskResources
+from harness.rewards import REWARD_MODES, RewardMode, step_reward
 from harness.tasks.base import Task, TaskSetup, Validation
-from sandboxes.base import Sandbox, Screenshot
+from sandboxes.base import Browser, Sandbox, SandboxProvider, Screenshot
 
 T = TypeVar("T")
 StepResult = tuple[Observation, float, bool, bool, StepInfo]
@@ -35,14 +39,6 @@ StepResult = tuple[Observation, float, bool, bool, StepInfo]
 DEFAULT_MAX_STEPS = 30
 DEFAULT_STEP_TIMEOUT_S = 30.0
 DEFAULT_RESET_TIMEOUT_S = 60.0
-
-
-def sandbox_overrides_for(task: Task) -> dict[str, Any]:
-    """Per-sandbox BrowserConfig overrides a task asks for (its ``viewport``, if any)."""
-    viewport = getattr(task, "viewport", None)
-    if viewport is None:
-        return {}
-    return {"viewport_width": int(viewport[0]), "viewport_height": int(viewport[1])}
 
 
 def resolve_codec(codec: Any) -> Any:
@@ -54,21 +50,29 @@ def resolve_codec(codec: Any) -> Any:
     return codec
 
 
-class AsyncBrowserEnv:
-    """One task in one sandbox. ``reset`` starts an episode; ``step`` acts and judges."""
+class AsyncEnv:
+    """One task in one sandbox. ``reset`` starts an episode; ``step`` acts and judges.
+
+    ``resources`` are the run's shared servers (``TaskResources``); without them the env
+    makes its own and closes them in ``close``.
+    """
 
     def __init__(
         self,
         task: Task,
         sandbox: Sandbox,
         *,
+        resources: TaskResources | None = None,
         codec: Any = None,
         max_steps: int | None = None,
+        reward: RewardMode = "outcome",
         step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
         reset_timeout_s: float = DEFAULT_RESET_TIMEOUT_S,
     ) -> None:
         if max_steps is not None and max_steps < 1:
             raise ConfigError(f"expected max_steps >= 1, got {max_steps}")
+        if reward not in REWARD_MODES:
+            raise ConfigError(f"expected reward in {', '.join(REWARD_MODES)}, got {reward!r}")
         if step_timeout_s <= 0 or reset_timeout_s <= 0:
             raise ConfigError(
                 f"expected positive timeouts, got step_timeout_s={step_timeout_s}, "
@@ -76,6 +80,10 @@ class AsyncBrowserEnv:
             )
         self.task = task
         self.sandbox = sandbox
+        self.reward_mode: RewardMode = reward
+        self._owns_resources = resources is None
+        self.resources = resources or TaskResources()
+        self._start_distance: int | None = None
         self._max_steps_arg = max_steps
         #: Steps before truncation in the current episode: ``max_steps`` if given, else
         #: the task's budget for the episode (``TaskSetup.max_steps``), else 30.
@@ -119,10 +127,12 @@ class AsyncBrowserEnv:
             await self.task.teardown(self.sandbox)
         self._setup = None
         setup = await self._timed(
-            self.task.setup(self.sandbox, seed=seed), self.reset_timeout_s, "reset"
+            self.task.setup(self.sandbox, seed=seed, resources=self.resources),
+            self.reset_timeout_s, "reset",
         )
         shot = await self._timed(self.sandbox.screenshot(), self.step_timeout_s, "screenshot")
         self._setup, self._steps, self._ended = setup, 0, False
+        self._start_distance = setup.start_distance
         self.max_steps = self._max_steps_arg or setup.max_steps or DEFAULT_MAX_STEPS
         self._episode_id = uuid.uuid4().hex[:12]
         obs = self._observe(shot, None)
@@ -132,17 +142,19 @@ class AsyncBrowserEnv:
             episode_id=self._episode_id,
             reset_seconds=time.perf_counter() - start,
             fsm_state=setup.fsm_state,
+            start_distance=setup.start_distance,
         )
         return obs, info
 
-    async def step(self, action: Action | str | dict) -> StepResult:
-        """Act, judge, observe. Text is decoded with the codec; agent errors don't raise."""
+    async def step(self, action: Action | str | dict, *, codec: Any = None) -> StepResult:
+        """Act, judge, observe. Text is decoded with ``codec`` (default: the env's codec);
+        agent errors don't raise."""
         if self._setup is None or self._last_obs is None:
             raise RuntimeError("expected reset() before step(), got step() first; call reset()")
         if self._ended:
             raise RuntimeError("expected reset() after the episode ended, got another step()")
         start = time.perf_counter()
-        parsed, text, error = self._decode(action)
+        parsed, text, error = self._decode(action, resolve_codec(codec) if codec is not None else self.codec)
         validation, shot, agent_error = await self._timed(
             self._act_and_judge(parsed, error), self.step_timeout_s, "step"
         )
@@ -152,6 +164,8 @@ class AsyncBrowserEnv:
         truncated = not terminated and self._steps >= self.max_steps
         self._ended = terminated or truncated
         obs = self._observe(shot, error)
+        reward = step_reward(self.reward_mode, validation.reward, validation.verdict,
+                             self._start_distance)
         info = StepInfo(
             task=self.task.id,
             episode_id=self._episode_id,
@@ -163,13 +177,29 @@ class AsyncBrowserEnv:
             success=validation.success,
             action_text=text,
         )
-        return obs, float(validation.reward), terminated, truncated, info
+        return obs, float(reward), terminated, truncated, info
 
     async def oracle_action(self) -> Action | None:
         """The task's oracle action for the current state (``Task.cheat``), or None."""
         if self._setup is None:
             raise RuntimeError("expected reset() before oracle_action(), got none")
         return await self._timed(self.task.cheat(self.sandbox), self.step_timeout_s, "cheat")
+
+    @property
+    def can_jump(self) -> bool:
+        """Whether the task can move its live episode straight to a state (FSM sites)."""
+        return self._setup is not None and callable(getattr(self.task, "jump", None))
+
+    async def jump(self, state_key: str, *, steps: int) -> tuple[Observation, str]:
+        """Move the live episode straight to ``state_key`` (no replay) as if ``steps`` steps
+        had been taken; returns the new observation and the state key reached."""
+        if not self.can_jump:
+            raise ConfigError(f"expected a task that can jump (an FSM task after reset), got "
+                              f"{self.task.id!r}; restore by replay instead")
+        reached = await self._timed(self.task.jump(self.sandbox, state_key),  # type: ignore[attr-defined]
+                                    self.reset_timeout_s, "jump")
+        self._steps = steps
+        return await self.observe(), reached
 
     async def observe(self) -> Observation:
         """A fresh observation of the current page without taking a step (e.g. after a
@@ -180,11 +210,14 @@ class AsyncBrowserEnv:
         return self._observe(shot, None)
 
     async def close(self) -> None:
-        """Tear the task down. The sandbox belongs to whoever made it and stays open."""
+        """Tear the task down, and close the resources the env made itself. The sandbox
+        belongs to whoever made it and stays open."""
         if self._setup is not None:
             self._setup = None
             await self.task.teardown(self.sandbox)
         self._ended = True
+        if self._owns_resources:
+            await self.resources.close()
 
     # ---- internals -------------------------------------------------------------------
 
@@ -199,7 +232,8 @@ class AsyncBrowserEnv:
         validation = await self.task.validate(self.sandbox, judged)
         return validation, await self.sandbox.screenshot(), agent_error
 
-    def _decode(self, action: Action | str | dict) -> tuple[Action | None, str | None, str | None]:
+    def _decode(self, action: Action | str | dict,
+                codec: Any) -> tuple[Action | None, str | None, str | None]:
         """(action, source text, agent error) for whatever the agent handed over."""
         assert self._last_obs is not None
         size = (self._last_obs.width, self._last_obs.height)
@@ -207,7 +241,7 @@ class AsyncBrowserEnv:
         try:
             if isinstance(action, str):
                 text = action
-                parsed = self.codec.decode(action, size=size)
+                parsed = codec.decode(action, size=size)
             elif isinstance(action, dict):
                 parsed = parse_action(action)
             else:
@@ -226,7 +260,7 @@ class AsyncBrowserEnv:
             width=shot.width,
             height=shot.height,
             instruction=self._setup.instruction,
-            url=self.sandbox.url,
+            url=self.sandbox.url if isinstance(self.sandbox, Browser) else None,
             step=self._steps,
             last_action_error=error,
         )
@@ -264,12 +298,12 @@ class _LoopThread:
         self.loop.close()
 
 
-class BrowserEnv(gymnasium.Env):
-    """A gymnasium env over ``AsyncBrowserEnv`` with its own Chromium (``BrowserHost``).
+class GymEnv(gymnasium.Env):
+    """A gymnasium env over ``AsyncEnv`` with its own sandbox provider and task resources.
 
     Observations are ``Observation`` models and actions are ``Action`` models or model
     text (decoded with ``codec``); rather than Box/Discrete spaces, the typed models are
-    the contract.
+    the contract (docs/evaluation.md says which gymnasium checks that leaves out).
     """
 
     metadata = {"render_modes": []}
@@ -278,27 +312,30 @@ class BrowserEnv(gymnasium.Env):
         self,
         task: Task | str,
         *,
-        browser_config: Any = None,
+        provider: SandboxProvider | None = None,
         codec: Any = None,
         max_steps: int | None = None,
+        reward: RewardMode = "outcome",
         step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
     ) -> None:
         from harness.tasks.registry import make_task
-        from sandboxes.browser_host import BrowserHost
+        from sandboxes.providers import LocalProvider
 
         self.task = make_task(task) if isinstance(task, str) else task
         self._loop = _LoopThread()
-        self._host = BrowserHost(browser_config)
+        self._owns_provider = provider is None
+        self._provider: SandboxProvider = provider or LocalProvider()
         try:
-            self._loop.run(self._host.start())
-            sandbox = self._loop.run(self._host.new_sandbox(**sandbox_overrides_for(self.task)))
+            self._resources = self._loop.run(_new_resources())
+            sandbox = self._loop.run(self._provider.new_sandbox(self.task.sandbox_request))
         except BaseException:
-            self._loop.run(self._host.close())
+            self._loop.run(self._provider.close())
             self._loop.stop()
             raise
         self._sandbox = sandbox
-        self.env = AsyncBrowserEnv(
-            self.task, sandbox, codec=codec, max_steps=max_steps, step_timeout_s=step_timeout_s
+        self.env = AsyncEnv(
+            self.task, sandbox, resources=self._resources, codec=codec, max_steps=max_steps,
+            reward=reward, step_timeout_s=step_timeout_s,
         )
         self._closed = False
 
@@ -318,19 +355,23 @@ class BrowserEnv(gymnasium.Env):
         if self._closed:
             return
         self._closed = True
-        from harness.tasks.fsm import close_shared_server
-
         try:
             self._loop.run(self.env.close())
-            self._loop.run(close_shared_server())  # this loop's FSM site server, if one started
-            self._loop.run(self._host.close())
+            self._loop.run(self._sandbox.close())
+            self._loop.run(self._resources.close())
+            if self._owns_provider:
+                self._loop.run(self._provider.close())
         finally:
             self._loop.stop()
 
 
-def make_env(task_id: str, **kwargs: Any) -> BrowserEnv:
-    """A sync env for ``task_id`` (e.g. "miniwob:click-button") with its own Chromium.
+async def _new_resources() -> TaskResources:
+    return TaskResources()  # made on the env's own loop, where its servers will run
 
-    Keyword arguments go to ``BrowserEnv`` (browser_config, codec, max_steps, step_timeout_s).
+
+def make_env(task_id: str, **kwargs: Any) -> GymEnv:
+    """A sync env for ``task_id`` (e.g. "miniwob:click-button") with its own provider.
+
+    Keyword arguments go to ``GymEnv`` (provider, codec, max_steps, reward, step_timeout_s).
     """
-    return BrowserEnv(task_id, **kwargs)
+    return GymEnv(task_id, **kwargs)

@@ -2,19 +2,29 @@
 
     HarnessError
     ├── ActionParseError        model text that no codec can turn into an action (agent error)
-    ├── ConfigError             a configuration value that is missing or of the wrong shape
+    ├── UnknownNameError        a suite, task or agent name that is not registered (also a
+    │   │                       ConfigError and a KeyError); the message offers close names
+    │   ├── UnknownTaskError
+    │   └── UnknownAgentError
     ├── TaskError               a task could not be set up or validated (infrastructure)
-    │   └── UnknownTaskError    a suite or task name that does not exist
     ├── EpisodeTimeout          a step or an episode ran past its time limit (infrastructure)
     └── StoreError              the trajectory store refused an operation
         └── RestoreMismatch     a replayed node does not look like the stored one
 
+    InfrastructureError         (sandboxes.errors) the one root of every failure that is not
+                                the agent's: SandboxError, TaskError, EpisodeTimeout, the
+                                site client's and the env server's errors. The runner, the
+                                explorer and task synthesis all catch exactly this.
+    ConfigError                 (sandboxes.errors) a configuration value of the wrong shape
+
 Agent mistakes never raise out of ``env.step``: they come back as
 ``Observation.last_action_error``. Infrastructure failures raise, and the episode
-runner retries them (see ``sandboxes.errors.SandboxError`` for the sandbox side).
+runner retries them.
 """
 
 from __future__ import annotations
+
+from sandboxes.errors import ConfigError, InfrastructureError
 
 
 class HarnessError(Exception):
@@ -25,22 +35,34 @@ class ActionParseError(HarnessError, ValueError):
     """Text that could not be decoded into an action; the message says what was expected."""
 
 
-class ConfigError(HarnessError, ValueError):
-    """A configuration that does not validate; the message names every bad field."""
-
-
-class TaskError(HarnessError):
+class TaskError(HarnessError, InfrastructureError):
     """A task failed to set up, validate or tear down for infrastructure reasons."""
 
 
-class UnknownTaskError(TaskError, KeyError):
-    """A suite or task name that is not registered."""
+class UnknownNameError(HarnessError, ConfigError, KeyError):
+    """A name that is not registered (a user's mistake, not infrastructure)."""
 
     def __str__(self) -> str:  # KeyError quotes its message; we want it plain
         return str(self.args[0]) if self.args else ""
 
 
-class EpisodeTimeout(HarnessError, TimeoutError):
+class UnknownTaskError(UnknownNameError):
+    """A suite or task name that is not registered."""
+
+
+class UnknownAgentError(UnknownNameError):
+    """An agent name that is not registered."""
+
+
+def did_you_mean(name: str, candidates: object) -> str:
+    """`` (did you mean 'a', 'b'?)`` for the candidates close to ``name``, else ``""``."""
+    import difflib
+
+    matches = difflib.get_close_matches(name, list(candidates), n=5, cutoff=0.5)  # type: ignore[call-overload]
+    return f" (did you mean {', '.join(repr(m) for m in matches)}?)" if matches else ""
+
+
+class EpisodeTimeout(HarnessError, InfrastructureError, TimeoutError):
     """A step or an episode ran past its limit."""
 
 
@@ -50,3 +72,10 @@ class StoreError(HarnessError):
 
 class RestoreMismatch(StoreError):
     """Replaying a node's path produced a screenshot that differs from the stored one."""
+
+
+__all__ = [
+    "ActionParseError", "ConfigError", "EpisodeTimeout", "HarnessError", "InfrastructureError",
+    "RestoreMismatch", "StoreError", "TaskError", "UnknownAgentError", "UnknownNameError",
+    "UnknownTaskError", "did_you_mean",
+]

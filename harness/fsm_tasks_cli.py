@@ -1,12 +1,13 @@
 """`cua tasks synth`: synthesize FSM tasks for a site, verify each in a real browser.
 
-Verification replays each task's oracle through the browser sandbox and the env
-(``FSMTask.cheat`` -> ``env.step``) and keeps a task only when the oracle reaches the
-goal and every step that sent an event was on a shortest path. Steps that send no
-event (focusing a field, typing, opening a dropdown) are preparatory and allowed.
-A task is never dropped silently: a ``SandboxError`` raises, and a reset that timed out
-or whose page never settled is dropped with a reason of its own (``INFRA_DROP``), apart
-from tasks that are themselves broken (``setup failed``).
+Verification replays each task's oracle through the one rollout path (``harness.rollout``:
+the oracle agent in the env, over the sandbox) and keeps a task only when the oracle
+reaches the goal and every step that sent an event was on a shortest path; a sink ends
+the episode at the first step that leaves it. Steps that send no event (focusing a
+field, typing, opening a dropdown) are preparatory and allowed. A task is never dropped
+silently: a ``SandboxError`` raises, and a reset that timed out or whose page never
+settled is dropped with a reason of its own (``INFRA_DROP``), apart from tasks that are
+themselves broken (``setup failed``).
 """
 
 from __future__ import annotations
@@ -22,11 +23,16 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from fsm_sites.client import LocalSiteClient, SiteClient
 from fsm_sites.server import SiteServer, resolve_sites
 from fsm_sites.spec import SiteSpec
 from fsm_sites.tasks import save_tasks, synthesize_tasks
-from harness.errors import EpisodeTimeout, TaskError
+from harness.agents.oracle import OracleAgent
+from harness.env import AsyncEnv
+from harness.errors import InfrastructureError
+from harness.rollout import Episode, RolloutSink, Transition, rollout
 from harness.tasks.fsm import FSMTask
+from sandboxes.base import Sandbox
 from sandboxes.errors import SandboxError
 
 console = Console(stderr=True)
@@ -44,60 +50,67 @@ class Verdict:
     steps: int
 
 
-async def verify_one(task: Any, server: SiteServer, sandbox: Any, *, seed: int = 0) -> Verdict:
-    """Replay ``task``'s oracle in ``sandbox`` through the env; keep it only if it is clean."""
-    from harness.env import AsyncBrowserEnv
+class _StaysOnShortestPath(RolloutSink):
+    """Ends the episode at the first step that sent events and left the shortest path."""
 
-    fsm_task = FSMTask(task, server)
-    env = AsyncBrowserEnv(fsm_task, sandbox)  # the task's own step budget
+    def __init__(self, task: FSMTask) -> None:
+        self.task = task
+
+    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+        verdict = transition.info.verdict
+        if self.task.step_events[-1] and verdict is not None and not verdict.on_shortest_path:
+            return (f"step {transition.step} left the shortest path "
+                    f"({verdict.transition_id or 'no transition fired'})")
+        return None
+
+
+async def verify_one(task: Any, sites: SiteClient, sandbox: Sandbox, *, seed: int = 0) -> Verdict:
+    """Replay ``task``'s oracle in ``sandbox`` through the env; keep it only if it is clean."""
+    fsm_task = FSMTask(task, sites)
+    env = AsyncEnv(fsm_task, sandbox)  # the task's own step budget
     try:
-        await env.reset(seed=seed)
+        episode = await rollout(env, OracleAgent(), [_StaysOnShortestPath(fsm_task)], seed=seed)
     except SandboxError:
         raise  # infrastructure, not the task's fault: never a silent drop
-    except (EpisodeTimeout, TaskError) as exc:  # a slow or stuck page, not a broken task
+    except InfrastructureError as exc:  # a slow or stuck page, not a broken task
         return Verdict(task.id, False, f"{INFRA_DROP}: {type(exc).__name__}: {exc}", 0)
     except Exception as exc:  # noqa: BLE001 - a broken task is reported and dropped
         return Verdict(task.id, False, f"setup failed: {exc}", 0)
-    try:
-        step, ended = 0, False
-        while not ended:  # the env truncates at max_steps, so this ends
-            action = await env.oracle_action()
-            if action is None:
-                return Verdict(task.id, False, "the oracle has no path from the current state", step)
-            _, _, terminated, truncated, info = await env.step(action)
-            step += 1
-            if fsm_task.step_events[-1] and not info.verdict.on_shortest_path:
-                return Verdict(task.id, False, f"step {step} left the shortest path "
-                               f"({info.verdict.transition_id or 'no transition fired'})", step)
-            ended = terminated or truncated
-        if info.success:
-            return Verdict(task.id, True, "ok", step)
-        reason = f"did not reach the goal in {step} steps" if truncated else info.message
-        return Verdict(task.id, False, reason, step)
     finally:
         await env.close()
+    if episode.stop_reason is not None:
+        return Verdict(task.id, False, episode.stop_reason, episode.steps)
+    if episode.agent_error is not None:
+        return Verdict(task.id, False, "the oracle has no path from the current state", episode.steps)
+    if episode.success:
+        return Verdict(task.id, True, "ok", episode.steps)
+    last = episode.transitions[-1] if episode.transitions else None
+    reason = (f"did not reach the goal in {episode.steps} steps" if episode.truncated
+              else last.info.message if last is not None else "the episode ended before a step")
+    return Verdict(task.id, False, reason, episode.steps)
 
 
 async def verify_tasks(tasks: Sequence[Any], specs: Sequence[SiteSpec], *, seed: int = 0,
                        concurrency: int = 2, show_progress: bool = True) -> list[Verdict]:
     """Verify every task in one browser and one site server, ``concurrency`` at a time
     (each in its own sandbox); the verdicts come back in the order of ``tasks``."""
-    from sandboxes.browser import BrowserHost
+    from sandboxes.providers import LocalProvider
 
     out: list[Verdict | None] = [None] * len(tasks)
     queue: asyncio.Queue[int] = asyncio.Queue()
     for index in range(len(tasks)):
         queue.put_nowait(index)
-    async with SiteServer(specs) as server, BrowserHost() as host:
+    async with SiteServer(specs) as server, LocalProvider() as provider:
+        sites = LocalSiteClient(server)
         with Progress(console=console, disable=not show_progress) as progress:
             bar = progress.add_task("verifying tasks", total=len(tasks))
 
             async def worker() -> None:
-                sandbox = await host.new_sandbox()
+                sandbox = await provider.new_sandbox()
                 try:
                     while not queue.empty():
                         index = queue.get_nowait()
-                        out[index] = await verify_one(tasks[index], server, sandbox, seed=seed)
+                        out[index] = await verify_one(tasks[index], sites, sandbox, seed=seed)
                         progress.advance(bar)
                 finally:
                     await sandbox.close()

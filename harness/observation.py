@@ -20,7 +20,7 @@ class Observation(BaseModel):
     width: int = Field(description="screenshot width in pixels")
     height: int = Field(description="screenshot height in pixels")
     instruction: str = Field(description="the task instruction in natural language")
-    url: str = Field(description="the page URL after the step")
+    url: str | None = Field(default=None, description="the page URL after the step (browsers only)")
     step: int = Field(description="number of steps taken so far in this episode")
     last_action_error: str | None = Field(
         default=None, description="why the last action failed (agent error), or None"
@@ -43,6 +43,8 @@ class ResetInfo(BaseModel):
     episode_id: str = Field(description="a unique id of this episode")
     reset_seconds: float = Field(description="wall time of the reset")
     fsm_state: str | None = Field(default=None, description="FSM state key, for FSM tasks")
+    start_distance: int | None = Field(
+        default=None, description="shortest distance from the start state to the goal, where known")
 
 
 class StepInfo(BaseModel):

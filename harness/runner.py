@@ -1,42 +1,52 @@
-"""The async episode runner: many episodes over a pool of sandboxes on one Chromium.
+"""The async episode runner: many episodes over a pool of sandboxes from one provider.
 
-``EpisodeRunner.run(specs)`` runs each ``EpisodeSpec`` (task, seed, index) with up to
-``concurrency`` at once. Task ids are checked before any browser starts. Infrastructure
-errors (``SandboxError``, ``TaskError``, ``EpisodeTimeout``) are retried up to ``retries``
-times with a fresh sandbox; if every attempt fails the record carries ``error`` and is
-not scored. Anything the agent does wrong is part of the episode and never retried: an
-exception the agent raises ends the episode as a failure, recorded in ``agent_error``
-with the trajectory so far. Each finished episode is appended to ``results.jsonl`` and
-flushed at once, so a killed run keeps what it finished; ``resume=True`` skips the
-(task, seed, index) keys already there without an ``error``.
+``EpisodeRunner(agent).run(specs)`` runs each ``EpisodeSpec`` (task, seed, index) with up
+to ``concurrency`` at once, every one through the one rollout path
+(``harness.rollout.rollout``); the agent is shared by every episode (its per-episode state
+lives in the rollout's context), so a model agent can batch the episodes' calls. Task ids
+are checked before any sandbox starts. Infrastructure errors (``InfrastructureError``)
+are retried up to ``retries`` times with a fresh sandbox; a crash of a process several
+sandboxes share (the browser) is retried without using up ``retries``, up to
+``crash_retries`` times, since the episode that sees it need not be the one that caused
+it. If every attempt fails the record carries ``error`` and is not scored. Anything the
+agent does wrong is part of the episode and never retried: an exception the agent raises
+ends the episode as a failure, recorded in ``agent_error`` with the trajectory so far.
+
+What an episode leaves behind is a sink: its ``results.jsonl`` line and report
+screenshots (always), the trajectory store (``store=``), and any sinks the caller adds.
+Each finished episode is appended to ``results.jsonl`` and flushed at once, so a killed
+run keeps what it finished; ``resume=True`` skips the (task, seed, index) keys already
+there without an ``error``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import io
 import json
 import re
 import shutil
-import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.actions import Action
-from harness.agents.base import Agent, AgentContext
-from harness.env import AsyncBrowserEnv, sandbox_overrides_for
-from harness.errors import EpisodeTimeout, TaskError
-from harness.observation import Observation, StepInfo
+from harness.agents.base import Agent
+from harness.env import AsyncEnv
+from harness.errors import InfrastructureError
+from harness.observation import Observation
+from harness.resources import TaskResources
+from harness.rewards import RewardMode
+from harness.rollout import Episode, RolloutSink, Transition, describe_error, rollout
 from harness.tasks.registry import check_task_id, make_task
-from sandboxes.errors import SandboxError
+from sandboxes.base import Sandbox, SandboxProvider, SandboxRequest
+from sandboxes.errors import SandboxCrashed
 
-INFRA_ERRORS = (SandboxError, TaskError, EpisodeTimeout)
+if TYPE_CHECKING:
+    from harness.store.store import TrajectoryStore
+
 RESULTS_FILE = "results.jsonl"
 
 
@@ -54,13 +64,29 @@ class RunnerConfig(BaseModel):
     step_timeout_s: float = Field(default=30.0, gt=0, description="limit for one env step or reset")
     episode_timeout_s: float = Field(default=300.0, gt=0, description="limit for a whole episode")
     retries: int = Field(default=2, ge=0, description="retries of an episode after an infrastructure error")
+    crash_retries: int = Field(
+        default=10, ge=0,
+        description="further retries after crashes of a process sandboxes share (the browser), "
+                    "which do not use up `retries`")
+    reward: RewardMode = Field(
+        default="outcome", description="the env's reward: outcome, step (verdict-shaped) or progress")
     codec: str | None = Field(
         default=None,
         description="codec that decodes the text of agents without a codec of their own "
                     "(a ModelAgent's own codec always decodes its text); None: json",
     )
+    @field_validator("codec")
+    @classmethod
+    def _known_codec(cls, codec: str | None) -> str | None:
+        if codec is not None:
+            from harness.codecs import get_codec
+
+            get_codec(codec)
+        return codec
+
     save_screenshots: bool = Field(default=True, description="save a JPEG per step under out/episodes/")
-    screenshot_max_side: int = Field(default=480, ge=32, description="saved screenshots are downscaled to this")
+    screenshot_max_side: int | None = Field(
+        default=None, ge=32, description="downscale saved screenshots to this; None: full size")
     resume: bool = Field(default=False, description="skip episodes already finished in results.jsonl")
     progress: bool = Field(default=True, description="show a rich progress bar")
 
@@ -93,10 +119,13 @@ class StepRecord(BaseModel):
     action: dict | None = Field(description="the executed action, None if unparseable")
     action_text: str | None = Field(default=None, description="the agent's text, if it sent text")
     error: str | None = Field(default=None, description="the agent error of this step")
-    reward: float = Field(description="the env reward of this step")
+    reward: float = Field(description="the env reward of this step (in the run's reward mode)")
     raw_reward: float = Field(description="the task's raw reward of this step")
     verdict: dict | None = Field(default=None, description="the FSM step verdict, if any")
     screenshot: str | None = Field(default=None, description="the screenshot before the step, relative to out")
+    agent: dict | None = Field(
+        default=None, description="what the agent sent and got, where it says: prompt, "
+        "image_steps, completion, token ids, log-probabilities, policy version")
 
 
 class EpisodeRecord(BaseModel):
@@ -108,8 +137,13 @@ class EpisodeRecord(BaseModel):
     episode: str = Field(description="the episode name (its folder under episodes/)")
     instruction: str = Field(default="", description="the task instruction")
     success: bool = Field(default=False, description="the task's goal was reached")
-    reward: float = Field(default=0.0, description="the final env reward")
+    reward: float = Field(default=0.0, description="the sum of the env's step rewards")
     raw_reward: float = Field(default=0.0, description="the final raw task reward")
+    reward_mode: str = Field(default="outcome", description="the reward mode of the run")
+    progress: float = Field(
+        default=0.0, description="the fraction of the start's distance-to-goal the episode closed "
+        "(1.0 on success; without verdicts 1.0 on success, else 0.0)")
+    start_distance: int | None = Field(default=None, description="shortest distance from start to goal")
     steps: int = Field(default=0, description="steps taken")
     terminated: bool = Field(default=False, description="the task or the agent ended the episode")
     truncated: bool = Field(default=False, description="max_steps ended the episode")
@@ -123,6 +157,7 @@ class EpisodeRecord(BaseModel):
     agent_error: str | None = Field(
         default=None, description="the exception the agent raised, which ended the episode as a failure",
     )
+    stop_reason: str | None = Field(default=None, description="why a sink ended the episode early")
     final_screenshot: str | None = Field(default=None, description="last screenshot, relative to out")
     trajectory: list[StepRecord] = Field(default_factory=list, description="the steps")
 
@@ -131,18 +166,8 @@ class EpisodeRecord(BaseModel):
         return (self.task, self.seed, self.index)
 
 
-@dataclass
-class EpisodeContext:
-    """What callbacks learn about the episode in flight."""
-
-    spec: EpisodeSpec
-    attempt: int
-    env: AsyncBrowserEnv
-    episode_dir: Path | None
-
-
-#: on_step(ctx, obs_before, action, obs_after, reward, info); may be sync or async.
-StepCallback = Callable[[EpisodeContext, Observation, "Action | str", Observation, float, StepInfo], Any]
+#: Makes the extra sinks of one episode (its spec in hand).
+SinkFactory = Callable[["EpisodeSpec"], Sequence[RolloutSink]]
 #: on_episode(record); may be sync or async.
 EpisodeCallback = Callable[[EpisodeRecord], Any]
 
@@ -167,31 +192,88 @@ def read_results(path: Path) -> list[EpisodeRecord]:
 
 
 async def _maybe_await(value: Any) -> None:
-    if inspect.isawaitable(value):
+    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
         await value
 
 
+class RecordSink(RolloutSink):
+    """Builds the results.jsonl record of one episode and saves its screenshots (JPEGs,
+    off the event loop) for the report."""
+
+    def __init__(self, spec: EpisodeSpec, attempt: int, out_dir: Path | None,
+                 config: RunnerConfig) -> None:
+        self.spec, self.config, self.out_dir = spec, config, out_dir
+        self.record = EpisodeRecord(task=spec.task_id, seed=spec.seed, index=spec.index,
+                                    episode=spec.name, attempts=attempt, reward_mode=config.reward)
+        self.episode_dir = self._episode_dir()
+
+    async def on_start(self, episode: Episode) -> None:
+        first = episode.first
+        self.record.instruction, self.record.width, self.record.height = (
+            first.instruction, first.width, first.height)
+
+    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+        info, after = transition.info, transition.after
+        shot = await self._save(f"step_{transition.before.step:03d}.jpg", transition.before)
+        self.record.trajectory.append(StepRecord(
+            step=after.step, action=info.action, action_text=info.action_text,
+            error=after.last_action_error, reward=transition.reward, raw_reward=info.raw_reward,
+            verdict=info.verdict.model_dump() if info.verdict else None, screenshot=shot,
+            agent=transition.agent_step.training_fields() or None,
+        ))
+        return None
+
+    async def on_end(self, episode: Episode) -> None:
+        record = self.record
+        record.agent_error, record.stop_reason = episode.agent_error, episode.stop_reason
+        record.steps = episode.last.step
+        record.success, record.reward = episode.success, round(episode.total_reward, 6)
+        record.terminated, record.truncated = episode.terminated, episode.truncated
+        if episode.transitions:
+            record.raw_reward = episode.transitions[-1].info.raw_reward
+        record.progress, record.start_distance = episode.progress, episode.start_distance
+        record.wall_seconds = round(episode.wall_seconds, 4)
+        record.final_screenshot = await self._save("final.jpg", episode.last)
+
+    def _episode_dir(self) -> Path | None:
+        if self.out_dir is None or not self.config.save_screenshots:
+            return None
+        path = self.out_dir / "episodes" / self.spec.name
+        if path.exists():  # a previous attempt's frames would mix with this one's
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        return path
+
+    async def _save(self, name: str, obs: Observation) -> str | None:
+        if self.episode_dir is None or self.out_dir is None:
+            return None
+        path = self.episode_dir / name
+        await asyncio.to_thread(_write_jpeg, obs, path, self.config.screenshot_max_side)
+        return str(path.relative_to(self.out_dir))
+
+
 class EpisodeRunner:
-    """Runs episode specs with one agent per worker over sandboxes of one BrowserHost."""
+    """Runs episode specs with one shared agent over sandboxes from one provider."""
 
     def __init__(
         self,
-        agent_factory: Callable[[], Agent],
+        agent: Agent,
         config: RunnerConfig | None = None,
         *,
         out_dir: str | Path | None = None,
-        host: Any = None,
-        browser_config: Any = None,
-        on_step: StepCallback | None = None,
+        provider: SandboxProvider | None = None,
+        resources: TaskResources | None = None,
+        store: TrajectoryStore | None = None,
+        sinks: SinkFactory | None = None,
         on_episode: EpisodeCallback | None = None,
     ) -> None:
-        self.agent_factory = agent_factory
+        self.agent = agent
         self.config = config or RunnerConfig()
         self.out_dir = Path(out_dir) if out_dir is not None else None
-        self._host = host
-        self._owns_host = host is None
-        self._browser_config = browser_config
-        self.on_step = on_step
+        self.provider = provider
+        self.resources = resources
+        self.store = store
+        self.sinks = sinks
         self.on_episode = on_episode
         self._results_file: io.TextIOBase | None = None
 
@@ -206,17 +288,20 @@ class EpisodeRunner:
         todo = self._pending(specs)
         if not todo:
             return []
-        if self._host is None:
-            from sandboxes.browser_host import BrowserHost
+        owns_provider, owns_resources = self.provider is None, self.resources is None
+        if self.provider is None:
+            from sandboxes.providers import LocalProvider
 
-            self._host = BrowserHost(self._browser_config)
+            self.provider = LocalProvider()
+        if self.resources is None:
+            self.resources = TaskResources()
         queue: asyncio.Queue[EpisodeSpec] = asyncio.Queue()
         for spec in todo:
             queue.put_nowait(spec)
         records: list[EpisodeRecord] = []
         self._counts = {"ok": 0, "failed": 0}
         try:
-            await self._host.start()
+            await self.provider.start()
             with self._progress(len(todo)) as progress:
                 bar = progress.add_task("episodes", total=len(todo), ok=0, failed=0)
                 workers = [
@@ -228,12 +313,12 @@ class EpisodeRunner:
             if self._results_file is not None:
                 self._results_file.close()
                 self._results_file = None
-            from harness.tasks.fsm import close_shared_server
-
-            await close_shared_server()  # the FSM site server its episodes shared, if any
-            if self._owns_host:
-                await self._host.close()
-                self._host = None
+            if owns_resources:
+                await self.resources.close()
+                self.resources = None
+            if owns_provider:
+                await self.provider.close()
+                self.provider = None
         return records
 
     # ---- scheduling ------------------------------------------------------------------
@@ -262,12 +347,11 @@ class EpisodeRunner:
 
     async def _worker(self, queue: asyncio.Queue[EpisodeSpec], records: list[EpisodeRecord],
                       progress: Progress, bar: Any) -> None:
-        agent = self.agent_factory()
-        sandboxes: dict[tuple, Any] = {}
+        sandboxes: dict[SandboxRequest, Sandbox] = {}
         try:
             while not queue.empty():
                 spec = queue.get_nowait()
-                record = await self._run_with_retries(spec, agent, sandboxes)
+                record = await self._run_with_retries(spec, sandboxes)
                 records.append(record)
                 self._write(record)
                 if self.on_episode is not None:
@@ -279,100 +363,62 @@ class EpisodeRunner:
             for sandbox in sandboxes.values():
                 await sandbox.close()
 
-    async def _run_with_retries(self, spec: EpisodeSpec, agent: Agent, sandboxes: dict) -> EpisodeRecord:
+    async def _run_with_retries(self, spec: EpisodeSpec,
+                                sandboxes: dict[SandboxRequest, Sandbox]) -> EpisodeRecord:
         """One episode; infrastructure errors (setup included) are retried, then recorded."""
-        error = ""
-        for attempt in range(1, self.config.retries + 2):
-            key: tuple | None = None
+        error, attempt, failures, crashes = "", 0, 0, 0
+        while failures <= self.config.retries:
+            attempt += 1
+            request: SandboxRequest | None = None
             try:
                 task = make_task(spec.task_id)
-                overrides = sandbox_overrides_for(task)
-                key = tuple(sorted(overrides.items()))
-                if key not in sandboxes:
-                    sandboxes[key] = await self._host.new_sandbox(**overrides)
-                return await asyncio.wait_for(
-                    self._run_once(spec, task, agent, sandboxes[key], attempt),
-                    self.config.episode_timeout_s,
-                )
-            except INFRA_ERRORS as exc:  # SandboxTimeout is a TimeoutError too: caught here first
-                error = _describe(exc)
-            except TimeoutError:
-                error = f"EpisodeTimeout: the episode ran past episode_timeout_s={self.config.episode_timeout_s}"
-            except Exception as exc:  # a harness bug (a task, a callback): retrying won't help
-                return self._failed(spec, attempt, _describe(exc))
+                request = task.sandbox_request
+                if request not in sandboxes:
+                    assert self.provider is not None
+                    sandboxes[request] = await self.provider.new_sandbox(request)
+                return await self._run_once(spec, task, sandboxes[request], attempt)
+            except InfrastructureError as exc:
+                error = describe_error(exc)
+                shared_crash = isinstance(exc, SandboxCrashed) and exc.shared
+                if shared_crash and crashes < self.config.crash_retries:
+                    crashes += 1  # another episode's crash may have taken this one down
+                else:
+                    failures += 1
+            except Exception as exc:  # a harness bug (a task, a sink): retrying won't help
+                return self._failed(spec, attempt, describe_error(exc))
             # A fresh sandbox for the retry: the old one may hold a dead context.
-            if key in sandboxes:
-                await sandboxes.pop(key).close()
-        return self._failed(spec, self.config.retries + 1, error)
+            if request is not None and request in sandboxes:
+                await sandboxes.pop(request).close()
+        return self._failed(spec, attempt, error)
 
     def _failed(self, spec: EpisodeSpec, attempts: int, error: str) -> EpisodeRecord:
         return EpisodeRecord(task=spec.task_id, seed=spec.seed, index=spec.index,
-                             episode=spec.name, attempts=attempts, error=error)
+                             episode=spec.name, attempts=attempts, error=error,
+                             reward_mode=self.config.reward)
 
     # ---- one episode -----------------------------------------------------------------
 
-    async def _run_once(self, spec: EpisodeSpec, task: Any, agent: Agent, sandbox: Any,
+    async def _run_once(self, spec: EpisodeSpec, task: Any, sandbox: Sandbox,
                         attempt: int) -> EpisodeRecord:
         cfg = self.config
-        env = AsyncBrowserEnv(task, sandbox, codec=codec_for(agent, cfg.codec), max_steps=cfg.max_steps,
-                              step_timeout_s=cfg.step_timeout_s, reset_timeout_s=cfg.step_timeout_s)
-        episode_dir = self._episode_dir(spec)
-        ctx = EpisodeContext(spec=spec, attempt=attempt, env=env, episode_dir=episode_dir)
-        start = time.perf_counter()
+        env = AsyncEnv(task, sandbox, resources=self.resources, codec=cfg.codec or "json",
+                       max_steps=cfg.max_steps, reward=cfg.reward,
+                       step_timeout_s=cfg.step_timeout_s, reset_timeout_s=cfg.step_timeout_s)
+        record_sink = RecordSink(spec, attempt, self.out_dir, cfg)
+        sinks: list[RolloutSink] = [record_sink]
+        if self.store is not None:
+            from harness.store.sink import StoreSink, env_key
+
+            sinks.append(StoreSink(self.store, env=env_key(spec.task_id, spec.seed),
+                                   agent=self.agent.name))
+        if self.sinks is not None:
+            sinks.extend(self.sinks(spec))
         try:
-            obs, _ = await env.reset(seed=spec.seed)
-            record = EpisodeRecord(task=spec.task_id, seed=spec.seed, index=spec.index,
-                                   episode=spec.name, instruction=obs.instruction,
-                                   attempts=attempt, width=obs.width, height=obs.height)
-            agent_ctx = AgentContext(task_id=spec.task_id, seed=spec.seed, step=0, env=env)
-            ended = False
-            try:
-                agent.reset(spec.seed)
-            except Exception as exc:  # the agent's failure: the episode ends as a failure
-                record.agent_error, ended = _describe(exc), True
-            while not ended:
-                agent_ctx.step = obs.step
-                try:
-                    action = await agent.act(obs, agent_ctx)
-                except INFRA_ERRORS:
-                    raise  # e.g. an oracle's env.oracle_action() timed out: infrastructure
-                except Exception as exc:  # the agent's failure: the episode ends as a failure
-                    record.agent_error = _describe(exc)
-                    break
-                shot = await self._save(episode_dir, f"step_{obs.step:03d}.jpg", obs)
-                after, reward, record.terminated, record.truncated, info = await env.step(action)
-                agent_ctx.history.append((obs, action))
-                record.trajectory.append(StepRecord(
-                    step=after.step, action=info.action, action_text=info.action_text,
-                    error=after.last_action_error, reward=reward, raw_reward=info.raw_reward,
-                    verdict=info.verdict.model_dump() if info.verdict else None, screenshot=shot,
-                ))
-                record.reward, record.raw_reward, record.success = reward, info.raw_reward, info.success
-                if self.on_step is not None:
-                    await _maybe_await(self.on_step(ctx, obs, action, after, reward, info))
-                obs, ended = after, record.terminated or record.truncated
-            record.steps = obs.step
-            record.final_screenshot = await self._save(episode_dir, "final.jpg", obs)
+            await rollout(env, self.agent, sinks, seed=spec.seed, index=spec.index,
+                          timeout_s=cfg.episode_timeout_s)
         finally:
             await env.close()
-        record.wall_seconds = round(time.perf_counter() - start, 4)
-        return record
-
-    def _episode_dir(self, spec: EpisodeSpec) -> Path | None:
-        if self.out_dir is None or not self.config.save_screenshots:
-            return None
-        path = self.out_dir / "episodes" / spec.name
-        if path.exists():  # a previous attempt's frames would mix with this one's
-            shutil.rmtree(path)
-        path.mkdir(parents=True)
-        return path
-
-    async def _save(self, episode_dir: Path | None, name: str, obs: Observation) -> str | None:
-        """Save a downscaled JPEG of ``obs``; decoding and encoding run off the event loop."""
-        if episode_dir is None or self.out_dir is None:
-            return None
-        await asyncio.to_thread(_write_jpeg, obs, episode_dir / name, self.config.screenshot_max_side)
-        return str((episode_dir / name).relative_to(self.out_dir))
+        return record_sink.record
 
     def _write(self, record: EpisodeRecord) -> None:
         if self.out_dir is None:
@@ -383,17 +429,8 @@ class EpisodeRunner:
         self._results_file.flush()
 
 
-def codec_for(agent: Agent, configured: str | None) -> Any:
-    """The codec that decodes ``agent``'s text: its own (a ModelAgent's) if it has one,
-    else ``configured``, else json."""
-    return getattr(agent, "codec", None) or configured or "json"
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def _write_jpeg(obs: Observation, path: Path, max_side: int) -> None:
+def _write_jpeg(obs: Observation, path: Path, max_side: int | None) -> None:
     image = obs.image().convert("RGB")
-    image.thumbnail((max_side, max_side))
-    image.save(path, format="JPEG", quality=75)
+    if max_side is not None:
+        image.thumbnail((max_side, max_side))
+    image.save(path, format="JPEG", quality=80)

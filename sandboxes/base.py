@@ -1,10 +1,20 @@
-"""The Sandbox protocol every provider implements.
+"""The sandbox core every kind implements, the browser interface, and sandbox providers.
 
 A sandbox owns one isolated UI surface (a browser context, an X display). It knows
-nothing about tasks, FSMs or models: it starts, resets to a URL, takes screenshots,
-executes typed actions, and reports its health. Infrastructure failures raise
-``sandboxes.errors.SandboxError`` subclasses; agent mistakes (a click outside the
-viewport, navigation to a blocked origin) are returned as an error string.
+nothing about tasks, FSMs or models. Every sandbox implements the **core**
+(:class:`Sandbox`): start, reset to a clean surface, screenshot, execute a typed action,
+health, close. Browser-only abilities (open a URL confined to origins, keep the page
+between episodes, evaluate JavaScript, the current URL) live on :class:`Browser`, which
+browser tasks ask for; a desktop sandbox implements the core and its own interface.
+
+A **provider** (:class:`SandboxProvider`) makes sandboxes for :class:`SandboxRequest`\\ s
+and owns what they share (one Chromium process, a display server, a container). It is
+passed into the runner, the env and the explorer, never hard-wired; one provider can
+serve many runs.
+
+Infrastructure failures raise ``sandboxes.errors.SandboxError`` subclasses; agent
+mistakes (a click outside the viewport, navigation to a blocked origin, parameters the
+surface refuses) are returned by ``execute`` as an error string.
 """
 
 from __future__ import annotations
@@ -12,7 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from harness.actions import Action
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandboxes.actions import Action
+
+SandboxKind = Literal["browser", "desktop"]
 
 
 @dataclass(frozen=True)
@@ -25,46 +39,86 @@ class Screenshot:
     height: int
 
 
+class SandboxRequest(BaseModel):
+    """What a task needs from a sandbox; a provider turns it into one."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: SandboxKind = Field(default="browser", description="the kind of surface")
+    viewport: tuple[int, int] | None = Field(
+        default=None, description="(width, height) in pixels; None: the provider's default"
+    )
+
+
 @runtime_checkable
 class Sandbox(Protocol):
-    """One isolated surface for one episode at a time."""
+    """The core: one isolated surface for one episode at a time."""
+
+    @property
+    def kind(self) -> SandboxKind:
+        """What kind of surface this is ("browser", "desktop")."""
 
     async def start(self) -> None:
         """Start the underlying process(es). Idempotent."""
 
-    async def reset(
-        self,
-        url: str,
-        *,
-        allowed_origins: tuple[str, ...] = (),
-        keep_page: bool = False,
-        content: str | None = None,
-    ) -> None:
-        """Begin a fresh episode (fresh cookies, storage, cache) at ``url``.
-
-        Navigation outside ``allowed_origins`` (scheme://host:port) is blocked; an empty
-        tuple allows only the origin of ``url``. ``keep_page=True`` lets a sandbox reuse
-        its surface for pages that keep no client-side state beyond cookies and storage
-        (which it still clears), and ``content`` is the HTML at ``url`` when the caller has
-        it; sandboxes without such a fast path ignore both.
-        """
+    async def reset(self) -> None:
+        """Begin a fresh episode on a clean surface (fresh context / display state)."""
 
     async def screenshot(self) -> Screenshot:
-        """Capture the current viewport."""
+        """Capture the surface."""
 
     async def execute(self, action: Action) -> str | None:
-        """Perform an action; return None on success or a message describing the agent's error."""
-
-    async def evaluate(self, expression: str) -> object:
-        """Evaluate a JavaScript expression in the page (browser sandboxes; tasks use it
-        to read page state). Desktop sandboxes raise NotImplementedError."""
-
-    @property
-    def url(self) -> str:
-        """The current URL (or window title for desktops)."""
+        """Perform an action; None on success, or a message describing the agent's error."""
 
     async def health(self) -> bool:
         """True while the sandbox can serve an episode."""
 
     async def close(self) -> None:
         """Release everything. Idempotent."""
+
+
+@runtime_checkable
+class Browser(Sandbox, Protocol):
+    """What browser tasks ask for on top of the core."""
+
+    async def reset(
+        self,
+        url: str | None = None,
+        *,
+        allowed_origins: tuple[str, ...] = (),
+        keep_page: bool = False,
+        content: str | None = None,
+    ) -> None:
+        """Begin a fresh episode (fresh cookies, storage, cache) at ``url`` (None: a blank page).
+
+        Navigation outside ``allowed_origins`` (scheme://host:port) is blocked; an empty
+        tuple allows only the origin of ``url``. ``keep_page=True`` lets a sandbox reuse
+        its page for pages that keep no client-side state beyond cookies and storage
+        (which it still clears), and ``content`` is the HTML at ``url`` when the caller has
+        it; sandboxes without such a fast path ignore both.
+        """
+
+    async def evaluate(self, expression: str) -> object:
+        """Evaluate a JavaScript expression in the page and return its JSON value."""
+
+    @property
+    def url(self) -> str:
+        """The current URL."""
+
+
+@runtime_checkable
+class SandboxProvider(Protocol):
+    """Makes sandboxes and owns what they share; whoever made the provider closes it."""
+
+    @property
+    def kinds(self) -> tuple[SandboxKind, ...]:
+        """The kinds of sandbox this provider can make."""
+
+    async def start(self) -> None:
+        """Start what the sandboxes share. Idempotent."""
+
+    async def new_sandbox(self, request: SandboxRequest) -> Sandbox:
+        """A new, started sandbox for ``request``; the caller closes it."""
+
+    async def close(self) -> None:
+        """Close every sandbox made here and what they share. Idempotent."""

@@ -1,5 +1,5 @@
-"""``BrowserSandbox``: one isolated browser context per episode, behind the ``Sandbox``
-protocol.
+"""``BrowserSandbox``: one isolated browser context per episode; it implements the sandbox
+core and the ``Browser`` interface (``sandboxes.base``).
 
 Every operation runs under a timeout. A failure is classified before it leaves:
 the browser died -> ``SandboxCrashed`` (after the host restarted it); ran too long
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from playwright.async_api import (
     Browser,
@@ -27,7 +27,7 @@ from playwright.async_api import (
     Error as PlaywrightError,
 )
 
-from harness.actions import Action, Wait
+from sandboxes.actions import Action, Wait
 from sandboxes.base import Screenshot
 from sandboxes.browser_actions import outside_viewport, perform
 from sandboxes.browser_config import BrowserConfig
@@ -50,6 +50,8 @@ from sandboxes.origins import (
 
 __all__ = ["BrowserConfig", "BrowserHost", "BrowserSandbox"]
 
+_BLANK = "about:blank"
+
 T = TypeVar("T")
 _CONTEXT_DESTROYED = "Execution context was destroyed"
 #: Playwright messages meaning the page (or everything under it) is gone. The events
@@ -68,8 +70,11 @@ _SOFT_NAVIGATE = (
 class BrowserSandbox:
     """One episode at a time in a fresh BrowserContext of a shared ``BrowserHost``."""
 
+    kind: Literal["browser"] = "browser"
+
     def __init__(self, host: BrowserHost, config: BrowserConfig) -> None:
         self.host = host
+        host.register(self)
         self.config = config
         self._context: BrowserContext | None = None
         self._page: Page | None = None
@@ -93,13 +98,14 @@ class BrowserSandbox:
 
     async def reset(
         self,
-        url: str,
+        url: str | None = None,
         *,
         allowed_origins: tuple[str, ...] = (),
         keep_page: bool = False,
         content: str | None = None,
     ) -> None:
-        """Close the previous episode's context and open ``url`` in a fresh one.
+        """Close the previous episode's context and open ``url`` (None: a blank page) in a
+        fresh one.
 
         ``keep_page=True`` reuses the previous episode's context and page instead, when
         they are healthy and confined to the same origins: cookies and storage are
@@ -111,6 +117,8 @@ class BrowserSandbox:
         context and renderer a fresh reset pays for (see docs/sandboxes.md).
         """
         self._check_open()
+        if url is None:
+            url, allowed_origins, keep_page = _BLANK, (), False
         allowed = normalize_origins(tuple(allowed_origins), url)
         if keep_page and self._can_keep(allowed):
             await self._guarded(
@@ -390,7 +398,8 @@ class BrowserSandbox:
             await self.host.recover(generation)
         part = "the page (its renderer crashed or it closed)" if renderer_only else "Chromium"
         raise SandboxCrashed(
-            f"{part} died during {what}; the browser is running again, call reset to start a new episode"
+            f"{part} died during {what}; the browser is running again, call reset to start a new episode",
+            shared=not renderer_only,
         ) from cause
 
     async def _close_context(self) -> None:
@@ -413,7 +422,7 @@ class BrowserSandbox:
         self._check_open()
         if self._page is None:
             if self._generation and self._generation != self.host.generation:
-                raise SandboxCrashed("the browser restarted since this episode began; call reset")
+                raise SandboxCrashed("the browser restarted since this episode began; call reset", shared=True)
             raise SandboxError(
                 "expected reset() before using the sandbox, got no episode; call reset(url)"
             )

@@ -1,4 +1,4 @@
-"""Mapping typed harness actions onto Playwright's mouse and keyboard.
+"""Mapping typed actions (sandboxes.actions) onto Playwright's mouse and keyboard.
 
 Coordinates are viewport CSS pixels (screenshots are taken at device scale 1, so
 screenshot pixels and viewport pixels coincide).
@@ -10,7 +10,7 @@ import asyncio
 
 from playwright.async_api import Page
 
-from harness.actions import (
+from sandboxes.actions import (
     Action,
     Click,
     Done,
@@ -25,7 +25,7 @@ from harness.actions import (
     outside,
 )
 
-#: Canonical key names (harness.actions) -> Playwright key names.
+#: Canonical key names (sandboxes.actions) -> Playwright key names.
 PLAYWRIGHT_KEYS: dict[str, str] = {
     "ctrl": "Control",
     "shift": "Shift",

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.errors import ConfigError
+from sandboxes.errors import ConfigError
 
 #: Fields that belong to the shared Chromium process, not to one sandbox's context.
 HOST_FIELDS = frozenset({"executable_path", "headless", "extra_flags"})

@@ -13,19 +13,21 @@ import asyncio
 import os
 import uuid
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from playwright.async_api import Browser, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from harness.errors import ConfigError
 from sandboxes import procs
 from sandboxes.browser_config import HOST_FIELDS, BrowserConfig
 from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
-from sandboxes.errors import SandboxClosed, SandboxStartError
+from sandboxes.errors import ConfigError, SandboxClosed, SandboxStartError
 
-if TYPE_CHECKING:
-    from sandboxes.browser import BrowserSandbox
+
+class _Closable(Protocol):
+    """What the host needs of its sandboxes (``sandboxes.browser.BrowserSandbox``)."""
+
+    async def close(self) -> None: ...
 
 _CLOSE_TIMEOUT_S = 10.0
 
@@ -33,7 +35,8 @@ _CLOSE_TIMEOUT_S = 10.0
 class BrowserHost:
     """One Chromium process shared by many ``BrowserSandbox`` instances.
 
-    Use as ``async with BrowserHost(config) as host: sandbox = await host.new_sandbox()``.
+    Sandboxes are made by a provider (``sandboxes.providers.LocalProvider``), which owns
+    the host; ``BrowserSandbox(host, config)`` registers itself here.
     """
 
     def __init__(self, config: BrowserConfig | None = None) -> None:
@@ -47,7 +50,7 @@ class BrowserHost:
         self._generation = 0
         self._lock = asyncio.Lock()
         self._closed = False
-        self._sandboxes: weakref.WeakSet[BrowserSandbox] = weakref.WeakSet()
+        self._sandboxes: weakref.WeakSet[_Closable] = weakref.WeakSet()
 
     # ---- public API ------------------------------------------------------------------
 
@@ -55,13 +58,13 @@ class BrowserHost:
         """Launch Playwright and Chromium. Idempotent."""
         await self.ensure_browser()
 
-    async def new_sandbox(
-        self, config: BrowserConfig | None = None, **overrides: Any
-    ) -> BrowserSandbox:
-        """A new sandbox on this host; per-sandbox ``overrides`` (e.g. image_format="jpeg")
-        are validated against ``BrowserConfig``. Call ``reset`` before using it."""
-        from sandboxes.browser import BrowserSandbox
+    def register(self, sandbox: _Closable) -> None:
+        """Track a sandbox made on this host, so that ``close`` closes it too."""
+        self._sandboxes.add(sandbox)
 
+    def sandbox_config(self, config: BrowserConfig | None, overrides: dict[str, Any]) -> BrowserConfig:
+        """The config of a new sandbox: ``config`` (default: the host's) with per-sandbox
+        ``overrides`` validated; host fields must match the host's."""
         base = config or self.config
         differing = sorted(f for f in HOST_FIELDS if getattr(base, f) != getattr(self.config, f))
         if differing:
@@ -69,11 +72,7 @@ class BrowserHost:
                 f"expected the host's {', '.join(differing)} in the sandbox config, got other "
                 "values; host settings apply to the shared browser, set them on the host"
             )
-        sandbox_config = base.with_overrides(overrides) if overrides else base
-        await self.start()
-        sandbox = BrowserSandbox(self, sandbox_config)
-        self._sandboxes.add(sandbox)
-        return sandbox
+        return base.with_overrides(overrides) if overrides else base
 
     async def close(self) -> None:
         """Close every sandbox, the browser and Playwright. Idempotent."""

@@ -1,19 +1,34 @@
-"""Errors raised by sandboxes. All are infrastructure failures: the episode runner
-retries them and never turns them into a reward.
+"""Errors raised by sandboxes, and the two roots every package of ours shares.
 
-    SandboxError
-    ├── SandboxStartError      the browser or display could not be started
-    ├── SandboxCrashed         the sandbox process died mid-episode (it has been restarted)
-    ├── SandboxTimeout         an operation on the sandbox ran past its limit
-    ├── SandboxClosed          the sandbox was used after close()
-    ├── SandboxNavigationError reset could not load its start URL (site down, refused)
-    └── SandboxEvaluationError a JavaScript expression threw inside the page
+    InfrastructureError            not the agent's fault: retried by the runner, recorded,
+    │                              never turned into a reward (harness.errors.TaskError
+    │                              and EpisodeTimeout derive from it too)
+    └── SandboxError
+        ├── SandboxStartError      the browser or display could not be started
+        ├── SandboxCrashed         the sandbox process died mid-episode (it has been restarted)
+        ├── SandboxTimeout         an operation on the sandbox ran past its limit
+        ├── SandboxClosed          the sandbox was used after close()
+        ├── SandboxNavigationError reset could not load its start URL (site down, refused)
+        └── SandboxEvaluationError a JavaScript expression threw inside the page
+    ConfigError (ValueError)       a configuration value that is missing or of the wrong shape
+
+These roots live here, in the lowest of our packages (``sandboxes`` imports nothing of
+ours), so that the harness, the sandboxes and the providers raise one family each;
+``harness.errors`` re-exports them.
 """
 
 from __future__ import annotations
 
 
-class SandboxError(Exception):
+class InfrastructureError(Exception):
+    """A failure of the machinery (sandbox, site server, timeout), not of the agent."""
+
+
+class ConfigError(ValueError):
+    """A configuration that does not validate; the message names every bad field."""
+
+
+class SandboxError(InfrastructureError):
     """Base class of sandbox (infrastructure) errors."""
 
 
@@ -22,7 +37,14 @@ class SandboxStartError(SandboxError):
 
 
 class SandboxCrashed(SandboxError):
-    """The sandbox process died during an episode. It has been restarted; retry the episode."""
+    """The sandbox process died during an episode. It has been restarted; retry the episode.
+
+    ``shared`` is True when the crash took down a process other sandboxes share (the
+    browser), so the episode that sees it need not be the one that caused it."""
+
+    def __init__(self, message: str, *, shared: bool = False) -> None:
+        super().__init__(message)
+        self.shared = shared
 
 
 class SandboxTimeout(SandboxError, TimeoutError):

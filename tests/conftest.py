@@ -1,8 +1,9 @@
 """Shared fixtures for every test directory.
 
-- ``browser_host``: one started ``BrowserHost`` for the whole session (Chromium is
-  expensive to start on 2 cores); make your own sandboxes with ``new_sandbox()`` and
-  close them, or use ``browser_sandbox`` which does that for you.
+- ``provider``: one started ``LocalProvider`` for the whole session (its Chromium is
+  expensive to start on 2 cores); make your own sandboxes with ``new_browser()`` (or
+  ``new_sandbox(request)``) and close them, or use ``browser_sandbox`` which does that
+  for you. ``provider.host`` is the shared ``BrowserHost``.
 - ``static_server``: an aiohttp server on 127.0.0.1 serving tests/sandboxes/pages.
 - ``static_server_factory``: ``await static_server_factory(directory)`` serves any
   directory on its own port (a distinct origin); closed at session end.
@@ -20,8 +21,9 @@ from pathlib import Path
 import pytest_asyncio
 from aiohttp import web
 
-from sandboxes.browser import BrowserHost, BrowserSandbox
+from sandboxes.browser import BrowserSandbox
 from sandboxes.browser_config import BrowserConfig
+from sandboxes.providers import LocalProvider
 
 SANDBOX_PAGES = Path(__file__).parent / "sandboxes" / "pages"
 
@@ -106,16 +108,16 @@ async def static_server(static_server_factory) -> StaticServer:
 
 
 @pytest_asyncio.fixture(scope="session")
-async def browser_host() -> AsyncIterator[BrowserHost]:
-    host = BrowserHost(BrowserConfig())
-    await host.start()
-    yield host
-    await host.close()
+async def provider() -> AsyncIterator[LocalProvider]:
+    provider = LocalProvider(BrowserConfig())
+    await provider.start()
+    yield provider
+    await provider.close()
 
 
 @pytest_asyncio.fixture
-async def browser_sandbox(browser_host: BrowserHost) -> AsyncIterator[BrowserSandbox]:
+async def browser_sandbox(provider: LocalProvider) -> AsyncIterator[BrowserSandbox]:
     """A fresh sandbox (no episode yet: call ``reset``), closed after the test."""
-    sandbox = await browser_host.new_sandbox()
+    sandbox = await provider.new_browser()
     yield sandbox
     await sandbox.close()

@@ -1,26 +1,17 @@
-"""Agents: the protocol, a seeded random agent, the task oracle, and the model interface."""
+"""Agents: the protocol and typed steps, the registry, the random and oracle agents, the
+model-agent base, and the batching helper."""
 
 from __future__ import annotations
 
-from harness.agents.base import Agent, AgentContext
-from harness.agents.model import ModelAgent
+from harness.agents.base import Agent, AgentContext, AgentStep, Turn, episode_rng
+from harness.agents.batching import Batcher
+from harness.agents.model import Completion, ModelAgent
 from harness.agents.oracle import OracleAgent
 from harness.agents.random_agent import RandomAgent, RandomAgentConfig
-
-#: names accepted by `cua eval --agent`
-AGENTS = ("random", "oracle")
-
-
-def make_agent(name: str, *, seed: int | None = None) -> Agent:
-    """An agent by its CLI name."""
-    if name == "random":
-        return RandomAgent(seed)
-    if name == "oracle":
-        return OracleAgent()
-    raise ValueError(f"expected an agent in {AGENTS}, got {name!r}")
-
+from harness.agents.registry import agent_names, check_agent, make_agent, register_agent
 
 __all__ = [
-    "AGENTS", "Agent", "AgentContext", "ModelAgent", "OracleAgent", "RandomAgent",
-    "RandomAgentConfig", "make_agent",
+    "Agent", "AgentContext", "AgentStep", "Batcher", "Completion", "ModelAgent", "OracleAgent",
+    "RandomAgent", "RandomAgentConfig", "Turn", "agent_names", "check_agent", "episode_rng",
+    "make_agent", "register_agent",
 ]

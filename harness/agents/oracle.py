@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from harness.actions import Action
-from harness.agents.base import AgentContext
+from harness.agents.base import AgentContext, AgentStep
 from harness.errors import ConfigError
 from harness.observation import Observation
 
@@ -13,14 +12,11 @@ class OracleAgent:
 
     name = "oracle"
 
-    def reset(self, seed: int | None) -> None:
-        return None
-
-    async def act(self, obs: Observation, ctx: AgentContext) -> Action:
+    async def act(self, obs: Observation, ctx: AgentContext) -> AgentStep:
         if ctx.env is None:
             raise ConfigError(
                 "expected an AgentContext with env set for the oracle agent, got env=None; "
-                "run it through harness.runner or pass the env in the context"
+                "run it through harness.rollout or pass the env in the context"
             )
         action = await ctx.env.oracle_action()
         if action is None:
@@ -28,4 +24,9 @@ class OracleAgent:
                 f"expected task {ctx.task_id!r} to have an oracle (Task.cheat), got none; "
                 "use another agent (e.g. --agent random) or a task with an oracle"
             )
-        return action
+        return AgentStep(action=action)
+
+
+def make(arg: str | None = None) -> OracleAgent:
+    """The registry's entry for ``oracle``."""
+    return OracleAgent()

@@ -1,4 +1,8 @@
-"""A seeded agent that samples uniformly over the whole action space."""
+"""An agent that samples over the whole action space from the episode's own random stream.
+
+Its stream is ``AgentContext.rng``, which depends on the episode's (task, seed, index):
+two tasks, or two episodes of one task, never play the same sequence, and a rerun of an
+episode plays the same one."""
 
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ from harness.actions import (
     TypeText,
     Wait,
 )
-from harness.agents.base import AgentContext
+from harness.agents.base import AgentContext, AgentStep
+from harness.errors import ConfigError
 from harness.observation import Observation
 
 
@@ -48,24 +53,19 @@ class RandomAgent:
 
     name = "random"
 
-    def __init__(self, seed: int | None = None, config: RandomAgentConfig | None = None) -> None:
+    def __init__(self, config: RandomAgentConfig | None = None) -> None:
         self.config = config or RandomAgentConfig()
         types = [t for t, w in self.config.weights.items() if w > 0]
         if not types:
-            raise ValueError(f"expected at least one positive weight, got {self.config.weights}")
+            raise ConfigError(f"expected at least one positive weight, got {self.config.weights}")
         self._types = types
         self._weights = [self.config.weights[t] for t in types]
-        self._rng = random.Random(seed)
 
-    def reset(self, seed: int | None) -> None:
-        self._rng = random.Random(seed)
+    async def act(self, obs: Observation, ctx: AgentContext) -> AgentStep:
+        return AgentStep(action=self.sample(obs.width, obs.height, ctx.rng))
 
-    async def act(self, obs: Observation, ctx: AgentContext) -> Action:
-        return self.sample(obs.width, obs.height)
-
-    def sample(self, width: int, height: int) -> Action:
+    def sample(self, width: int, height: int, rng: random.Random) -> Action:
         """One random action with coordinates inside a width x height screenshot."""
-        rng = self._rng
         kind = rng.choices(self._types, self._weights)[0]
         x, y = rng.randrange(width), rng.randrange(height)
         if kind in ("click", "double_click", "right_click", "move"):
@@ -82,14 +82,18 @@ class RandomAgent:
             length = rng.randint(1, self.config.max_text_chars)
             return TypeText(text="".join(rng.choice(alphabet) for _ in range(length)))
         if kind == "key":
-            return self._key()
+            return self._key(rng)
         if kind == "wait":
             return Wait(seconds=round(rng.uniform(0, self.config.max_wait_s), 3))
         return Done()
 
-    def _key(self) -> Key:
-        rng = self._rng
+    def _key(self, rng: random.Random) -> Key:
         main = rng.choice([*NAMED_KEYS, *string.ascii_lowercase, *string.digits])
         if rng.random() < 0.2:
             return Key(keys=(rng.choice(MODIFIER_KEYS), main))
         return Key(keys=(main,))
+
+
+def make(arg: str | None = None) -> RandomAgent:
+    """The registry's entry for ``random``."""
+    return RandomAgent()

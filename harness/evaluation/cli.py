@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
 
 import typer
+from pydantic import ConfigDict, Field, field_validator
 from rich.console import Console
 from rich.table import Table
 
-from harness.agents import AGENTS, make_agent
-from harness.errors import HarnessError
+from harness.agents.registry import agent_names, check_agent, make_agent
+from harness.cli_config import check_output_dir, config_command, fail
+from harness.errors import ConfigError
 from harness.evaluation.report import write_report
 from harness.evaluation.summary import latest, write_summary
 from harness.runner import RESULTS_FILE, EpisodeRunner, RunnerConfig, episode_specs, read_results
@@ -20,27 +21,55 @@ from harness.tasks.registry import make_task, suite_task_ids, task_has_oracle
 console = Console()
 
 
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}")
-    raise typer.Exit(code=2)
+class EvalConfig(RunnerConfig):
+    """Everything `cua eval` needs: which tasks, which agent, how many episodes, where to
+    write; plus how episodes are run (RunnerConfig)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    suite: str = Field(description="tasks: 'miniwob' for all, 'miniwob:click-button,click-link' "
+                       "for some, 'fsm:shop' ...; join several with '+'")
+    agent: str = Field(default="random", description="a registered agent: random, oracle, hf:PATH, "
+                       "openai:URL[#MODEL], ...")
+    episodes: int = Field(default=1, ge=1, description="episodes per task")
+    seed: int = Field(default=0, description="episode i of each task is seeded seed+i")
+    out: Path = Field(default=Path("runs/eval"), description="output folder")
+    store: Path | None = Field(default=None, description="also write every episode into this "
+                               "trajectory store (created if missing)")
+
+    @field_validator("agent")
+    @classmethod
+    def _registered(cls, agent: str) -> str:
+        check_agent(agent)
+        return agent
+
+    @field_validator("suite")
+    @classmethod
+    def _known(cls, suite: str) -> str:
+        suite_task_ids(suite)
+        return suite
 
 
-def _check(suite: str, agent: str, codec: str | None) -> list[str]:
-    """Task ids for ``suite``; refuse an agent or codec that cannot work before any browser starts."""
-    if agent not in AGENTS:
-        _fail(f"expected --agent in {', '.join(AGENTS)}, got {agent!r}")
-    try:
-        task_ids = suite_task_ids(suite)
-        from harness.env import resolve_codec
+def check_eval(config: EvalConfig) -> list[str]:
+    """Task ids of the suite; every mistake in the config is refused here, before any
+    sandbox starts or any file is written."""
+    task_ids = suite_task_ids(config.suite)
+    check_agent(config.agent)
+    from harness.env import resolve_codec
 
-        resolve_codec(codec)
-    except (HarnessError, ValueError, KeyError) as exc:
-        _fail(str(exc))
-    if agent == "oracle":
+    resolve_codec(config.codec)
+    check_output_dir(config.out, "--out")
+    if config.store is not None:
+        check_output_dir(config.store, "--store")
+        from harness.store.store import check_store_dir
+
+        check_store_dir(config.store)
+    if config.agent == "oracle":
         missing = [t for t in task_ids if not task_has_oracle(make_task(t))]
         if missing:
-            _fail(f"expected tasks with an oracle for --agent oracle, got {len(missing)} without: "
-                  f"{', '.join(missing[:10])}; pick tasks with one or use --agent random")
+            raise ConfigError(
+                f"expected tasks with an oracle for --agent oracle, got {len(missing)} without: "
+                f"{', '.join(missing[:10])}; pick tasks with one or use --agent random")
     return task_ids
 
 
@@ -64,46 +93,39 @@ def _print_table(summary: dict, failed: int, raised: int, out: Path) -> None:
     console.print(f"report: {(out / 'report.html').resolve()}")
 
 
-def eval_command(
-    suite: Annotated[str, typer.Option("--suite", help="'miniwob' for all tasks, 'miniwob:click-button,click-link' for some")],
-    agent: Annotated[str, typer.Option("--agent", help=f"one of {', '.join(AGENTS)}")] = "random",
-    episodes: Annotated[int, typer.Option("--episodes", min=1, help="episodes per task")] = 1,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="episodes run at once")] = 2,
-    seed: Annotated[int, typer.Option("--seed", help="episode i of each task is seeded seed+i")] = 0,
-    out: Annotated[Path, typer.Option("--out", help="output folder")] = Path("runs/eval"),
-    resume: Annotated[bool, typer.Option("--resume", help="skip episodes already in OUT/results.jsonl")] = False,
-    max_steps: Annotated[int | None, typer.Option(
-        "--max-steps", min=1,
-        help="steps before truncation [default: the task's own budget (FSM: 6 x shortest path + 6), else 30]",
-        show_default=False)] = None,
-    codec: Annotated[str | None, typer.Option(
-        "--codec", help="codec for the text actions of agents without their own: qwen, uitars, "
-                        "pyautogui, json [default: json]", show_default=False)] = None,
-    step_timeout: Annotated[float, typer.Option("--step-timeout", help="seconds per reset or step")] = 30.0,
-    episode_timeout: Annotated[float, typer.Option("--episode-timeout", help="seconds per episode")] = 300.0,
-    retries: Annotated[int, typer.Option("--retries", min=0, help="retries after infrastructure errors")] = 2,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="show a progress bar")] = True,
-) -> None:
+def run_eval(config: EvalConfig) -> None:
     """Evaluate an agent on a task suite; writes results.jsonl, summary.json and report.html."""
-    task_ids = _check(suite, agent, codec)
-    config = RunnerConfig(
-        concurrency=concurrency, max_steps=max_steps, step_timeout_s=step_timeout,
-        episode_timeout_s=episode_timeout, retries=retries, codec=codec, resume=resume,
-        progress=progress,
-    )
-    specs = episode_specs(task_ids, episodes, seed)
-    runner = EpisodeRunner(lambda: make_agent(agent, seed=seed), config, out_dir=out)
-    asyncio.run(runner.run(specs))
+    task_ids = check_eval(config)
+    agent = make_agent(config.agent)
+    runner_config = RunnerConfig(**{k: getattr(config, k) for k in RunnerConfig.model_fields})
+    specs = episode_specs(task_ids, config.episodes, config.seed)
+    store = None
+    if config.store is not None:
+        from harness.store.store import TrajectoryStore
+
+        store = TrajectoryStore(config.store)
+    try:
+        runner = EpisodeRunner(agent, runner_config, out_dir=config.out, store=store)
+        asyncio.run(runner.run(specs))
+    finally:
+        if store is not None:
+            store.close()
+    out = config.out
     wanted = {s.key for s in specs}
     records = [r for r in latest(read_results(out / RESULTS_FILE)) if r.key in wanted]
     summary = write_summary(out / "summary.json", records)
-    write_report(out / "report.html", summary, records, title=f"cua eval · {suite} · {agent}")
+    write_report(out / "report.html", summary, records,
+                 title=f"cua eval · {config.suite} · {config.agent} · reward {config.reward}")
     failed = sum(1 for r in records if r.error)
     _print_table(summary, failed, sum(1 for r in records if r.agent_error), out)
     if failed:
-        raise typer.Exit(code=1)
+        fail(f"{failed} episode(s) failed on infrastructure errors after retries (see 'error' in "
+             f"{out / RESULTS_FILE}); rerun with --resume to retry them", code=1)
 
 
 def register(app: typer.Typer) -> None:
     """Add `cua eval` to the CLI."""
-    app.command("eval")(eval_command)
+    app.command("eval")(config_command(
+        EvalConfig, run_eval, name="eval",
+        doc="Evaluate an agent on a task suite; writes results.jsonl, summary.json and report.html.\n\n"
+            f"Agents: {', '.join(agent_names())}."))

@@ -18,8 +18,8 @@ from typing import Any
 from harness.runner import EpisodeRecord
 
 SUMMARY_KEYS = (
-    "episodes", "success_rate", "mean_reward", "steps", "wall_seconds", "steps_per_second",
-    "per_task",
+    "episodes", "success_rate", "progress", "mean_reward", "steps", "wall_seconds",
+    "steps_per_second", "per_task",
 )
 
 
@@ -43,6 +43,8 @@ def figures(records: list[EpisodeRecord]) -> dict[str, float | int]:
     return {
         "episodes": n,
         "success_rate": round(sum(r.success for r in records) / n, 4) if n else 0.0,
+        # the mean fraction of the start's distance-to-goal the episodes closed
+        "progress": round(sum(r.progress for r in records) / n, 4) if n else 0.0,
         "mean_reward": round(sum(r.reward for r in records) / n, 4) if n else 0.0,
         "steps": steps,
         "wall_seconds": round(wall, 3),

@@ -4,31 +4,34 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
+from pydantic import ConfigDict, Field
+
+from harness.cli_config import check_output_dir, config_command, guarded
+from harness.store.collect import CollectConfig
+from harness.store.export import ExportConfig
 
 store_app = typer.Typer(help="Inspect and export a trajectory tree store.", no_args_is_help=True)
 
 
-def _open(path: Path):
-    from harness.store.store import DB_NAME, TrajectoryStore
+def _open_read_only(path: Path):  # -> TrajectoryStore
+    from harness.store.store import TrajectoryStore
 
-    if not (path / DB_NAME).exists():
-        raise typer.BadParameter(f"expected a store directory containing {DB_NAME}, got {path}; "
-                                 "collect into it first with `cua collect --store PATH`")
-    return TrajectoryStore(path)
+    return TrajectoryStore(path, read_only=True)
 
 
 @store_app.command("stats")
+@guarded
 def stats_command(
     path: Annotated[Path, typer.Argument(help="the store directory")],
     as_json: Annotated[bool, typer.Option("--json", help="print the headline numbers as JSON")] = False,
 ) -> None:
-    """Trees, nodes, episodes, screenshots, bytes versus flat storage, depth/branching."""
+    """Trees, nodes, episodes, screenshots, bytes versus flat storage, depth/branching (reads only)."""
     from harness.store.stats import JSON_KEYS, store_stats
 
-    stats = store_stats(_open(path))
+    stats = store_stats(_open_read_only(path))
     if as_json:
         typer.echo(json.dumps({key: stats[key] for key in JSON_KEYS}))
         return
@@ -47,23 +50,26 @@ def stats_command(
         console.print(f"{name}: " + "  ".join(f"{k}:{v}" for k, v in stats[name].items()))
 
 
-@store_app.command("export")
-def export_command(
-    path: Annotated[Path, typer.Argument(help="the store directory")],
-    fmt: Annotated[str, typer.Option("--format", help="sft, dpo or grpo")],
-    out: Annotated[Path, typer.Option("--out", help="output directory")],
-    codec: Annotated[str, typer.Option(help="action codec of the target text: a harness.codecs name or 'canonical'")] = "qwen",
-    history_images: Annotated[int, typer.Option(help="last k screenshots per example")] = 3,
-    jsonl: Annotated[bool, typer.Option("--jsonl", help="JSONL + image files instead of Parquet")] = False,
-) -> None:
-    """Write SFT paths, DPO branch pairs or GRPO step groups."""
-    from harness.store.export import ExportConfig, export
+class ExportCommand(ExportConfig):
+    """`cua store export`: the store, the format, where to write, and how rows are built."""
 
-    target = export(_open(path), fmt, out, ExportConfig(codec=codec, history_images=history_images,
-                                                       jsonl=jsonl))  # type: ignore[arg-type]
-    typer.echo(str(target))
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Path = Field(description="the store directory")
+    format: Literal["sft", "dpo", "grpo"] = Field(description="sft, dpo or grpo")
+    out: Path = Field(description="output directory")
 
 
+def run_export(command: ExportCommand) -> None:
+    from harness.store.export import export
+
+    store = _open_read_only(command.path)
+    check_output_dir(command.out, "--out")
+    config = ExportConfig(**command.model_dump(include=set(ExportConfig.model_fields)))
+    typer.echo(str(export(store, command.format, command.out, config)))
+
+
+@guarded
 def view_command(
     path: Annotated[Path, typer.Argument(help="the store directory")],
     out: Annotated[Path, typer.Option("--out", help="where to write index.html and images")],
@@ -71,40 +77,30 @@ def view_command(
     """Write a static HTML viewer of the store (DIR/index.html)."""
     from harness.store.viewer import write_viewer
 
-    typer.echo(str(write_viewer(_open(path), out)))
+    store = _open_read_only(path)
+    check_output_dir(out, "--out")
+    typer.echo(str(write_viewer(store, out)))
 
 
-def collect_command(
-    suite: Annotated[str, typer.Option("--suite", help="fsm:SITE")],
-    store: Annotated[Path, typer.Option("--store", help="the store directory")],
-    budget: Annotated[int, typer.Option("--budget", help="environment steps to spend")] = 200,
-    seconds: Annotated[float | None, typer.Option("--seconds", help="wall-time budget")] = None,
-    agent: Annotated[str, typer.Option("--agent", help="oracle or random")] = "random",
-    explore: Annotated[str, typer.Option("--explore", help="tree or independent")] = "tree",
-    restore: Annotated[str, typer.Option(help="auto, jump or replay")] = "auto",
-    candidates: Annotated[int, typer.Option(help="candidate actions sampled per expansion")] = 3,
-    max_depth: Annotated[int, typer.Option(help="longest branch, in steps")] = 12,
-    seed: Annotated[int, typer.Option(help="random seed")] = 0,
-    episodes: Annotated[int | None, typer.Option("--episodes", help="stop after N episodes")] = None,
-) -> None:
-    """Grow a trajectory tree on an FSM site (resumable: rerun to spend more budget)."""
-    from pydantic import ValidationError
+def run_collect(config: CollectConfig) -> None:
+    from harness.agents.registry import check_agent
+    from harness.store.collect import collect, task_for
+    from harness.store.store import check_store_dir
 
-    from harness.store.collect import CollectConfig, collect
-
-    try:
-        config = CollectConfig(suite=suite, store=store, budget=budget, seconds=seconds, agent=agent,
-                               explore=explore, candidates=candidates, max_depth=max_depth,
-                               seed=seed, restore=restore, max_episodes=episodes)
-    except ValidationError as exc:
-        problems = "; ".join(f"--{'.'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']} "
-                             f"(got {e.get('input')!r})" for e in exc.errors(include_url=False))
-        raise typer.BadParameter(problems) from None
-    report = collect(config)
-    typer.echo(json.dumps(report))
+    task_for(config.suite)
+    check_agent(config.agent)
+    check_output_dir(config.store, "--store")
+    check_store_dir(config.store)
+    typer.echo(json.dumps(collect(config)))
 
 
 def register(app: typer.Typer) -> None:
+    store_app.command("export")(config_command(
+        ExportCommand, run_export, name="store export", positional=("path",),
+        doc="Write SFT steps, DPO branch pairs or GRPO step groups (prompts from the one prompt "
+            "builder, verdict columns included)."))
     app.add_typer(store_app, name="store")
     app.command("view")(view_command)
-    app.command("collect")(collect_command)
+    app.command("collect")(config_command(
+        CollectConfig, run_collect, name="collect",
+        doc="Grow a trajectory tree on one task with any agent (resumable: rerun to spend more budget)."))

@@ -1,16 +1,19 @@
-"""`cua collect`: build the env for an FSM suite, explore into a store, emit hindsight tasks."""
+"""`cua collect`: build the env for a suite task, explore into a store, emit hindsight tasks."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from harness.errors import ConfigError
+from harness.resources import TaskResources
+from harness.rewards import RewardMode
 from harness.store.explore import ExploreConfig, Explorer
 from harness.store.hindsight import hindsight_tasks
 from harness.store.store import TrajectoryStore
+from sandboxes.base import SandboxProvider
 
 
 class CollectConfig(ExploreConfig):
@@ -18,19 +21,29 @@ class CollectConfig(ExploreConfig):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    suite: str = Field(description="'fsm:SITE' (a library site) or 'fsm:SITE/GOAL'")
+    suite: str = Field(description="one task: 'fsm:SITE' (a library site), 'fsm:SITE/GOAL', or "
+                       "any task id (restores replay where the task cannot jump)")
     store: Path = Field(description="the store directory (created if missing)")
     hindsight: bool = Field(default=True, description="emit hindsight tasks for reached states")
+    reward: RewardMode = Field(default="outcome", description="the step reward stored in nodes: "
+                               "outcome, step (verdict-shaped) or progress")
+
+    @field_validator("suite")
+    @classmethod
+    def _one_task(cls, suite: str) -> str:
+        task_for(suite)
+        return suite
 
 
-def fsm_task_for(suite: str):  # -> harness.tasks.fsm.FSMTask
-    """The FSM task of a suite name ('fsm:SITE' or 'fsm:SITE/GOAL') from the task registry."""
-    if not suite.startswith("fsm:"):
-        raise ConfigError(f"suite: expected 'fsm:SITE' or 'fsm:SITE/GOAL', got {suite!r}; "
-                          "tree collection needs an FSM site")
-    from harness.tasks.registry import make_task
+def task_for(suite: str):  # -> harness.tasks.base.Task
+    """The one task a collection grows its tree on, from the task registry."""
+    from harness.tasks.registry import make_task, suite_task_ids
 
-    return make_task(suite)
+    ids = suite_task_ids(suite)
+    if len(ids) != 1:
+        raise ConfigError(f"suite: expected one task (e.g. 'fsm:shop'), got {len(ids)} "
+                          f"({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}); a tree grows on one task")
+    return make_task(ids[0])
 
 
 def transition_describer(task):  # noqa: ANN001, ANN201 - an FSMTask; returns a Describe
@@ -45,38 +58,51 @@ def transition_describer(task):  # noqa: ANN001, ANN201 - an FSMTask; returns a 
     return phrases.get
 
 
-async def collect_async(config: CollectConfig) -> dict:
+async def collect_async(config: CollectConfig, *, provider: SandboxProvider | None = None,
+                        resources: TaskResources | None = None) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from harness.env import AsyncBrowserEnv, sandbox_overrides_for
-    from harness.tasks.fsm import close_shared_server
-    from sandboxes.browser_host import BrowserHost
+    from harness.agents.registry import make_agent
+    from harness.env import AsyncEnv
+    from harness.store.sink import env_key
+    from sandboxes.providers import LocalProvider
 
-    task = fsm_task_for(config.suite)
+    task = task_for(config.suite)
+    agent = make_agent(config.agent)
     store = TrajectoryStore(config.store)
-    host = BrowserHost()
-    await host.start()
-    sandbox = await host.new_sandbox(**sandbox_overrides_for(task))
-    env = AsyncBrowserEnv(task, sandbox, max_steps=config.max_depth + 1)
-    env_key = f"{config.suite}@seed={config.seed}"
+    owned_provider = provider is None
+    provider = provider or LocalProvider()
+    resources_given = resources is not None
+    resources = resources or TaskResources()
+    sandbox = None
+    env = None
     try:
+        await provider.start()
+        sandbox = await provider.new_sandbox(task.sandbox_request)
+        env = AsyncEnv(task, sandbox, resources=resources, max_steps=config.max_depth + 1,
+                       reward=config.reward)
+        key = env_key(config.suite, config.seed)
         with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn()) as progress:
             bar = progress.add_task(f"collect {config.suite} ({config.explore})", total=config.budget)
             explorer = Explorer(store, env, ExploreConfig(**config.model_dump(
-                exclude={"suite", "store", "hindsight"})), env_key=env_key,
+                exclude={"suite", "store", "hindsight", "reward"})), env_key=key, agent=agent,
                 progress=lambda n: progress.advance(bar, n))
             report = (await explorer.run()).to_dict()
-        tree = next((t for t in store.trees() if t.env == env_key), None)
+        tree = next((t for t in store.trees() if t.env == key), None)
         if config.hindsight and tree is not None:
             report["hindsight_tasks"] = len(hindsight_tasks(store, tree.id,
                                                             describe=transition_describer(task)))
         return report
     finally:
-        await env.close()
-        await sandbox.close()
-        await host.close()
-        await close_shared_server()
+        if env is not None:
+            await env.close()
+        if sandbox is not None:
+            await sandbox.close()
+        if not resources_given:
+            await resources.close()
+        if owned_provider:
+            await provider.close()
         store.close()
 
 

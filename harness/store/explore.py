@@ -9,12 +9,14 @@ Each round picks the open node with the highest score
              + w_progress * [n's step was on a shortest path]
              + jitter (uniform in [0, 0.01), seeded)    break ties reproducibly
 
-restores it (jump or replay, see ``restore.py``), samples ``candidates`` actions there
-(the oracle's action first for the oracle agent, the rest random; a random draw that
-repeats an existing edge is redrawn, up to 20 times, then kept), and runs each as a
-child branch that the agent continues until the episode ends, the branch reaches
-``max_depth``, or two steps in a row fail (an agent error, no transition fired, or a
-dead end). Every branch is one committed episode.
+restores it (jump or replay, see ``restore.py``), samples ``candidates`` first steps
+there (the agent's own step first, with the path's history in its prompt, so a model
+agent branches where it would act; the rest random actions, a draw that repeats an
+existing edge redrawn up to 20 times, then kept), and runs each as a child branch that
+the agent continues until the episode ends, the branch reaches ``max_depth``, or two
+steps in a row fail (an agent error, no transition fired, or a dead end). Any registered
+agent explores (``--agent random|oracle|hf:PATH|...``). Every branch is one rollout
+(``harness.rollout``) written by a store sink: one committed episode.
 ``independent`` mode runs the same branches from the root only: the baseline.
 """
 
@@ -24,21 +26,25 @@ import math
 import random
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.actions import Action, parse_action
-from harness.errors import RestoreMismatch
-from harness.store.models import FLAG_RESTORE_MISMATCH, Frame, Node, NodeStatus, Step, action_key
-from harness.store.restore import RestoreMode, restore_node
-from harness.store.statekey import state_key_for
+from harness.agents.base import Agent, AgentContext, AgentStep, Turn
+from harness.agents.random_agent import RandomAgent
+from harness.agents.registry import check_agent
+from harness.agents.scripted import ScriptedAgent
+from harness.errors import InfrastructureError, RestoreMismatch
+from harness.rollout import Episode, RolloutSink, Transition, rollout
+from harness.store.index import TreeIndex
+from harness.store.models import FLAG_RESTORE_MISMATCH, Node, NodeStatus, Tree, action_key
+from harness.store.restore import RestoreMode, path_history, restore_node
+from harness.store.sink import StoreSink
 from harness.store.store import TrajectoryStore
 
 if TYPE_CHECKING:
-    from harness.env import AsyncBrowserEnv
+    from harness.env import AsyncEnv
     from harness.observation import Observation
-    from harness.store.writer import EpisodeWriter
 
 
 class ExploreWeights(BaseModel):
@@ -61,7 +67,14 @@ class ExploreConfig(BaseModel):
     budget: int = Field(default=200, ge=1, description="environment steps to spend, replays included")
     seconds: float | None = Field(default=None, gt=0, description="wall-time budget; None: steps only")
     max_episodes: int | None = Field(default=None, ge=1, description="stop after this many episodes")
-    agent: Literal["oracle", "random"] = Field(default="random", description="who picks actions")
+    agent: str = Field(default="random", description="the agent that picks actions: any "
+                       "registered name, e.g. random, oracle, hf:PATH")
+
+    @field_validator("agent")
+    @classmethod
+    def _registered(cls, agent: str) -> str:
+        check_agent(agent)
+        return agent
     explore: Literal["tree", "independent"] = Field(default="tree", description="restore nodes, or roll out from the root")
     candidates: int = Field(default=3, ge=1, description="actions sampled per expanded node")
     max_depth: int = Field(default=12, ge=1, description="deepest node a branch may reach")
@@ -101,15 +114,19 @@ def node_score(node: Node, children: int, success_below: bool, max_depth: int,
 
 
 class Explorer:
-    """Grows one tree of ``store`` by driving ``env`` (an ``AsyncBrowserEnv``)."""
+    """Grows one tree of ``store`` by driving ``env`` with ``agent`` (default: the agent
+    the config names, from the agent registry)."""
 
-    def __init__(self, store: TrajectoryStore, env: AsyncBrowserEnv, config: ExploreConfig, *,
-                 env_key: str, progress=None) -> None:  # noqa: ANN001 - a rich Progress task callback
+    def __init__(self, store: TrajectoryStore, env: AsyncEnv, config: ExploreConfig, *,
+                 env_key: str, agent: Agent | None = None,
+                 progress: Any = None) -> None:  # a callback taking the steps spent
+        from harness.agents.registry import make_agent
+
         self.store, self.env, self.config, self.env_key = store, env, config, env_key
+        self.agent = agent or make_agent(config.agent)
         self.rng = random.Random(config.seed)
         self.report = ExploreReport()
-        self.task_id: str | None = None
-        self._task_has_tree = False
+        self._random = RandomAgent()
         self._progress = progress
         self._deadline = None if config.seconds is None else time.monotonic() + config.seconds
 
@@ -118,22 +135,19 @@ class Explorer:
         return self._out_of_steps() or enough
 
     async def run(self) -> ExploreReport:
-        from harness.errors import EpisodeTimeout, TaskError
-        from sandboxes.errors import SandboxError
-
         started, failures_in_a_row = time.monotonic(), 0
         while not self.spent():
             tree = self._tree()
             node = self.select_node(tree) if tree and self.config.explore == "tree" else None
             try:
                 if node is None:
-                    await self._rollout_from_root()
+                    await self._branch(None, None, [])
                 else:
                     await self._expand(node)
                 failures_in_a_row = 0
-            except (SandboxError, TaskError, EpisodeTimeout):
-                # infrastructure, not the agent: the branch in flight is dropped (never
-                # committed), the node is released (see _expand), and the round is retried
+            except InfrastructureError:
+                # not the agent: the branch in flight is dropped (never committed), the
+                # node is released (see _expand), and the round is retried
                 self.report.infra_errors += 1
                 failures_in_a_row += 1
                 if failures_in_a_row >= self.config.max_infra_retries:
@@ -141,14 +155,11 @@ class Explorer:
         self.report.seconds = round(time.monotonic() - started, 3)
         return self.report
 
-    def _tree(self):
-        root = self.store.trees()
-        return next((t for t in root if t.env == self.env_key), None)
+    def _tree(self) -> Tree | None:
+        return next((t for t in self.store.trees() if t.env == self.env_key), None)
 
-    def select_node(self, tree) -> Node | None:  # noqa: ANN001 - a Tree
+    def select_node(self, tree: Tree) -> Node | None:
         """The open node with the best score, or None when nothing is left to expand."""
-        from harness.store.index import TreeIndex
-
         index = TreeIndex.load(self.store, tree.id)
         best, best_score = None, -math.inf
         for node in index.nodes.values():
@@ -162,13 +173,6 @@ class Explorer:
                 best, best_score = node, score
         return best
 
-    async def _rollout_from_root(self) -> None:
-        obs, info = await self.env.reset(seed=self.config.seed)
-        self._ensure_task(obs)
-        root = Frame(screenshot=obs.screenshot, url=obs.url, state_key=state_key_for(obs, info.fsm_state))
-        writer = self.store.begin_episode(self.env_key, root, agent=self.config.agent, task_id=self.task_id)
-        await self._branch(writer, obs, first=None, depth=0)
-
     async def _expand(self, node: Node) -> None:
         if not self.store.claim_node(node.id):
             return
@@ -181,11 +185,11 @@ class Explorer:
                 restored = await self._restore(node)
                 if restored is None:
                     return
-                action = await self._candidate(restored, i, existing)
-                existing.add(action_key(action.model_dump()))
-                writer = self.store.begin_episode(self.env_key, from_node=node.id,
-                                                  agent=self.config.agent, task_id=self.task_id)
-                await self._branch(writer, restored, first=action, depth=node.depth)
+                history = path_history(self.store, self.store.path_to(node.id), restored.instruction)
+                first = await self._candidate(restored, history, i, existing)
+                if first.action is not None:
+                    existing.add(action_key(first.action.model_dump()))
+                await self._branch(node, restored, history, first)
                 status = NodeStatus.EXPANDED
         finally:
             self.store.release_node(node.id, status)
@@ -197,65 +201,46 @@ class Explorer:
         except RestoreMismatch:
             self.report.restore_mismatches += 1  # the node is flagged and never selected again
             return None
-        self._ensure_task(restored.observation)
         if restored.mode == "jump":
             self.report.restores_jump += 1
         elif restored.mode == "replay":
             self.report.restores_replay += 1
         return restored.observation
 
-    async def _candidate(self, obs: Observation, index: int, existing: set[str]) -> Action:
-        if index == 0 and self.config.agent == "oracle":
-            oracle = await self.env.oracle_action()
-            if oracle is not None and action_key(oracle.model_dump()) not in existing:
-                return oracle
+    async def _candidate(self, obs: Observation, history: list[Turn], index: int,
+                         existing: set[str]) -> AgentStep:
+        """The branch's first step: the agent's own first, then random new edges."""
+        if index == 0:
+            ctx = AgentContext.for_episode(self.env.task.id, self.config.seed, self.rng.randrange(2**31),
+                                           env=self.env)
+            ctx.history = list(history)
+            try:
+                own: AgentStep | None = await self.agent.act(obs, ctx)
+            except InfrastructureError:
+                raise
+            except Exception:  # noqa: BLE001 - the agent's mistake: explore with a random step
+                own = None
+            if own is not None and (own.action is None
+                                    or action_key(own.action.model_dump()) not in existing):
+                return own
+        action = self._random.sample(obs.width, obs.height, self.rng)
         for _ in range(20):  # a new edge, if the sampler finds one
-            action = self._random(obs)
             if action_key(action.model_dump()) not in existing:
-                return action
-        return action
-
-    async def _policy(self, obs: Observation) -> Action:
-        if self.config.agent == "oracle":
-            action = await self.env.oracle_action()
-            if action is not None:
-                return action
-        return self._random(obs)
-
-    def _random(self, obs: Observation) -> Action:
-        from harness.agents.random_agent import RandomAgent
-
-        agent = RandomAgent(seed=self.rng.randrange(2**31))
-        return agent.sample(obs.width, obs.height)
-
-    async def _branch(self, writer: EpisodeWriter, obs: Observation, *, first: Action | None,
-                      depth: int) -> None:
-        failures, success, total = 0, False, 0.0
-        action = first
-        while True:
-            action = action or await self._policy(obs)
-            obs, reward, terminated, truncated, info = await self.env.step(action)
-            self._spend(1)
-            depth += 1
-            verdict = info.verdict
-            fsm_state = verdict.state_after if verdict is not None else None
-            writer.add_step(Step(
-                action=info.action or action.model_dump(), action_text=describe_action(action),
-                screenshot=obs.screenshot, url=obs.url, state_key=state_key_for(obs, fsm_state),
-                reward=reward, verdict=verdict.model_dump() if verdict is not None else None,
-                terminal=terminated))
-            total += reward
-            success = success or bool(getattr(info, "success", False))
-            failed = obs.last_action_error is not None or (verdict is not None and (
-                not verdict.transition_fired or verdict.distance_after is None))
-            failures = failures + 1 if failed else 0
-            if (terminated or truncated or failures >= self.config.max_failures
-                    or depth >= self.config.max_depth or self._out_of_steps()):
                 break
-            action = None
-        writer.commit(reward=total, success=success)
+            action = self._random.sample(obs.width, obs.height, self.rng)
+        return AgentStep(action=action)
+
+    async def _branch(self, node: Node | None, start: Observation | None, history: list[Turn],
+                      first: AgentStep | None = None) -> None:
+        """One rollout from ``node`` (restored to ``start``) or from the root (a reset)."""
+        agent: Agent = ScriptedAgent([first], then=self.agent) if first is not None else self.agent
+        sink = StoreSink(self.store, env=self.env_key, agent=self.agent.name,
+                         from_node=node.id if node is not None else None)
+        limits = _BranchLimits(self, node.depth if node is not None else 0)
+        episode = await rollout(self.env, agent, [sink, limits], seed=self.config.seed,
+                                index=self.report.episodes, start=start, history=history)
         self.report.episodes += 1
-        self.report.successes += int(success)
+        self.report.successes += int(episode.success)
 
     def _out_of_steps(self) -> bool:
         """Step or time budget spent: ends a branch mid-way (unlike the episode budget, which
@@ -268,32 +253,27 @@ class Explorer:
         if self._progress is not None and steps:
             self._progress(steps)
 
-    def _ensure_task(self, obs: Observation) -> None:
-        """Store the suite task; on a fresh store its tree exists only after the first
-        commit, so the task is stored again (filling in the tree) on a later round."""
-        if self.task_id is not None and self._task_has_tree:
-            return
-        tree = self._tree()
-        if self.task_id is None or tree is not None:
-            goal = getattr(getattr(self.env.task, "task", None), "goal", None)
-            self.task_id = self.env_key
-            self._task_has_tree = tree is not None
-            self.store.put_task(self.env_key, obs.instruction, tree_id=tree.id if tree else None,
-                                goal_state=goal, source="suite")
 
+class _BranchLimits(RolloutSink):
+    """Spends each step of a branch and ends it at max_depth, after max_failures failed
+    steps in a row (an agent error, no transition fired, or a dead end), or when the
+    explorer's budget is spent."""
 
-def describe_action(action: Action | dict) -> str:
-    """A short human label for an action, e.g. ``click(12, 40)`` or ``type_text("hi")``."""
-    data = (parse_action(action) if isinstance(action, dict) else action).model_dump()
-    kind = data["type"]
-    if "x" in data:
-        extra = f", to=({data['to_x']}, {data['to_y']})" if kind == "drag" else ""
-        extra += f", dy={data['dy']}" if kind == "scroll" else ""
-        return f"{kind}({data['x']}, {data['y']}{extra})"
-    if kind == "type_text":
-        return f"type_text({data['text']!r})"
-    if kind == "key":
-        return "key(" + "+".join(data["keys"]) + ")"
-    if kind == "done":
-        return f"done({data['answer']!r})" if data.get("answer") else "done()"
-    return f"wait({data.get('seconds', 1.0)})"
+    def __init__(self, explorer: Explorer, depth: int) -> None:
+        self.explorer, self.depth, self.failures = explorer, depth, 0
+
+    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+        explorer, config = self.explorer, self.explorer.config
+        explorer._spend(1)
+        self.depth += 1
+        verdict = transition.info.verdict
+        failed = transition.after.last_action_error is not None or (verdict is not None and (
+            not verdict.transition_fired or verdict.distance_after is None))
+        self.failures = self.failures + 1 if failed else 0
+        if self.failures >= config.max_failures:
+            return f"{self.failures} failed steps in a row"
+        if self.depth >= config.max_depth:
+            return f"max_depth={config.max_depth}"
+        if explorer._out_of_steps():
+            return "budget spent"
+        return None

@@ -1,10 +1,28 @@
-"""Training data straight from the tree: SFT paths, DPO branch pairs, GRPO step groups.
+"""Training data straight from the tree: SFT steps, DPO branch pairs, GRPO step groups.
+
+Every row's prompt comes from the one prompt builder (``harness.prompts``), fed from the
+tree path exactly as a model agent is fed from its episode: the instruction, every earlier
+action as executed, the last ``history_images`` screenshots and the previous step's agent
+error. So a model is trained on the prompts it will be evaluated on (tested byte for byte).
+Every row carries the step verdicts (transition fired, on a shortest path, distance
+before and after) of the actions it holds, as columns.
+
+- **SFT**: by default the steps verified to advance toward the goal (a transition fired on
+  a shortest path), one row per distinct (node, action, task), from any episode; steps
+  without a verdict count when they lie on a successful episode's path. ``steps="all"``
+  keeps every step of every successful path instead (no-ops included).
+- **DPO**: at each branching node, every preferred child (on a shortest path, or, without
+  verdicts, with a success below) against every dispreferred sibling.
+- **GRPO**: for each node with two or more explored children, the sibling actions, their
+  step rewards and verdicts.
 
 Rows are written as Hugging Face ``datasets``-compatible Parquet (images embedded as
 ``{"bytes", "path"}`` structs with the ``huggingface`` schema metadata, so
 ``datasets.Dataset.from_parquet`` decodes them to PIL images) or as JSONL with the
 images as files under ``images/``. The DPO layout is TRL's vision preference format:
-``images`` + conversational ``prompt`` / ``chosen`` / ``rejected``.
+``images`` + conversational ``prompt`` / ``chosen`` / ``rejected``; the SFT layout is
+TRL's vision ``messages`` + ``images``. (In Parquet a message part is an Arrow struct, so
+an image part reads back as ``{"type": "image", "text": None}``.)
 """
 
 from __future__ import annotations
@@ -13,11 +31,12 @@ import json
 from collections.abc import Callable, Iterator
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from harness.errors import StoreError
+from harness.prompts import PromptBuilder, PromptConfig
 from harness.store.index import TreeIndex
 from harness.store.models import Node
 from harness.store.store import TrajectoryStore
@@ -26,42 +45,37 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 ExportFormat = Literal["sft", "dpo", "grpo"]
-Encoder = Callable[[dict, tuple[int, int]], str]
+EXPORT_FORMATS: tuple[str, ...] = ("sft", "dpo", "grpo")
+VERDICT_FIELDS = ("transition_fired", "on_shortest_path", "distance_before", "distance_after")
 
 
-class ExportConfig(BaseModel):
-    """How to render examples: the action codec and how much context each example carries."""
+class ExportConfig(PromptConfig):
+    """How to render examples: the prompt (codec, coordinates, history) and which steps."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    codec: str = Field(default="qwen", description="a harness.codecs name, or 'canonical' for "
-                       "the stored action JSON (sorted keys, no spaces)")
-    history_images: int = Field(default=3, ge=1, description="the last k screenshots per example")
+    steps: Literal["advancing", "all"] = Field(
+        default="advancing", description="SFT rows: 'advancing' (steps verified to advance "
+        "toward the goal) or 'all' (every step of every successful path)")
     jsonl: bool = Field(default=False, description="JSONL + image files instead of Parquet")
 
 
-def action_encoder(codec: str) -> Encoder:
-    """Action dict + screenshot size -> target text in the chosen codec."""
-    if codec == "canonical":
-        return lambda action, size: json.dumps(action, sort_keys=True, separators=(",", ":"))
-    from harness.actions import parse_action
-    from harness.codecs import get_codec
-
-    chosen = get_codec(codec)
-    return lambda action, size: chosen.encode(parse_action(action), size=size)
+def verdict_columns(node: Node, prefix: str = "") -> dict[str, Any]:
+    """The verdict of the step into ``node`` as columns (None where it had no verdict)."""
+    verdict = node.verdict or {}
+    return {f"{prefix}{name}": verdict.get(name) for name in VERDICT_FIELDS}
 
 
 class _Context:
-    """Builds the shared context (instruction, last k screenshots, action history) of a node."""
+    """Builds a node's prompt (instruction, history, last k screenshots, last error)."""
 
     def __init__(self, store: TrajectoryStore, index: TreeIndex, config: ExportConfig) -> None:
-        self.store, self.index, self.config = store, index, config
-        self.encode = action_encoder(config.codec)
+        self.store, self.index = store, index
+        self.prompts = PromptBuilder(PromptConfig(**config.model_dump(include=set(PromptConfig.model_fields))))
         self._instructions: dict[str, str] = {}
 
     def action_text(self, node: Node) -> str:
-        assert node.action is not None
-        return self.encode(node.action, (node.width, node.height))
+        """The codec text of the action into ``node``, against its parent's screenshot size."""
+        parent = self.index.nodes[node.parent_id] if node.parent_id is not None else node
+        return self.prompts.action_text(node.action, (parent.width, parent.height))
 
     def instruction(self, node_id: int) -> tuple[str | None, str]:
         """(task id, instruction) of the first successful episode below a node, else the first one."""
@@ -75,43 +89,57 @@ class _Context:
                 self._instructions[episode.task_id] = ""
         return episode.task_id, self._instructions[episode.task_id]
 
-    def at(self, node_id: int, instruction: str) -> dict:
-        """Images and prompt messages for acting at ``node_id``."""
+    def at(self, node_id: int, instruction: str) -> dict[str, Any]:
+        """Images, history and prompt messages for acting at ``node_id``."""
         path = self.index.path(node_id)
-        history = [self.action_text(n) for n in path[1:]]
-        shots = [n.obs_blob for n in path if n.obs_blob][-self.config.history_images:]
-        lines = "\n".join(f"{i + 1}. {a}" for i, a in enumerate(history)) or "(none)"
-        text = f"Instruction: {instruction}\nPrevious actions:\n{lines}\nNext action:"
-        content = [{"type": "image", "text": None} for _ in shots]
-        content.append({"type": "text", "text": text})
-        return {"images": list(shots), "history": history,
-                "prompt": [{"role": "user", "content": content}]}
+        history = [(child.action, (parent.width, parent.height))
+                   for parent, child in zip(path, path[1:], strict=False)]
+        prompt = self.prompts.build(instruction=instruction, history=history,
+                                    images=[n.obs_blob for n in path], image_steps=[n.depth for n in path],
+                                    error=path[-1].error)
+        return {"images": [i for i in prompt.images if i], "prompt": prompt.messages,
+                "history": [self.prompts.action_text(a, size) for a, size in history]}
 
 
-def _assistant(text: str) -> list[dict]:
-    return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
+def _advancing(node: Node, on_success_path: bool) -> bool:
+    if node.verdict is None:
+        return on_success_path
+    verdict = node.verdict
+    return bool(verdict.get("transition_fired") and verdict.get("on_shortest_path"))
 
 
 def sft_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
-    """One example per step of each successful root-to-leaf path (deduplicated per task)."""
+    """One example per kept step (see the module docstring), deduplicated per task."""
     for tree in store.trees():
         index = TreeIndex.load(store, tree.id)
         ctx = _Context(store, index, config)
-        seen: set[tuple[int, str | None]] = set()
-        for episode in index.episodes:
-            if not episode.success or (episode.leaf_id, episode.task_id) in seen:
+        seen: set[tuple[int, str, str | None]] = set()
+        on_success = {n.id for e in index.episodes if e.success for n in index.path(e.leaf_id)}
+        if config.steps == "all":
+            candidates = [(e, n) for e in index.episodes if e.success
+                          for n in index.path(e.leaf_id)[1:]]
+        else:
+            candidates = [(None, n) for n in index.nodes.values()
+                          if n.parent_id is not None and _advancing(n, n.id in on_success)]
+        for episode, child in candidates:
+            assert child.parent_id is not None
+            if episode is not None:
+                task_id = episode.task_id
+                instruction = store.task(task_id).instruction if task_id else ""
+            else:
+                task_id, instruction = ctx.instruction(child.id)
+            target = ctx.action_text(child)
+            key = (child.parent_id, target, task_id)
+            if key in seen:
                 continue
-            seen.add((episode.leaf_id, episode.task_id))
-            instruction = store.task(episode.task_id).instruction if episode.task_id else ""
-            path = index.path(episode.leaf_id)
-            for step, (here, child) in enumerate(zip(path, path[1:], strict=False)):
-                context = ctx.at(here.id, instruction)
-                target = ctx.action_text(child)
-                yield {"id": f"{episode.id}:{step}", "tree_id": tree.id, "episode_id": episode.id,
-                       "task_id": episode.task_id, "node_id": here.id, "step": step,
-                       "instruction": instruction, "images": context["images"],
-                       "history": context["history"], "target": target,
-                       "messages": context["prompt"] + _assistant(target)}
+            seen.add(key)
+            context = ctx.at(child.parent_id, instruction)
+            yield {"id": f"{child.parent_id}>{child.id}:{task_id or ''}", "tree_id": tree.id,
+                   "task_id": task_id, "node_id": child.parent_id, "child_id": child.id,
+                   "step": child.depth - 1, "instruction": instruction,
+                   "images": context["images"], "history": context["history"], "target": target,
+                   "prompt": context["prompt"], "messages": context["prompt"] + ctx.prompts.assistant(target),
+                   "reward": child.step_reward, **verdict_columns(child)}
 
 
 def _preferred(index: TreeIndex, node: Node) -> bool:
@@ -145,12 +173,14 @@ def dpo_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
                            "node_id": parent_id, "chosen_node": chosen.id,
                            "rejected_node": rejected.id, "task_id": task_id,
                            "images": context["images"], "prompt": context["prompt"],
-                           "chosen": _assistant(ctx.action_text(chosen)),
-                           "rejected": _assistant(ctx.action_text(rejected))}
+                           "chosen": ctx.prompts.assistant(ctx.action_text(chosen)),
+                           "rejected": ctx.prompts.assistant(ctx.action_text(rejected)),
+                           **verdict_columns(chosen, "chosen_"), **verdict_columns(rejected, "rejected_")}
 
 
 def grpo_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
-    """For each node with two or more explored children: the sibling actions and step rewards."""
+    """For each node with two or more explored children: the sibling actions, their step
+    rewards and verdicts."""
     for tree in store.trees():
         index = TreeIndex.load(store, tree.id)
         ctx = _Context(store, index, config)
@@ -160,12 +190,14 @@ def grpo_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
             task_id, instruction = ctx.instruction(parent_id)
             context = ctx.at(parent_id, instruction)
             nodes = [index.nodes[k] for k in kids]
+            columns = [verdict_columns(n) for n in nodes]
             yield {"id": f"group:{parent_id}", "tree_id": tree.id, "node_id": parent_id,
                    "task_id": task_id, "images": context["images"], "prompt": context["prompt"],
                    "child_ids": [n.id for n in nodes],
                    "actions": [ctx.action_text(n) for n in nodes],
                    "rewards": [n.step_reward for n in nodes],
-                   "success_below": [index.success_below[n.id] for n in nodes]}
+                   "success_below": [index.success_below[n.id] for n in nodes],
+                   **{name: [c[name] for c in columns] for name in VERDICT_FIELDS}}
 
 
 ROW_BUILDERS: dict[str, Callable[[TrajectoryStore, ExportConfig], Iterator[dict]]] = {
@@ -181,21 +213,29 @@ def row_schema(fmt: ExportFormat) -> pa.Schema:
     """The Arrow columns of each format's rows, images as stored (before embedding)."""
     import pyarrow as pa
 
-    text, int64 = pa.string(), pa.int64()
+    text, int64, flag = pa.string(), pa.int64(), pa.bool_()
     part = pa.struct([("type", text), ("text", text)])
     messages = pa.list_(pa.struct([("role", text), ("content", pa.list_(part))]))
     images = pa.list_(pa.struct([("bytes", pa.binary()), ("path", text)]))
+
+    def verdict(prefix: str = "", listed: bool = False) -> list[tuple[str, Any]]:
+        types = [flag, flag, int64, int64]
+        return [(f"{prefix}{name}", pa.list_(t) if listed else t)
+                for name, t in zip(VERDICT_FIELDS, types, strict=True)]
+
     columns = {
-        "sft": [("id", text), ("tree_id", int64), ("episode_id", text), ("task_id", text),
-                ("node_id", int64), ("step", int64), ("instruction", text), ("images", images),
-                ("history", pa.list_(text)), ("target", text), ("messages", messages)],
+        "sft": [("id", text), ("tree_id", int64), ("task_id", text), ("node_id", int64),
+                ("child_id", int64), ("step", int64), ("instruction", text), ("images", images),
+                ("history", pa.list_(text)), ("target", text), ("prompt", messages),
+                ("messages", messages), ("reward", pa.float64()), *verdict()],
         "dpo": [("id", text), ("tree_id", int64), ("node_id", int64), ("chosen_node", int64),
                 ("rejected_node", int64), ("task_id", text), ("images", images),
-                ("prompt", messages), ("chosen", messages), ("rejected", messages)],
+                ("prompt", messages), ("chosen", messages), ("rejected", messages),
+                *verdict("chosen_"), *verdict("rejected_")],
         "grpo": [("id", text), ("tree_id", int64), ("node_id", int64), ("task_id", text),
                  ("images", images), ("prompt", messages), ("child_ids", pa.list_(int64)),
                  ("actions", pa.list_(text)), ("rewards", pa.list_(pa.float64())),
-                 ("success_below", pa.list_(pa.bool_()))],
+                 ("success_below", pa.list_(pa.bool_())), *verdict(listed=True)],
     }
     return pa.schema(columns[fmt])
 
@@ -203,7 +243,8 @@ def row_schema(fmt: ExportFormat) -> pa.Schema:
 def export(store: TrajectoryStore, fmt: ExportFormat, out: Path, config: ExportConfig) -> Path:
     """Write ``out/<fmt>.parquet`` (or ``out/<fmt>.jsonl`` + ``out/images/``); return the file."""
     if fmt not in ROW_BUILDERS:
-        raise StoreError(f"expected --format sft, dpo or grpo, got {fmt!r}; pick one of those")
+        raise StoreError(f"--format: expected sft, dpo or grpo, got {fmt!r}; pick one of those")
+    _ = PromptBuilder(config).codec  # a bad codec is refused before anything is written
     out.mkdir(parents=True, exist_ok=True)
     rows = ROW_BUILDERS[fmt](store, config)
     if config.jsonl:

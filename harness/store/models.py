@@ -54,6 +54,7 @@ class Node:
     width: int
     height: int
     created: float
+    error: str | None = None  # the agent error of the step into this node
 
     @property
     def on_shortest_path(self) -> bool | None:
@@ -101,9 +102,9 @@ class Frame:
 
 @dataclass(frozen=True)
 class Step:
-    """One agent step: the action and what it led to."""
+    """One agent step: the action (None: the agent's text did not parse) and what it led to."""
 
-    action: dict[str, Any]
+    action: dict[str, Any] | None
     action_text: str
     screenshot: bytes
     url: str
@@ -111,6 +112,9 @@ class Step:
     reward: float = 0.0
     verdict: dict[str, Any] | None = None
     terminal: bool = False
+    error: str | None = None  # the agent error this step produced (shown in the next prompt)
+    #: what the agent sent and got (AgentStep.training_fields, images as blob hashes)
+    agent: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,37 +1,40 @@
 """Restore a tree node in a live env: jump the FSM session there, or replay its path.
 
 Jump (FSM sites): reset the env (a fresh session), move the session straight to the
-node's state with ``FSMTask.jump`` (the site server's jump, then the page swaps the new
-state in, no reload), and check that the FSM state is the node's. Replay (any env): reset, then execute the stored actions from
-the root, checking each step's state key (FSM state, or screenshot hash + URL). Either
-way the final screenshot is compared with the stored one by perceptual hash. A mismatch
-flags the node ``restore_mismatch`` and raises ``RestoreMismatch``: exploration never
-continues from a state that is not the one the tree says it is.
+node's state (``AsyncEnv.jump``: the site server's jump, then the page swaps the new
+state in, no reload), and check that the FSM state is the node's. Replay (any env):
+reset, then re-run the stored actions from the root through the one rollout path
+(``harness.rollout``, a scripted agent), checking each step's state key (FSM state, or
+screenshot hash + URL). Either way the final screenshot is compared with the stored one
+by perceptual hash. A mismatch flags the node ``restore_mismatch`` and raises
+``RestoreMismatch``: exploration never continues from a state that is not the one the
+tree says it is. ``path_history`` rebuilds the path's earlier steps as the agent would
+have seen them, so an agent continuing from the node gets the prompt it would have had.
 """
 
 from __future__ import annotations
 
-import asyncio
 import io
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from harness.actions import parse_action
+from harness.agents.base import AgentStep, Turn
+from harness.agents.scripted import ScriptedAgent
 from harness.errors import RestoreMismatch, StoreError
+from harness.observation import Observation
+from harness.rollout import Episode, RolloutSink, Transition, rollout
 from harness.store.models import FLAG_RESTORE_MISMATCH, Node
 from harness.store.statekey import state_key_for
 from harness.store.store import TrajectoryStore
 
 if TYPE_CHECKING:
-    from harness.env import AsyncBrowserEnv
-    from harness.observation import Observation
+    from harness.env import AsyncEnv
 
 RestoreMode = Literal["auto", "jump", "replay"]
 #: perceptual-hash bits that may differ between the stored and the restored screenshot
 PHASH_TOLERANCE = 6
-#: how long a restored page may take to finish loading before its screenshot
-READY_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -46,15 +49,7 @@ class Restored:
     phash_distance: int
 
 
-def jumpable_task(env: AsyncBrowserEnv) -> Any | None:
-    """The env's FSM task where it can jump (a live FSM session), else None."""
-    task = env.task
-    if not callable(getattr(task, "jump", None)) or getattr(task, "session_id", None) is None:
-        return None
-    return task
-
-
-async def restore_node(env: AsyncBrowserEnv, store: TrajectoryStore, node_id: int, *,
+async def restore_node(env: AsyncEnv, store: TrajectoryStore, node_id: int, *,
                        seed: int | None, mode: RestoreMode = "auto",
                        spend: Callable[[int], None] | None = None) -> Restored:
     """Put ``env`` in the state of ``node_id`` (see the module docstring). ``spend`` is
@@ -66,78 +61,63 @@ async def restore_node(env: AsyncBrowserEnv, store: TrajectoryStore, node_id: in
     if root_key != path[0].state_key:
         _mismatch(store, node, f"expected the env to start at the tree root {path[0].state_key!r}, "
                   f"got {root_key!r}; restore nodes with the env and seed that built the tree")
-    can_jump = jumpable_task(env) is not None and node.state_key.startswith("fsm:")
+    can_jump = env.can_jump and node.state_key.startswith("fsm:")
     if mode == "jump" and not can_jump:
         raise StoreError(f"expected an FSM env for mode='jump', got task {env.task.id!r} "
                          f"and node state {node.state_key!r}; use mode='replay'")
     if len(path) == 1:
         return Restored(node, obs, "reset", 0, _check_shot(store, node, obs))
     if can_jump and mode != "replay":
-        obs = await _jump(env, store, node)
+        target = node.state_key.removeprefix("fsm:")
+        obs, reached = await env.jump(target, steps=node.depth)
+        if reached != target:
+            _mismatch(store, node, f"expected the jump to reach {target!r}, got {reached!r}")
         return Restored(node, obs, "jump", 0, _check_shot(store, node, obs))
-    obs, steps = await _replay(env, store, path, spend)
-    return Restored(node, obs, "replay", steps, _check_shot(store, node, obs))
+    replayed = await rollout(env, ScriptedAgent([_scripted(n) for n in path[1:]]),
+                             [_ReplayCheck(store, path, spend)], start=obs, max_steps=len(path) - 1)
+    return Restored(node, replayed.last, "replay", replayed.steps, _check_shot(store, node, replayed.last))
 
 
-async def _jump(env: AsyncBrowserEnv, store: TrajectoryStore, node: Node) -> Observation:
-    task = jumpable_task(env)
-    assert task is not None
-    target = node.state_key.removeprefix("fsm:")
-    reached = await task.jump(env.sandbox, target)
-    if reached != target:
-        _mismatch(store, node, f"expected the jump to reach {target!r}, got {reached!r}")
-    return await observe(env)
+def path_history(store: TrajectoryStore, path: list[Node], instruction: str) -> list[Turn]:
+    """The earlier steps of ``path`` (root .. node) as turns an agent recalls: each parent's
+    screenshot, with its error, and the action taken from it."""
+    turns = []
+    for step, (parent, child) in enumerate(zip(path, path[1:], strict=False)):
+        shot = store.blob(parent.obs_blob) if parent.obs_blob else b""
+        seen = Observation(screenshot=shot, image_format="png", width=parent.width,
+                           height=parent.height, instruction=instruction, url=parent.url or None,
+                           step=step, last_action_error=parent.error)
+        turns.append(Turn(seen, _scripted(child), child.action))
+    return turns
 
 
-async def _replay(env: AsyncBrowserEnv, store: TrajectoryStore, path: list[Node],
-                  spend: Callable[[int], None] | None) -> tuple[Observation, int]:
-    obs = None
-    for steps, node in enumerate(path[1:], start=1):
-        obs, _, terminated, truncated, info = await env.step(node.action)
-        if spend is not None:
-            spend(1)
-        fsm_state = info.verdict.state_after if info.verdict is not None else None
-        key = state_key_for(obs, fsm_state)
+def _scripted(node: Node) -> AgentStep:
+    # a step whose text did not parse is replayed as text that does not parse either
+    return AgentStep(action=parse_action(node.action)) if node.action else AgentStep(text="")
+
+
+class _ReplayCheck(RolloutSink):
+    """Checks each replayed step against the stored node, and spends the step."""
+
+    def __init__(self, store: TrajectoryStore, path: list[Node],
+                 spend: Callable[[int], None] | None) -> None:
+        self.store, self.path, self.spend = store, path, spend
+
+    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+        if self.spend is not None:
+            self.spend(1)
+        node = self.path[transition.step]
+        verdict = transition.info.verdict
+        key = state_key_for(transition.after, verdict.state_after if verdict is not None else None)
         if key != node.state_key:
-            _mismatch(store, path[-1], f"expected replay step {steps} to reach {node.state_key!r} "
-                      f"(node {node.id}), got {key!r}")
-        if (terminated or truncated) and node is not path[-1]:
-            _mismatch(store, path[-1], f"expected the episode to go on after step {steps} "
-                      f"(node {node.id}), got it ended; the env is not deterministic here")
-    assert obs is not None
-    return obs, len(path) - 1
-
-
-_READY = "document.readyState === 'complete' && !(window.__fsm && window.__fsm.pending)"
-
-
-async def observe(env: AsyncBrowserEnv, *, attempts: int = 3) -> Observation:
-    """A fresh observation of the env's current page (after a jump changed it).
-
-    Waits for the page to finish loading, and retries a screenshot that Chromium refuses
-    while it is still painting (seen under heavy load); a crash is not retried."""
-    from sandboxes.errors import SandboxCrashed, SandboxError
-
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        try:
-            if await env.sandbox.evaluate(_READY):
-                break
-        except SandboxCrashed:
-            raise
-        except SandboxError:
-            pass  # the context was replaced by a navigation: ask again
-        await asyncio.sleep(0.05)
-    for attempt in range(attempts):
-        try:
-            return await env.observe()
-        except SandboxCrashed:
-            raise
-        except SandboxError:
-            if attempt == attempts - 1:
-                raise
-            await asyncio.sleep(0.25)
-    raise AssertionError("unreachable")
+            _mismatch(self.store, self.path[-1], f"expected replay step {transition.step} to reach "
+                      f"{node.state_key!r} (node {node.id}), got {key!r}")
+        ended = transition.terminated or transition.truncated
+        if ended and node is not self.path[-1]:
+            _mismatch(self.store, self.path[-1], f"expected the episode to go on after step "
+                      f"{transition.step} (node {node.id}), got it ended; the env is not "
+                      "deterministic here")
+        return None
 
 
 def phash_distance(stored: bytes, current: bytes) -> int:

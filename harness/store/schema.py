@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: what each version added, applied in order to a store of an older version
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: (
+        "ALTER TABLE nodes ADD COLUMN error TEXT",
+        """CREATE TABLE IF NOT EXISTS episode_steps (
+            episode_id TEXT NOT NULL REFERENCES episodes(id),
+            step INTEGER NOT NULL,
+            node_id INTEGER NOT NULL REFERENCES nodes(id),
+            agent_json TEXT NOT NULL,
+            PRIMARY KEY (episode_id, step)
+        )""",
+    ),
+}
 
 DDL = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -41,7 +54,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     owner TEXT,
     success INTEGER NOT NULL DEFAULT 0,
     flags TEXT NOT NULL DEFAULT '',
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    error TEXT  -- the agent error of the step into this node (the next prompt shows it)
 );
 -- the merge key: one node per (parent, resulting state, action) edge
 CREATE UNIQUE INDEX IF NOT EXISTS nodes_edge
@@ -68,21 +82,36 @@ CREATE TABLE IF NOT EXISTS episodes (
     created REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS episodes_leaf ON episodes (leaf_id);
+-- what the agent sent and got at each step of an episode (prompt, completion, token ids,
+-- log-probabilities, policy version), its images as blob hashes, never copies
+CREATE TABLE IF NOT EXISTS episode_steps (
+    episode_id TEXT NOT NULL REFERENCES episodes(id),
+    step INTEGER NOT NULL,
+    node_id INTEGER NOT NULL REFERENCES nodes(id),
+    agent_json TEXT NOT NULL,
+    PRIMARY KEY (episode_id, step)
+);
 """
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Create the tables once, or check that an existing store has our schema version."""
+    """Create the tables once, migrate an older store to our version, or refuse a newer one."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for statement in DDL.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        row = conn.execute("SELECT version FROM schema_version").fetchone()
-        if row is None:
+        row = conn.execute("SELECT name FROM sqlite_master WHERE name = 'schema_version'").fetchone()
+        version = conn.execute("SELECT version FROM schema_version").fetchone() if row else None
+        if version is None:
+            for statement in DDL.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
             conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-        elif row[0] != SCHEMA_VERSION:
-            raise_version(row[0])
+        elif version[0] > SCHEMA_VERSION:
+            raise_version(version[0])
+        else:
+            for target in range(version[0] + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[target]:
+                    conn.execute(statement)
+            conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -96,3 +125,16 @@ def raise_version(found: int) -> None:
         f"expected store schema version {SCHEMA_VERSION}, got {found}; "
         "open it with the harness version that wrote it or start a new store"
     )
+
+
+def check_schema(conn: sqlite3.Connection) -> None:
+    """For a read-only open: the store must already have our schema version."""
+    row = conn.execute("SELECT name FROM sqlite_master WHERE name = 'schema_version'").fetchone()
+    version = conn.execute("SELECT version FROM schema_version").fetchone() if row else None
+    if version is None or version[0] > SCHEMA_VERSION:
+        raise_version(version[0] if version else 0)
+    if version[0] < SCHEMA_VERSION:
+        from harness.errors import StoreError
+
+        raise StoreError(f"expected store schema version {SCHEMA_VERSION}, got {version[0]}; open "
+                         "the store once with a command that writes (e.g. cua collect) to migrate it")

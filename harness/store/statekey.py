@@ -8,17 +8,18 @@ from typing import Protocol
 
 class _HasScreenshot(Protocol):
     screenshot: bytes
-    url: str
+    url: str | None
 
 
 def state_key_for(obs: _HasScreenshot, fsm_state: str | None = None) -> str:
     """``fsm:<state key>`` where the env knows its FSM state, otherwise
     ``phash:<64-bit perceptual hash>|<url>``: robust to re-encoding and blinking carets,
-    while the URL keeps look-alike pages on different routes apart."""
+    while the URL keeps look-alike pages on different routes apart (empty where the
+    sandbox has no URL, e.g. a desktop)."""
     if fsm_state is not None:
         return f"fsm:{fsm_state}"
     import imagehash
     from PIL import Image
 
     image = Image.open(io.BytesIO(obs.screenshot))
-    return f"phash:{imagehash.phash(image)}|{obs.url}"
+    return f"phash:{imagehash.phash(image)}|{obs.url or ''}"

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import StoreError
-from harness.store.blobs import BlobDir, BlobFormat
+from harness.store.blobs import BlobDir, BlobFormat, blob_hash
 from harness.store.models import (
     Episode,
     Frame,
@@ -30,15 +30,46 @@ from harness.store.models import (
     Trajectory,
     Tree,
 )
-from harness.store.schema import ensure_schema
+from harness.store.schema import check_schema, ensure_schema
+from harness.store.writer import EpisodeWriter
 
 DB_NAME = "store.sqlite"
 BLOB_DIR = "blobs"
 _NODE_COLUMNS = (
     "id, tree_id, parent_id, depth, state_key, action_key, action_text, obs_blob, url,"
     " verdict_json, step_reward, visits, status, success, flags, created,"
-    " (SELECT width FROM blobs WHERE hash = obs_blob), (SELECT height FROM blobs WHERE hash = obs_blob)"
+    " (SELECT width FROM blobs WHERE hash = obs_blob), (SELECT height FROM blobs WHERE hash = obs_blob),"
+    " error"
 )
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_store_dir(path: str | Path) -> None:
+    """Refuse a folder that is not a store we can open: a store.sqlite that is empty beside
+    existing blobs, truncated, or not a SQLite database (a missing folder is a new store)."""
+    path = Path(path)
+    db = path / DB_NAME
+    if not db.exists():
+        return
+    if not db.is_file():
+        raise StoreError(f"expected {db} to be the store's SQLite file, got a folder; "
+                         "point at a store directory")
+    size = db.stat().st_size
+    blobs = path / BLOB_DIR
+    has_blobs = blobs.is_dir() and any(blobs.iterdir())
+    if size == 0 and has_blobs:
+        raise StoreError(f"expected the store database {db} to hold the store, got an empty file "
+                         f"beside existing blobs in {blobs}; restore the database from a backup or "
+                         "use a new store folder")
+    if size == 0:
+        return
+    with db.open("rb") as handle:
+        header = handle.read(len(_SQLITE_HEADER))
+    if header != _SQLITE_HEADER or size < 512:
+        raise StoreError(f"expected a SQLite database at {db}, got a file that is not one "
+                         f"({size} bytes); restore it from a backup or use a new store folder")
 
 
 def process_owner() -> str:
@@ -50,16 +81,31 @@ class TrajectoryStore:
     """A store directory: ``store.sqlite`` and ``blobs/``. Safe to open from many processes."""
 
     def __init__(self, path: str | Path, *, blob_format: BlobFormat = "png",
-                 busy_timeout_ms: int = 60_000, recover: bool = True) -> None:
+                 busy_timeout_ms: int = 60_000, recover: bool = True, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
+        check_store_dir(self.path)
+        if read_only:
+            if not (self.path / DB_NAME).is_file() or (self.path / DB_NAME).stat().st_size == 0:
+                raise StoreError(f"expected a store directory containing {DB_NAME}, got {self.path}; "
+                                 "collect into it first with `cua collect --store PATH`")
+            recover = False
         self.path.mkdir(parents=True, exist_ok=True)
         self.blobs = BlobDir(self.path / BLOB_DIR, blob_format)
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._blob_cache: dict[str, tuple[int, int, int]] = {}
-        ensure_schema(self.conn)
-        if recover:
-            self.recover_exploring()
+        try:
+            if read_only:
+                check_schema(self.conn)
+            else:
+                ensure_schema(self.conn)
+            if recover:
+                self.recover_exploring()
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise StoreError(f"expected a readable store database at {self.path / DB_NAME}, got "
+                             f"{exc}; restore it from a backup or use a new store folder") from exc
 
     # ---- connections ---------------------------------------------------------------------
 
@@ -68,6 +114,12 @@ class TrajectoryStore:
         """This thread's connection (reopened after a fork: connections never cross processes)."""
         conn = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "pid", None) != os.getpid():
+            if self.read_only:  # never writes: no journal change, no migration, no recovery
+                conn = sqlite3.connect(f"file:{self.path / DB_NAME}?mode=ro", uri=True,
+                                       isolation_level=None, timeout=self._busy_timeout_ms / 1000)
+                conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+                self._local.conn, self._local.pid = conn, os.getpid()
+                return conn
             conn = sqlite3.connect(self.path / DB_NAME, isolation_level=None,
                                    timeout=self._busy_timeout_ms / 1000)
             conn.execute("PRAGMA journal_mode=WAL")
@@ -107,8 +159,6 @@ class TrajectoryStore:
 
     def put_blob(self, data: bytes) -> tuple[str, int, int, int]:
         """Store a screenshot (once); return (hash, stored bytes, width, height)."""
-        from harness.store.blobs import blob_hash
-
         digest = blob_hash(data)
         cached = self._blob_cache.get(digest)
         if cached is None:
@@ -128,8 +178,6 @@ class TrajectoryStore:
 
     def insert_trajectory(self, trajectory: Trajectory) -> Episode:
         """Merge a whole episode into its tree in one transaction; return the episode."""
-        from harness.store.writer import EpisodeWriter
-
         writer = EpisodeWriter(self, trajectory.env, trajectory.root,
                                start_key=trajectory.start_key, agent=trajectory.agent,
                                task_id=trajectory.task_id, episode_id=trajectory.episode_id)
@@ -142,8 +190,6 @@ class TrajectoryStore:
                       episode_id: str | None = None):
         """Start an incremental episode (add_step ..., then commit); nothing is written to
         the database until commit. Pass ``from_node`` to continue from a restored node."""
-        from harness.store.writer import EpisodeWriter
-
         return EpisodeWriter(self, env, root, start_key=start_key, from_node=from_node,
                              agent=agent, task_id=task_id, episode_id=episode_id)
 
@@ -242,6 +288,13 @@ class TrajectoryStore:
             f" FROM episodes{where} ORDER BY created, id", args)
         return [Episode(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7], r[8]) for r in rows]
 
+    def episode_steps(self, episode_id: str) -> list[tuple[int, int, dict]]:
+        """(step, node id, agent record) of every step of an episode that recorded what
+        its agent sent and got, in step order."""
+        rows = self.conn.execute("SELECT step, node_id, agent_json FROM episode_steps"
+                                 " WHERE episode_id = ? ORDER BY step", (episode_id,))
+        return [(step, node_id, json.loads(agent)) for step, node_id, agent in rows]
+
     def counts(self) -> dict[str, int]:
         """Row counts and blob bytes, for stats."""
         one = lambda sql: self.conn.execute(sql).fetchone()[0] or 0  # noqa: E731
@@ -324,7 +377,7 @@ def _node(row: tuple) -> Node:
         obs_blob=row[7], url=row[8], verdict=json.loads(row[9]) if row[9] else None,
         step_reward=row[10], visits=row[11], status=NodeStatus(row[12]), success=bool(row[13]),
         flags=tuple(f for f in row[14].split(",") if f), created=row[15],
-        width=row[16] or 0, height=row[17] or 0,
+        width=row[16] or 0, height=row[17] or 0, error=row[18],
     )
 
 

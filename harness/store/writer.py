@@ -8,23 +8,31 @@ leaves at most an unreferenced file); the database sees the episode only at
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 import uuid
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Protocol
 
 from harness.errors import StoreError
+from harness.store.blobs import BlobDir
 from harness.store.models import Episode, Frame, NodeStatus, Step, action_key
 
-if TYPE_CHECKING:
-    import sqlite3
 
-    from harness.store.store import TrajectoryStore
+class WriterStore(Protocol):
+    """What a writer needs of its store (``harness.store.store.TrajectoryStore`` is one)."""
+
+    blobs: BlobDir
+
+    def put_blob(self, data: bytes) -> tuple[str, int, int, int]: ...
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
 
 class EpisodeWriter:
     """begin (via ``TrajectoryStore.begin_episode``) -> add_step ... -> commit."""
 
-    def __init__(self, store: TrajectoryStore, env: str, root: Frame | None, *,
+    def __init__(self, store: WriterStore, env: str, root: Frame | None, *,
                  start_key: str | None = None, from_node: int | None = None, agent: str = "",
                  task_id: str | None = None, episode_id: str | None = None) -> None:
         if (root is None) == (from_node is None):
@@ -69,10 +77,14 @@ class EpisodeWriter:
                 [(h, meta[0], meta[3], meta[1], meta[2], self.store.blobs.fmt) for h, meta in self._blobs.items()])
             tree_id, parent, depth = self._start(conn, now)
             visited = [parent]
-            for step, blob in self._steps:
+            agent_rows = []
+            for number, (step, blob) in enumerate(self._steps, start=1):
                 depth += 1
                 parent = _merge_step(conn, tree_id, parent, depth, step, blob, now)
                 visited.append(parent)
+                if step.agent is not None:
+                    agent_rows.append((self.episode_id, number, parent,
+                                       json.dumps(step.agent)))
             conn.executemany("UPDATE nodes SET visits = visits + 1 WHERE id = ?",
                              [(node_id,) for node_id in visited if node_id is not None])
             if success:
@@ -82,6 +94,8 @@ class EpisodeWriter:
                 " steps, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (self.episode_id, tree_id, parent, self.task_id, reward, int(success),
                  self.agent, len(self._steps), now))
+            conn.executemany("INSERT INTO episode_steps (episode_id, step, node_id, agent_json)"
+                             " VALUES (?, ?, ?, ?)", agent_rows)
         self._done = True
         return Episode(self.episode_id, tree_id, parent, self.task_id, reward, success,
                        self.agent, len(self._steps), now)
@@ -124,7 +138,7 @@ def _merge_step(conn: sqlite3.Connection, tree_id: int, parent: int, depth: int,
     verdict = json.dumps(step.verdict, sort_keys=True) if step.verdict is not None else None
     return conn.execute(
         "INSERT INTO nodes (tree_id, parent_id, depth, state_key, action_key, action_text,"
-        " obs_blob, url, verdict_json, step_reward, visits, status, created)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+        " obs_blob, url, verdict_json, step_reward, visits, status, created, error)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
         (tree_id, parent, depth, step.state_key, key, step.action_text, blob, step.url, verdict,
-         step.reward, status.value, now)).lastrowid
+         step.reward, status.value, now, step.error)).lastrowid

@@ -1,20 +1,27 @@
 """The task protocol, in BrowserGym's spirit: a task is separate from the sandbox.
 
-A task sets an episode up in a sandbox (``setup``), judges it after every step
-(``validate``), may know an oracle action (``cheat``), and cleans up (``teardown``).
-Tasks raise ``harness.errors.TaskError`` (or a ``SandboxError``) for infrastructure
-failures; they never turn those into a reward.
+A task says what sandbox it needs (``sandbox_request``), sets an episode up in one
+(``setup``, with the run's shared ``TaskResources``: site servers, page servers), judges
+it after every step (``validate``), may know an oracle action (``cheat``), and cleans up
+(``teardown``). Tasks raise ``harness.errors.TaskError`` (or a ``SandboxError``) for
+infrastructure failures; they never turn those into a reward. A task that needs a
+browser asks for one with ``require_browser``.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from fsm_sites.verdict import StepVerdict
 from harness.actions import Action
-from sandboxes.base import Sandbox
+from harness.errors import ConfigError
+from sandboxes.base import Browser, Sandbox, SandboxRequest
+
+if TYPE_CHECKING:
+    from harness.resources import TaskResources
 
 
 class TaskSetup(BaseModel):
@@ -29,6 +36,10 @@ class TaskSetup(BaseModel):
     max_steps: int | None = Field(
         default=None, ge=1,
         description="the task's step budget for this episode; the env uses it when given none",
+    )
+    start_distance: int | None = Field(
+        default=None, ge=0,
+        description="shortest distance from the start state to the goal, where the task knows it",
     )
 
 
@@ -50,9 +61,12 @@ class Task(ABC):
 
     #: stable id such as "miniwob:click-button" or "fsm:shop/buy_laptop"
     id: str
+    #: the sandbox this task needs (kind and viewport)
+    sandbox_request: SandboxRequest = SandboxRequest()
 
     @abstractmethod
-    async def setup(self, sandbox: Sandbox, *, seed: int | None) -> TaskSetup:
+    async def setup(self, sandbox: Sandbox, *, seed: int | None,
+                    resources: TaskResources) -> TaskSetup:
         """Prepare a fresh episode in ``sandbox`` (which is already started)."""
 
     @abstractmethod
@@ -66,3 +80,13 @@ class Task(ABC):
     async def teardown(self, sandbox: Sandbox) -> None:
         """Release per-episode resources (server sessions, temp files)."""
         return None
+
+
+def require_browser(sandbox: Sandbox, task_id: str) -> Browser:
+    """``sandbox`` as a browser, or a ConfigError naming the task that needs one."""
+    if not isinstance(sandbox, Browser):
+        raise ConfigError(
+            f"expected a browser sandbox for task {task_id}, got a {getattr(sandbox, 'kind', type(sandbox).__name__)} "
+            "sandbox; run it with --sandbox browser"
+        )
+    return sandbox

@@ -1,11 +1,15 @@
-"""FSM-site tasks: an episode is one session of a ``SiteServer``, judged by the site's machine.
+"""FSM-site tasks: an episode is one session of a site server, judged by the site's machine.
+
+The task talks to its site only through a site client (``fsm_sites.client``): the run's
+``TaskResources.sites()`` (an in-process server, or a remote one over HTTP) unless it was
+given its own.
 
 - ``setup`` creates a session (the task's start state and goal; layout seed = the
-  episode seed, 0 when None) and opens it in the sandbox, confined to the site origin.
+  episode seed, 0 when None) and opens it in the browser, confined to the site origin.
 - ``validate`` waits for the page to show the state its last event produced, then
   folds the verdicts of the events sent since the previous step into one
-  ``StepVerdict`` (before = first before, after = last after). Reward: 1.0 when the
-  goal is reached, else 0.0, plus ``shaping * -(distance change)`` if ``shaping`` > 0.
+  ``StepVerdict`` (before = first before, after = last after). Its reward is 1.0 when the
+  goal is reached, else 0.0 (the env's reward mode shapes it, see ``harness.rewards``).
   Done when the goal is reached, or when the goal can no longer be reached (a dead end).
 - ``cheat`` returns the next oracle action: the first edge of a shortest path from the
   *current* state, located on the page by ``data-el`` (see ``harness.tasks.fsm_oracle``).
@@ -22,20 +26,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from fsm_sites.client import SiteClient, SiteUnavailable
 from fsm_sites.engine import Machine
-from fsm_sites.server import SiteServer
+from fsm_sites.sessions import SessionError
 from fsm_sites.spec import SiteSpec
 from fsm_sites.state import State
 from fsm_sites.verdict import StepVerdict
 from harness.actions import Action, Done
 from harness.errors import TaskError
-from harness.tasks.base import Task, TaskSetup, Validation
+from harness.tasks.base import Task, TaskSetup, Validation, require_browser
 from harness.tasks.fsm_oracle import next_action, probe_expression
-from sandboxes.base import Sandbox
+from sandboxes.base import Browser, Sandbox
 from sandboxes.errors import SandboxEvaluationError
+
+if TYPE_CHECKING:
+    from harness.resources import TaskResources
 
 _SETTLE_TIMEOUT_S = 5.0
 # Waits for the page's in-flight event or swap, then says what the page shows.
@@ -66,25 +74,24 @@ def combine_verdicts(verdicts: Sequence[StepVerdict]) -> StepVerdict:
 
 
 class FSMTask(Task):
-    """One FSM task (or, given several, one drawn per episode by seed) on a ``SiteServer``."""
+    """One FSM task (or, given several, one drawn per episode by seed) on a site server."""
 
     has_oracle = True
 
-    def __init__(self, task: Any | Sequence[Any], server: SiteServer | None = None, *,
-                 shaping: float = 0.0, name: str | None = None,
-                 site_spec: SiteSpec | None = None, reuse_page: bool = True) -> None:
+    def __init__(self, task: Any | Sequence[Any], sites: SiteClient | None = None, *,
+                 name: str | None = None, site_spec: SiteSpec | None = None,
+                 reuse_page: bool = True) -> None:
         self.choices = list(task) if isinstance(task, (list, tuple)) else [task]
         if not self.choices:
             raise TaskError("expected at least one FSM task spec, got none")
         first = self.choices[0]
         self.id = f"fsm:{name or (first.site if len(self.choices) > 1 else f'{first.site}/{first.id}')}"
-        self.shaping = shaping
         #: Open each episode's session in the previous episode's page (see setup).
         self.reuse_page = reuse_page
         self.task = first
         self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)
-        self._given_server = server  # None: the event loop's shared server, fetched per setup
-        self._server = server
+        self._given_sites = sites  # None: the run's TaskResources.sites(), fetched per setup
+        self._sites: SiteClient | None = sites
         self._site_spec = site_spec  # for sites outside the library (synthesized, user-written)
         self._session: str | None = None
         self._jumps = 0  # jumps shown so far, for a fresh ?v= marker each time
@@ -92,91 +99,93 @@ class FSMTask(Task):
         self._cursor = 0
 
     # ---- Task protocol ------------------------------------------------------------------
-    async def setup(self, sandbox: Sandbox, *, seed: int | None) -> TaskSetup:
+    async def setup(self, sandbox: Sandbox, *, seed: int | None,
+                    resources: TaskResources) -> TaskSetup:
+        browser = require_browser(sandbox, self.id)
         layout_seed = 0 if seed is None else int(seed)
         self.task = self.choices[layout_seed % len(self.choices)]
-        server = await self._ensure_server()
-        session = server.create_session(self.task.site, goal=self.task.goal,
-                                        start_state=self.task.start_state, seed=layout_seed)
-        self._session, self._cursor, self.step_events = session.id, 0, []
+        sites = await self._ensure_site(resources)
+        view = await _site_call(sites.create_session(self.task.site, goal=self.task.goal,
+                                                     start_state=self.task.start_state, seed=layout_seed))
+        self._session, self._cursor, self.step_events = view.id, 0, []
         self._jump_view = None
-        url = server.session_url(session.id)
         # The page keeps nothing of its own (the state lives in the session), so the
         # previous episode's page can show the new session in place: the sandbox clears
         # cookies and storage and site.js swaps in the new session's page.
-        await sandbox.reset(url, allowed_origins=(server.site_url,), keep_page=self.reuse_page,
-                            content=server.render(session) if self.reuse_page else None)
-        await self._settle(sandbox, server, session.id)  # first paint done before the screenshot
-        return TaskSetup(instruction=self.task.instruction, start_url=url,
-                         allowed_origins=(server.site_url,), fsm_state=session.state.key(),
-                         max_steps=step_budget(self.task))
+        content = await _site_call(sites.page_html(view.id)) if self.reuse_page else None
+        await browser.reset(view.url, allowed_origins=(sites.site_url,), keep_page=self.reuse_page,
+                            content=content)
+        await self._settle(browser, sites, view.id)  # first paint done before the screenshot
+        return TaskSetup(instruction=self.task.instruction, start_url=view.url,
+                         allowed_origins=(sites.site_url,), fsm_state=view.state,
+                         max_steps=step_budget(self.task), start_distance=view.distance)
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
-        server, sid = self._require()
-        await self._settle(sandbox, server, sid)
-        records = server.events(sid, since=self._cursor)
+        sites, sid = self._require()
+        await self._settle(require_browser(sandbox, self.id), sites, sid)
+        records = await _site_call(sites.events(sid, since=self._cursor))
         self.step_events.append(len(records))
         if records:
             self._cursor = records[-1].seq
             verdict = combine_verdicts([r.verdict for r in records])
         else:
-            verdict = self._idle_verdict(server, sid)
+            verdict = await self._idle_verdict(sites, sid)
         success = verdict.goal_reached
         dead_end = verdict.distance_after is None
-        raw = 1.0 if success else 0.0
-        progress = -(verdict.distance_delta or 0)
-        reward = raw + self.shaping * progress if self.shaping > 0 else raw
         message = ("goal reached" if success else "the goal can no longer be reached" if dead_end
                    else f"{verdict.distance_after} step(s) from the goal")
-        return Validation(reward=reward, raw_reward=raw, done=success or dead_end, success=success,
+        raw = 1.0 if success else 0.0
+        return Validation(reward=raw, raw_reward=raw, done=success or dead_end, success=success,
                           message=message, verdict=verdict)
 
     async def cheat(self, sandbox: Sandbox) -> Action | None:
-        server, sid = self._require()
-        session = server.store.get(sid)
-        if session.goal_fn(session.state):
+        sites, sid = self._require()
+        view = await _site_call(sites.session(sid))
+        if view.goal_reached:
             return Done()
-        paths = session.machine.shortest_paths(session.state, session.goal_fn, limit=1)
-        if not paths:
+        edge = await _site_call(sites.oracle_edge(sid))
+        if edge is None:
             return None
-        edge = paths[0][0]
-        probe = await sandbox.evaluate(probe_expression(edge))
-        return next_action(edge, probe if isinstance(probe, dict) else None, session.state.page)
+        probe = await require_browser(sandbox, self.id).evaluate(probe_expression(edge))
+        return next_action(edge, probe if isinstance(probe, dict) else None, view.page)
 
     async def teardown(self, sandbox: Sandbox) -> None:
-        if self._session is not None and self._server is not None:
-            if self._session in self._server.store.sessions:
-                self._server.delete_session(self._session)
+        if self._session is not None and self._sites is not None:
+            try:
+                await self._sites.delete_session(self._session)
+            except (SessionError, SiteUnavailable):
+                pass  # the server already dropped it, or is gone: nothing left to release
         self._session = None
 
     # ---- helpers ------------------------------------------------------------------------
-    def current_state(self) -> State:
-        server, sid = self._require()
-        return server.state(sid)
+    async def current_state(self) -> State:
+        """The session's state now."""
+        sites, sid = self._require()
+        return State.from_key((await _site_call(sites.session(sid))).state)
 
-    def _idle_verdict(self, server: SiteServer, sid: str) -> StepVerdict:
-        session = server.store.get(sid)
-        key, distance = session.state.key(), session.distance(session.state)
-        return StepVerdict(state_before=key, state_after=key, transition_fired=False, on_shortest_path=False,
-                           distance_before=distance, distance_after=distance,
-                           goal_reached=session.goal_fn(session.state))
+    async def _idle_verdict(self, sites: SiteClient, sid: str) -> StepVerdict:
+        view = await _site_call(sites.session(sid))
+        return StepVerdict(state_before=view.state, state_after=view.state, transition_fired=False,
+                           on_shortest_path=False, distance_before=view.distance,
+                           distance_after=view.distance, goal_reached=view.goal_reached)
 
-    def _require(self) -> tuple[SiteServer, str]:
-        if self._server is None or self._session is None:
+    def _require(self) -> tuple[SiteClient, str]:
+        if self._sites is None or self._session is None:
             raise TaskError(f"expected setup() before using task {self.id}, got no session")
-        return self._server, self._session
+        return self._sites, self._session
 
-    async def _ensure_server(self) -> SiteServer:
-        # Fetched every setup: a shared server closed since the last episode is replaced.
-        self._server = self._given_server or await shared_server()
-        if self.task.site not in self._server.store.machines:
+    async def _ensure_site(self, resources: TaskResources) -> SiteClient:
+        # Fetched every setup: each run's resources may hold another server.
+        sites = self._given_sites or await resources.sites()
+        self._sites = sites
+        if not await _site_call(sites.has_site(self.task.site)):
             if self._site_spec is not None and self._site_spec.name == self.task.site:
-                self._server.add_site(self._site_spec)
+                await _site_call(sites.add_site(self._site_spec))
             else:
                 from fsm_sites.library import load_site
 
-                self._server.add_site(load_site(self.task.site))
-        return self._server
+                await _site_call(sites.add_site(load_site(self.task.site)))
+        return sites
 
     @property
     def session_id(self) -> str | None:
@@ -186,21 +195,22 @@ class FSMTask(Task):
     async def jump(self, sandbox: Sandbox, state_key: str) -> str:
         """Move this episode's session straight to a reachable state (no replay) and show
         it in the page; returns the state key reached."""
-        server, sid = self._require()
-        reached = server.jump(sid, state_key).key()
+        sites, sid = self._require()
+        browser = require_browser(sandbox, self.id)
+        view = await _site_call(sites.jump(sid, state_key))
         self._jumps += 1
         marker = f"j{self._jumps}"
         # Until the next event, the page legitimately shows this marker instead of a seq.
-        self._jump_view = (marker, server.store.get(sid).seq)
+        self._jump_view = (marker, view.seq)
         # Not awaited in the page: should the swap fall back to a full load, the evaluate
         # still returns before its document goes away. _settle waits for it.
-        await sandbox.evaluate(f"(() => {{ const f = window.__fsm, url = './?v={marker}';"
+        await browser.evaluate(f"(() => {{ const f = window.__fsm, url = './?v={marker}';"
                                " if (f) f.show(url); else setTimeout(() => location.replace(url), 0);"
                                " return true; })()")
-        await self._settle(sandbox, server, sid, marker=marker)
-        return reached
+        await self._settle(browser, sites, sid, marker=marker)
+        return view.state
 
-    async def _settle(self, sandbox: Sandbox, server: SiteServer, sid: str,
+    async def _settle(self, browser: Browser, sites: SiteClient, sid: str,
                       marker: str | None = None) -> None:
         """Wait until the page shows the state of the session's last event (site.js
         swaps in ``./?v=<seq>`` after each event, or ``./?v=<marker>`` after a jump), so
@@ -208,12 +218,12 @@ class FSMTask(Task):
         deadline = time.monotonic() + _SETTLE_TIMEOUT_S
         while time.monotonic() < deadline:
             try:
-                status = await sandbox.evaluate(_STATUS)
+                status = await browser.evaluate(_STATUS)
             except SandboxEvaluationError:  # the page navigated twice under us; look again
                 status = None
             if isinstance(status, dict) and not status["pending"] and status["ready"] == "complete":
                 seen = parse_qs(status["search"].lstrip("?")).get("v", [None])[0]
-                seq = server.store.get(sid).seq
+                seq = (await _site_call(sites.session(sid))).seq
                 if marker is not None:
                     current = seen == marker
                 else:
@@ -225,54 +235,21 @@ class FSMTask(Task):
                     # A freshly loaded document may not have painted yet; wait for two
                     # frames so the screenshot that follows captures it.
                     try:
-                        await sandbox.evaluate(_FRAMES)
+                        await browser.evaluate(_FRAMES)
                     except SandboxEvaluationError:  # navigated again meanwhile; look again
                         continue
                     return
             await asyncio.sleep(0.02)
         raise TaskError(f"expected the page of {self.id} to show the new state within "
-                        f"{_SETTLE_TIMEOUT_S}s, got a page still loading at {sandbox.url}")
+                        f"{_SETTLE_TIMEOUT_S}s, got a page still loading at {browser.url}")
 
 
-#: Each event loop's shared server, as the task that starts it: registered before the
-#: first await, so concurrent first callers share one start.
-_SHARED: dict[asyncio.AbstractEventLoop, asyncio.Task[SiteServer]] = {}
-
-
-async def shared_server() -> SiteServer:
-    """One SiteServer per event loop, started on first use, serving library sites on
-    demand; ``close_shared_server`` closes it (the episode runner and ``BrowserEnv`` do)."""
-    loop = asyncio.get_running_loop()
-    for dead in [other for other in _SHARED if other.is_closed()]:
-        del _SHARED[dead]  # nothing can close their servers now; let them be collected
-    starting = _SHARED.get(loop)
-    if starting is None:
-        starting = _SHARED[loop] = loop.create_task(_start_server())
+async def _site_call(call: Any) -> Any:
+    """Await a site-client call; a server that cannot be reached is an infrastructure error."""
     try:
-        return await asyncio.shield(starting)  # one caller cancelled leaves the start to the others
-    except Exception:
-        if _SHARED.get(loop) is starting:
-            del _SHARED[loop]  # a failed start is tried afresh by the next caller
-        raise
-
-
-async def close_shared_server() -> None:
-    """Close the running loop's shared server, if one was started; the next
-    ``shared_server()`` starts a new one."""
-    starting = _SHARED.pop(asyncio.get_running_loop(), None)
-    if starting is None:
-        return
-    try:
-        server = await starting
-    except Exception:  # noqa: BLE001 - it never started, so there is nothing to close
-        return
-    await server.close()
-
-
-async def _start_server() -> SiteServer:
-    server = SiteServer([])
-    await server.start()
-    return server
+        return await call
+    except SiteUnavailable as exc:
+        raise TaskError(f"expected the FSM site server to answer, got: {exc}") from exc
 
 
 # ---- the `fsm` suite ---------------------------------------------------------------------

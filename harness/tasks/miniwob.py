@@ -1,8 +1,7 @@
 """The MiniWoB++ suite: every task page shipped in the ``miniwob`` pip package.
 
-Pages are served over HTTP by one aiohttp server per process, bound to 127.0.0.1 and
-started lazily on its own thread (so envs on any event loop, the sync wrapper's included,
-share it). An episode is started the way the ``miniwob`` package's own Selenium env does
+Pages are served over HTTP by the run's ``TaskResources`` (``miniwob_url``: one static
+server per run, bound to its bind host). An episode is started the way the ``miniwob`` package's own Selenium env does
 it: ``Math.seedrandom(seed)``, ``core.setDataMode(mode)``, ``core.startEpisodeReal()``;
 the reward is read from the page's own globals (``WOB_REWARD_GLOBAL`` is time-discounted,
 ``WOB_RAW_REWARD_GLOBAL`` is not) and the instruction from ``core.getUtterance()``.
@@ -15,23 +14,23 @@ gives the same pixels with no crop, and puts the page's reward HUD (at x=165) of
 
 from __future__ import annotations
 
-import asyncio
 import json
 import pathlib
-import threading
 import time
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import miniwob
-from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.actions import Action, Click
 from harness.errors import TaskError
-from harness.tasks.base import Task, TaskSetup, Validation
-from sandboxes.base import Sandbox
+from harness.tasks.base import Task, TaskSetup, Validation, require_browser
+from sandboxes.base import Browser, Sandbox, SandboxRequest
 from sandboxes.origins import origin_of
+
+if TYPE_CHECKING:
+    from harness.resources import TaskResources
 
 HTML_DIR = pathlib.Path(miniwob.__file__).parent / "html"
 TASK_DIR = HTML_DIR / "miniwob"
@@ -54,83 +53,6 @@ class MiniWoBConfig(BaseModel):
     ready_timeout_s: float = Field(
         default=10.0, gt=0, description="how long to wait for the page to load and be ready"
     )
-
-
-# ---- the page server ---------------------------------------------------------------------
-
-
-class _PageServer:
-    """A static aiohttp server for the miniwob html tree, living on its own thread."""
-
-    def __init__(self, root: pathlib.Path) -> None:
-        self.root = root
-        self.base_url: str | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def start(self) -> str:
-        with self._lock:
-            if self.base_url is not None:
-                return self.base_url
-            ready = threading.Event()
-            errors: list[BaseException] = []
-            self._thread = threading.Thread(
-                target=self._serve, args=(ready, errors), name="miniwob-server", daemon=True
-            )
-            self._thread.start()
-            ready.wait(timeout=30)
-            if errors or self.base_url is None:
-                raise TaskError(f"expected the MiniWoB page server to start, got {errors!r}")
-            return self.base_url
-
-    def _serve(self, ready: threading.Event, errors: list[BaseException]) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            loop.run_until_complete(self._start_site())
-        except BaseException as exc:  # reported to start() and re-raised there
-            errors.append(exc)
-            ready.set()
-            return
-        ready.set()
-        loop.run_forever()
-        loop.close()
-
-    async def _start_site(self) -> None:
-        app = web.Application()
-        app.router.add_static("/", self.root, follow_symlinks=False)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = self._runner.addresses[0][1]
-        self.base_url = f"http://127.0.0.1:{port}/"
-
-    def stop(self) -> None:
-        with self._lock:
-            if self._loop is None or self._thread is None:
-                return
-            if self._runner is not None:
-                asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-            self._loop = self._thread = self._runner = None
-            self.base_url = None
-
-
-_SERVER = _PageServer(HTML_DIR)
-
-
-def server_url() -> str:
-    """Base URL of this process's MiniWoB page server, starting it on first use."""
-    return _SERVER.start()
-
-
-def stop_server() -> None:
-    """Stop the page server (it restarts on the next ``server_url``)."""
-    _SERVER.stop()
 
 
 def task_names() -> list[str]:
@@ -171,8 +93,8 @@ _ORACLE_TARGETS: dict[str, str] = {
 class MiniWoBTask(Task):
     """One MiniWoB++ page; ``setup`` starts a seeded episode in a fresh browser context."""
 
-    #: the viewport the sandbox should have for this task (CSS pixels)
-    viewport: tuple[int, int] = VIEWPORT
+    #: a browser whose viewport is MiniWoB's task area (CSS pixels)
+    sandbox_request = SandboxRequest(kind="browser", viewport=VIEWPORT)
 
     def __init__(self, name: str, config: MiniWoBConfig | None = None) -> None:
         if not (TASK_DIR / f"{name}.html").is_file():
@@ -185,17 +107,17 @@ class MiniWoBTask(Task):
     def has_oracle(self) -> bool:
         return self.name in _ORACLE_TARGETS
 
-    @property
-    def url(self) -> str:
-        return f"{server_url()}miniwob/{self.name}.html"
+    async def setup(self, sandbox: Sandbox, *, seed: int | None,
+                    resources: TaskResources) -> TaskSetup:
+        browser = require_browser(sandbox, self.id)
+        url = f"{await resources.miniwob_url()}miniwob/{self.name}.html"
+        await browser.reset(url)  # the start URL's origin is allowed, and no other
+        instruction = await self.start_episode(browser, seed=seed)
+        origin = origin_of(url)
+        return TaskSetup(instruction=instruction, start_url=url,
+                         allowed_origins=(origin,) if origin else ())
 
-    async def setup(self, sandbox: Sandbox, *, seed: int | None) -> TaskSetup:
-        url = self.url
-        await sandbox.reset(url)  # the start URL's origin is allowed, and no other
-        instruction = await self.start_episode(sandbox, seed=seed)
-        return TaskSetup(instruction=instruction, start_url=url, allowed_origins=(origin_of(url),))
-
-    async def start_episode(self, sandbox: Sandbox, *, seed: int | None) -> str:
+    async def start_episode(self, sandbox: Browser, *, seed: int | None) -> str:
         """Start a seeded episode on the already loaded page; return its instruction."""
         await self._wait_for(sandbox, _READY_JS, "the page to load (core.js and genProblem)")
         seed_js = "Math.seedrandom();" if seed is None else f"Math.seedrandom({json.dumps(seed)});"
@@ -208,7 +130,7 @@ class MiniWoBTask(Task):
         return str(instruction or "")
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
-        state = await sandbox.evaluate(_STATE_JS)
+        state = await require_browser(sandbox, self.id).evaluate(_STATE_JS)
         if not isinstance(state, dict):
             raise TaskError(f"expected the WOB_* globals as an object, got {state!r}")
         done = bool(state["done"])
@@ -226,7 +148,7 @@ class MiniWoBTask(Task):
         target = _ORACLE_TARGETS.get(self.name)
         if target is None:
             return None
-        center = await sandbox.evaluate(
+        center = await require_browser(sandbox, self.id).evaluate(
             f"(() => {{ const el = {target}; if (!el) return null;"
             " const r = el.getClientRects()[0];"
             " return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)]; })()"
@@ -235,7 +157,7 @@ class MiniWoBTask(Task):
             raise TaskError(f"expected the oracle target of {self.id} on the page, got none")
         return Click(x=int(center[0]), y=int(center[1]))
 
-    async def _wait_for(self, sandbox: Sandbox, expression: str, what: str) -> None:
+    async def _wait_for(self, sandbox: Browser, expression: str, what: str) -> None:
         # Poll inside the page (one round trip in the common case), in slices shorter
         # than the sandbox's own evaluate timeout, until our deadline.
         deadline = time.monotonic() + self.config.ready_timeout_s

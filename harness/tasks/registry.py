@@ -12,13 +12,12 @@ outside).
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from collections.abc import Sequence
 from functools import cache
 from typing import Protocol, runtime_checkable
 
-from harness.errors import UnknownTaskError
+from harness.errors import UnknownTaskError, did_you_mean
 from harness.tasks.base import Task
 
 
@@ -60,7 +59,7 @@ def load_suite(prefix: str) -> TaskSuite:
     """Import and build the suite registered under ``prefix``."""
     if prefix not in SUITES:
         raise UnknownTaskError(
-            f"expected a suite in {list_suites()}, got {prefix!r}{_close(prefix, SUITES)}"
+            f"expected a suite in {list_suites()}, got {prefix!r}{did_you_mean(prefix, SUITES)}"
         )
     module_name, func_name = SUITES[prefix].split(":")
     try:
@@ -146,11 +145,8 @@ def _check_names(names: list[str], suite: TaskSuite, prefix: str) -> None:
         candidates = getattr(suite, "candidates", None)
         near = candidates(unknown[0]) if candidates is not None else suite.names()
         raise UnknownTaskError(
-            f"expected a task of suite {prefix!r}, got {unknown[0]!r}{_close(unknown[0], near)}; "
+            f"expected a task of suite {prefix!r}, got {unknown[0]!r}{did_you_mean(unknown[0], near)}; "
             f"list the suite's tasks with suite_task_ids({prefix!r})"
         )
 
 
-def _close(name: str, candidates: object) -> str:
-    matches = difflib.get_close_matches(name, list(candidates), n=5, cutoff=0.5)  # type: ignore[arg-type]
-    return f" (did you mean {', '.join(repr(m) for m in matches)}?)" if matches else ""

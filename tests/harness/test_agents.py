@@ -1,10 +1,34 @@
-"""Agents: the random agent's coverage and seeding, and the model-agent interface."""
+"""Agents: typed steps, the random agent's coverage and per-episode streams, the model-agent
+base and its prompt, the registry, and the batching helper (a fake at the model seam)."""
 
 from __future__ import annotations
 
-from harness.actions import POINTER_ACTIONS, Drag
-from harness.agents import Agent, AgentContext, ModelAgent, OracleAgent, RandomAgent
+import asyncio
+import random
+import sys
+import types
+
+import pytest
+
+from harness.actions import POINTER_ACTIONS, Click, Drag
+from harness.agents import (
+    Agent,
+    AgentContext,
+    AgentStep,
+    Batcher,
+    Completion,
+    ModelAgent,
+    OracleAgent,
+    RandomAgent,
+    Turn,
+    episode_rng,
+    make_agent,
+    register_agent,
+    registry,
+)
+from harness.errors import ConfigError, UnknownAgentError
 from harness.observation import Observation
+from harness.prompts import PromptConfig
 
 
 def _obs(**kw) -> Observation:
@@ -14,8 +38,8 @@ def _obs(**kw) -> Observation:
 
 
 def test_random_agent_covers_the_action_space_inside_the_screenshot() -> None:
-    agent = RandomAgent(seed=1)
-    actions = [agent.sample(160, 210) for _ in range(2000)]
+    agent, rng = RandomAgent(), random.Random(1)
+    actions = [agent.sample(160, 210, rng) for _ in range(2000)]
     kinds = {a.type for a in actions}
     assert kinds == {"click", "double_click", "right_click", "move", "drag", "scroll",
                      "type_text", "key", "wait"}
@@ -26,41 +50,110 @@ def test_random_agent_covers_the_action_space_inside_the_screenshot() -> None:
             assert 0 <= a.to_x < 160 and 0 <= a.to_y < 210
 
 
-def test_random_agent_is_reproducible_per_seed() -> None:
+async def _play(agent: RandomAgent, task: str, seed: int, index: int) -> list:
+    ctx = AgentContext.for_episode(task, seed, index)
+    return [(await agent.act(_obs(), ctx)).action for _ in range(20)]
+
+
+async def test_random_streams_depend_on_task_seed_and_index() -> None:
     agent = RandomAgent()
-    agent.reset(42)
-    first = [agent.sample(100, 100) for _ in range(20)]
-    agent.reset(42)
-    assert [agent.sample(100, 100) for _ in range(20)] == first
-    agent.reset(43)
-    assert [agent.sample(100, 100) for _ in range(20)] != first
+    first = await _play(agent, "miniwob:click-test", 42, 0)
+    assert await _play(agent, "miniwob:click-test", 42, 0) == first  # a rerun plays the same
+    assert await _play(agent, "miniwob:click-button", 42, 0) != first  # another task, another stream
+    assert await _play(agent, "miniwob:click-test", 43, 0) != first
+    assert await _play(agent, "miniwob:click-test", 42, 1) != first
+    assert episode_rng("a", 1, 0).random() == episode_rng("a", 1, 0).random()
+
+
+def test_agent_step_holds_exactly_one_decision() -> None:
+    assert AgentStep.of(Click(x=1, y=2)).action == Click(x=1, y=2)
+    assert AgentStep.of("click(1, 2)").text == "click(1, 2)"
+    with pytest.raises(ValueError, match="exactly one of action or text"):
+        AgentStep()
+    with pytest.raises(ValueError, match="exactly one of action or text"):
+        AgentStep(action=Click(x=1, y=2), text="x")
+    with pytest.raises(ValueError, match="one log-probability per token"):
+        AgentStep(text="x", token_ids=[1, 2], logprobs=[-0.1])
+    step = AgentStep(text="x", completion="x", token_ids=[5], logprobs=[-0.5], policy_version=3)
+    assert step.training_fields() == {"completion": "x", "token_ids": [5], "logprobs": [-0.5],
+                                      "policy_version": 3}
 
 
 class CannedModel(ModelAgent):
-    """A fake at the model seam: records what it was asked, answers with fixed text."""
+    """A fake at the model seam: records the prompts, answers with fixed text and tokens."""
 
     def __init__(self) -> None:
-        super().__init__("json")
-        self.calls: list = []
+        super().__init__(PromptConfig(codec="json", history_images=2), policy_version=7)
+        self.prompts_seen: list = []
 
-    async def generate(self, messages, images) -> str:
-        self.calls.append((messages, images))
-        return '{"type": "click", "x": 5, "y": 6}'
+    async def generate(self, prompt):
+        self.prompts_seen.append(prompt)
+        return Completion('{"type": "click", "x": 5, "y": 6}', token_ids=[1, 2], logprobs=[-0.1, -0.2])
 
 
-async def test_model_agent_builds_messages_and_returns_text() -> None:
+async def test_model_agent_sends_the_one_prompt_and_returns_a_training_step() -> None:
     agent = CannedModel()
-    obs = _obs(last_action_error="expected a point inside")
-    ctx = AgentContext("miniwob:click-test", 0, 1, history=[(_obs(), Drag(x=1, y=2, to_x=3, to_y=4))])
-    text = await agent.act(obs, ctx)
-    assert agent.codec.decode(text, size=(160, 210)).x == 5
-    messages, images = agent.calls[0]
-    assert images == [b"png"] and messages[0]["role"] == "system"
-    user_text = messages[1]["content"][1]["text"]
-    assert "Click the button." in user_text and "expected a point inside" in user_text
-    assert "drag" in user_text
+    before = _obs(step=0, screenshot=b"first")
+    now = _obs(step=1, screenshot=b"second", last_action_error="expected a point inside")
+    ctx = AgentContext("miniwob:click-test", 0, 0,
+                       history=[Turn(before, AgentStep(action=Drag(x=1, y=2, to_x=3, to_y=4)),
+                                     {"type": "drag", "x": 1, "y": 2, "to_x": 3, "to_y": 4})])
+    step = await agent.act(now, ctx)
+    assert agent.codec.decode(step.text, size=(160, 210)).x == 5
+    assert step.token_ids == [1, 2] and step.logprobs == [-0.1, -0.2] and step.policy_version == 7
+    prompt = agent.prompts_seen[0]
+    assert prompt.images == [b"first", b"second"] and prompt.image_steps == [0, 1] == step.image_steps
+    assert step.prompt == prompt.messages and prompt.messages[0]["role"] == "system"
+    user_text = prompt.messages[1]["content"][-1]["text"]
+    assert user_text == ('Instruction: Click the button.\nPrevious actions:\n'
+                         '1. {"type": "drag", "x": 1, "y": 2, "to_x": 3, "to_y": 4}\n'
+                         "Last action error: expected a point inside\nNext action:")
 
 
 def test_agents_satisfy_the_protocol() -> None:
-    assert isinstance(RandomAgent(0), Agent) and isinstance(OracleAgent(), Agent)
+    assert isinstance(RandomAgent(), Agent) and isinstance(OracleAgent(), Agent)
     assert isinstance(CannedModel(), Agent)
+
+
+def test_registry_builds_names_and_offers_close_ones(monkeypatch) -> None:
+    assert isinstance(make_agent("random"), RandomAgent)
+    assert isinstance(make_agent("oracle"), OracleAgent)
+    with pytest.raises(UnknownAgentError, match="did you mean 'random'"):
+        make_agent("randon")
+    with pytest.raises(ConfigError, match="module:function"):
+        register_agent("x", "no_colon_here")
+    module = types.ModuleType("my_agents_mod")
+    module.make = lambda arg: types.SimpleNamespace(name=f"echo:{arg}")
+    monkeypatch.setitem(sys.modules, "my_agents_mod", module)
+    monkeypatch.setattr(registry, "AGENTS", dict(registry.AGENTS))
+    register_agent("echo", "my_agents_mod:make")
+    assert make_agent("echo:http://host:1/v1#m").name == "echo:http://host:1/v1#m"
+    assert "echo" in registry.agent_names()
+
+
+async def test_batcher_shares_one_model_call_between_concurrent_episodes() -> None:
+    calls: list[list[int]] = []
+
+    async def model(batch: list[int]) -> list[int]:  # the fake model: counts its calls
+        calls.append(list(batch))
+        await asyncio.sleep(0)
+        return [x * 10 for x in batch]
+
+    batcher = Batcher(model, max_batch=4, max_wait_ms=50)
+    replies = await asyncio.gather(*(batcher(i) for i in range(10)))
+    assert replies == [i * 10 for i in range(10)]
+    assert [len(c) for c in calls] == [4, 4, 2] and batcher.calls == 3
+    assert sorted(x for c in calls for x in c) == list(range(10))
+    alone = await batcher(99)  # a lone request waits at most max_wait_ms, then goes alone
+    assert alone == 990 and calls[-1] == [99]
+
+
+async def test_a_failed_batch_reaches_every_waiter() -> None:
+    async def broken(batch: list[int]) -> list[int]:
+        raise RuntimeError("model down")
+
+    batcher = Batcher(broken, max_batch=3, max_wait_ms=20)
+    results = await asyncio.gather(*(batcher(i) for i in range(3)), return_exceptions=True)
+    assert all(isinstance(r, RuntimeError) for r in results)
+    with pytest.raises(ConfigError, match="max_batch"):
+        Batcher(broken, max_batch=0)

@@ -29,7 +29,7 @@ TRICKY_TEXT = "it's \"quoted\"\nline2\\path\t日本語 é 🙂 \x00 \u2028 Actio
 EDGE_ACTIONS = [
     *example_actions(),
     Scroll(x=0, y=0), Scroll(x=1, y=2, dx=5, dy=-7), Scroll(x=1, y=2, dx=-300),
-    Scroll(x=3, y=4, dy=10**30 + 7), Drag(x=0, y=0, to_x=0, to_y=0),
+    Scroll(x=3, y=4, dy=-10_000), Drag(x=0, y=0, to_x=0, to_y=0),
     TypeText(text=TRICKY_TEXT), TypeText(text="'"), TypeText(text="\\"), TypeText(text="\n"),
     Key(keys=("'",)), Key(keys=("+",)), Key(keys=("ctrl", "+")), Key(keys=("meta", "shift", "s")),
     Key(keys=("\\",)), Wait(seconds=0.0), Wait(seconds=0.1), Wait(seconds=60.0),

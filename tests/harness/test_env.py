@@ -6,7 +6,7 @@ import pytest
 
 from harness.actions import Click, TypeText
 from harness.agents import AgentContext, OracleAgent
-from harness.env import AsyncBrowserEnv, make_env, sandbox_overrides_for
+from harness.env import AsyncEnv, make_env
 from harness.errors import ConfigError
 from harness.tasks.registry import make_task
 
@@ -20,13 +20,13 @@ _TARGET_CENTER_JS = """(() => {
 
 
 @pytest.fixture
-async def env_for(browser_host):
-    envs: list[AsyncBrowserEnv] = []
+async def env_for(provider):
+    envs: list[AsyncEnv] = []
 
-    async def make(task_id: str, **kwargs) -> AsyncBrowserEnv:
+    async def make(task_id: str, **kwargs) -> AsyncEnv:
         task = make_task(task_id)
-        sandbox = await browser_host.new_sandbox(**sandbox_overrides_for(task))
-        env = AsyncBrowserEnv(task, sandbox, **kwargs)
+        sandbox = await provider.new_sandbox(task.sandbox_request)
+        env = AsyncEnv(task, sandbox, **kwargs)
         envs.append(env)
         return env
 
@@ -83,8 +83,8 @@ async def test_click_outside_the_viewport_is_an_agent_error(env_for) -> None:
 async def test_oracle_agent_solves_and_refuses_tasks_without_oracle(env_for) -> None:
     env = await env_for("miniwob:click-link")
     obs, _ = await env.reset(seed=11)
-    action = await OracleAgent().act(obs, AgentContext("miniwob:click-link", 11, 0, env=env))
-    _, reward, terminated, _, _ = await env.step(action)
+    step = await OracleAgent().act(obs, AgentContext("miniwob:click-link", 11, 0, env=env))
+    _, reward, terminated, _, _ = await env.step(step.action)
     assert reward > 0 and terminated
     no_oracle = await env_for("miniwob:click-dialog")
     obs, _ = await no_oracle.reset(seed=0)

@@ -8,7 +8,8 @@ import pytest
 
 import fsm_sites.library as library
 from fsm_sites.server import SiteServer
-from harness.errors import UnknownTaskError
+from harness.errors import ConfigError, UnknownTaskError
+from harness.resources import TaskResources
 from harness.tasks import fsm
 from harness.tasks.registry import make_task
 
@@ -40,7 +41,7 @@ def test_a_mistyped_goal_suggests_the_goals_of_its_site(loaded_sites) -> None:
     assert set(loaded_sites) == {"shop"}
 
 
-def test_concurrent_first_callers_share_one_server(monkeypatch) -> None:
+def test_concurrent_first_callers_share_one_server_until_the_owner_closes_it(monkeypatch) -> None:
     starts: list[SiteServer] = []
     real_start = SiteServer.start
 
@@ -51,13 +52,15 @@ def test_concurrent_first_callers_share_one_server(monkeypatch) -> None:
     monkeypatch.setattr(SiteServer, "start", counted_start)
 
     async def scenario() -> None:
-        first, second = await asyncio.gather(fsm.shared_server(), fsm.shared_server())
+        resources = TaskResources()
+        first, second = await asyncio.gather(resources.sites(), resources.sites())
         assert first is second and len(starts) == 1
-        await fsm.close_shared_server()
+        await resources.close()
         with pytest.raises(RuntimeError):  # closed: it serves nothing any more
             first.site_url  # noqa: B018
-        assert await fsm.shared_server() is not first and len(starts) == 2
-        await fsm.close_shared_server()
-        assert asyncio.get_running_loop() not in fsm._SHARED
+        with pytest.raises(ConfigError, match="closed"):
+            await resources.sites()
+        async with TaskResources() as other:
+            assert await other.sites() is not first and len(starts) == 2
 
     asyncio.run(scenario())

@@ -6,11 +6,12 @@ import asyncio
 
 import pytest
 
+from fsm_sites.client import LocalSiteClient
 from fsm_sites.library import list_sites, load_site
 from fsm_sites.server import SiteServer
 from fsm_sites.verdict import StepVerdict
 from harness.actions import Click, Done
-from harness.env import AsyncBrowserEnv
+from harness.env import AsyncEnv
 from harness.fsm_tasks_cli import verify_one
 from harness.tasks.fsm import FSMTask, combine_verdicts, goal_tasks
 from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
@@ -24,7 +25,7 @@ async def site_server():
         yield server
 
 
-async def _solve(env: AsyncBrowserEnv, seed: int, limit: int = 40):
+async def _solve(env: AsyncEnv, seed: int, limit: int = 40):
     obs, info = await env.reset(seed=seed)
     steps = []
     for _ in range(limit):
@@ -38,12 +39,12 @@ async def _solve(env: AsyncBrowserEnv, seed: int, limit: int = 40):
 
 
 @pytest.mark.parametrize("spec_fn, seed", [(widgets_spec, 0), (tiny_shop, 1)])
-async def test_oracle_solves_every_goal(browser_host, site_server, spec_fn, seed) -> None:
-    sandbox = await browser_host.new_sandbox()
+async def test_oracle_solves_every_goal(provider, site_server, spec_fn, seed) -> None:
+    sandbox = await provider.new_browser()
     try:
         for task in goal_tasks(spec_fn()):
-            fsm_task = FSMTask(task, site_server)
-            env = AsyncBrowserEnv(fsm_task, sandbox, max_steps=60)
+            fsm_task = FSMTask(task, LocalSiteClient(site_server))
+            env = AsyncEnv(fsm_task, sandbox, max_steps=60)
             steps = await _solve(env, seed, limit=60)
             action, reward, info = steps[-1]
             assert info.success and reward == 1.0 and info.verdict.goal_reached, (task.id, info.message)
@@ -56,18 +57,25 @@ async def test_oracle_solves_every_goal(browser_host, site_server, spec_fn, seed
         await sandbox.close()
 
 
-async def test_wasted_click_and_shaping(browser_host, site_server) -> None:
+@pytest.mark.parametrize("mode, on_path", [("outcome", 0.0), ("step", 0.5), ("progress", 0.5)])
+async def test_wasted_click_and_reward_modes(provider, site_server, mode, on_path) -> None:
     task = next(t for t in goal_tasks(tiny_shop()) if t.goal == "lamp_in_cart")
-    sandbox = await browser_host.new_sandbox()
+    assert task.difficulty == 2
+    sandbox = await provider.new_browser()
     try:
-        fsm_task = FSMTask(task, site_server, shaping=0.1)
-        env = AsyncBrowserEnv(fsm_task, sandbox)
-        await env.reset(seed=2)
+        fsm_task = FSMTask(task, LocalSiteClient(site_server))
+        env = AsyncEnv(fsm_task, sandbox, reward=mode)
+        _, info = await env.reset(seed=2)
+        assert info.start_distance == 2
         assert env.max_steps == 6 * task.difficulty + 6  # no limit given: the task's budget
         _, reward, terminated, _, info = await env.step(Click(x=3, y=700))  # empty space
         assert reward == 0.0 and not terminated and not info.verdict.transition_fired
         _, reward, _, _, info = await env.step(await env.oracle_action())
-        assert info.verdict.on_shortest_path and reward == pytest.approx(0.1)
+        assert info.verdict.on_shortest_path and reward == pytest.approx(on_path)
+        while not info.success:
+            _, reward, _, _, info = await env.step(await env.oracle_action())
+        # the goal step: outcome 1; step: 1 + 1/d0; progress: the last 1/d0 of the distance
+        assert reward == pytest.approx({"outcome": 1.0, "step": 1.5, "progress": 0.5}[mode])
         await env.close()
         assert fsm_task._session is None
     finally:
@@ -85,7 +93,7 @@ async def test_combine_verdicts_folds_first_before_last_after() -> None:
 
 
 @pytest.mark.parametrize("site", list_sites())
-async def test_oracle_solves_every_curated_task_at_two_layout_seeds(browser_host, site) -> None:
+async def test_oracle_solves_every_curated_task_at_two_layout_seeds(provider, site) -> None:
     """Every goal task of every curated site, replayed by the oracle in a real browser at two
     layout seeds, reaches its goal with every event-sending step on a shortest path."""
     spec = load_site(site)
@@ -93,11 +101,11 @@ async def test_oracle_solves_every_curated_task_at_two_layout_seeds(browser_host
     verdicts = []
     async with SiteServer([spec]) as server:
         async def worker() -> None:
-            sandbox = await browser_host.new_sandbox()
+            sandbox = await provider.new_browser()
             try:
                 while jobs:
                     task, seed = jobs.pop()
-                    verdicts.append((seed, await verify_one(task, server, sandbox, seed=seed)))
+                    verdicts.append((seed, await verify_one(task, LocalSiteClient(server), sandbox, seed=seed)))
             finally:
                 await sandbox.close()
 
@@ -115,15 +123,15 @@ def _pixels(png: bytes) -> bytes:
     return Image.open(io.BytesIO(png)).convert("RGB").tobytes()
 
 
-async def test_a_reused_page_looks_exactly_like_a_fresh_context(browser_host, site_server) -> None:
+async def test_a_reused_page_looks_exactly_like_a_fresh_context(provider, site_server) -> None:
     """The in-place paths (a step's swap, a reset that keeps the page) show the same pixels
     as a fresh context loading the same (state, seed) from scratch."""
     task = next(t for t in goal_tasks(tiny_shop()) if t.difficulty >= 3)
     # A short viewport, so the pages scroll.
-    kept = await browser_host.new_sandbox(viewport_height=360)
-    fresh = await browser_host.new_sandbox(viewport_height=360)
+    kept = await provider.new_browser(viewport_height=360)
+    fresh = await provider.new_browser(viewport_height=360)
     try:
-        env = AsyncBrowserEnv(FSMTask(task, site_server), kept, max_steps=60)
+        env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server)), kept, max_steps=60)
         first, _ = await env.reset(seed=4)
         page = kept.page
         states = []
@@ -143,12 +151,12 @@ async def test_a_reused_page_looks_exactly_like_a_fresh_context(browser_host, si
         assert kept.page is page
         await env.close()
 
-        fresh_env = AsyncBrowserEnv(FSMTask(task, site_server, reuse_page=False), fresh)
+        fresh_env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), reuse_page=False), fresh)
         fresh_first, _ = await fresh_env.reset(seed=5)
         assert _pixels(fresh_first.screenshot) == _pixels(other_theme.screenshot)
         for state, shot in states:
             await fresh_env.reset(seed=4)
-            site_server.jump(fresh_env.task.session_id, state)
+            site_server.jump(fresh_env.task.session_id, state)  # behind the task's back
             await fresh.reset(fresh.url)  # a fresh context loads the state from scratch
             assert _pixels((await fresh.screenshot()).data) == _pixels(shot), state
         await fresh_env.close()

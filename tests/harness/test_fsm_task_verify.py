@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from fsm_sites.client import LocalSiteClient
 from fsm_sites.server import SiteServer
 from harness.errors import EpisodeTimeout, TaskError
 from harness.fsm_tasks_cli import INFRA_DROP, verify_one
@@ -16,17 +17,17 @@ from tests.fsm_sites.widgets_spec import widgets_spec
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-async def test_verification_keeps_clean_tasks_and_drops_broken_ones(browser_host) -> None:
+async def test_verification_keeps_clean_tasks_and_drops_broken_ones(provider) -> None:
     spec = widgets_spec()
     good = goal_tasks(spec)[0]
     no_goal = dataclasses.replace(good, id="broken_goal", goal="fly_to_the_moon")
     off_map = dataclasses.replace(good, id="off_map", start_state='attic{"x":1}')
     async with SiteServer([spec]) as server:
-        sandbox = await browser_host.new_sandbox()
+        sandbox = await provider.new_browser()
         try:
-            kept = await verify_one(good, server, sandbox, seed=3)
-            broken = await verify_one(no_goal, server, sandbox, seed=3)
-            unreachable = await verify_one(off_map, server, sandbox, seed=3)
+            kept = await verify_one(good, LocalSiteClient(server), sandbox, seed=3)
+            broken = await verify_one(no_goal, LocalSiteClient(server), sandbox, seed=3)
+            unreachable = await verify_one(off_map, LocalSiteClient(server), sandbox, seed=3)
         finally:
             await sandbox.close()
     assert kept.kept and kept.reason == "ok" and kept.steps >= good.difficulty
@@ -35,16 +36,16 @@ async def test_verification_keeps_clean_tasks_and_drops_broken_ones(browser_host
 
 
 @pytest.mark.parametrize("error", [TaskError("page still loading"), EpisodeTimeout("reset took too long")])
-async def test_a_reset_the_page_failed_is_dropped_as_infrastructure(browser_host, monkeypatch, error) -> None:
+async def test_a_reset_the_page_failed_is_dropped_as_infrastructure(provider, monkeypatch, error) -> None:
     async def stuck(self, *args, **kwargs):
         raise error
 
     monkeypatch.setattr(FSMTask, "_settle", stuck)
     spec = widgets_spec()
     async with SiteServer([spec]) as server:
-        sandbox = await browser_host.new_sandbox()
+        sandbox = await provider.new_browser()
         try:
-            verdict = await verify_one(goal_tasks(spec)[0], server, sandbox, seed=0)
+            verdict = await verify_one(goal_tasks(spec)[0], LocalSiteClient(server), sandbox, seed=0)
         finally:
             await sandbox.close()
     assert not verdict.kept and verdict.reason.startswith(INFRA_DROP)

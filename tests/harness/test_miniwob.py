@@ -8,8 +8,9 @@ import urllib.request
 import pytest
 
 from harness.errors import UnknownTaskError
+from harness.resources import TaskResources
 from harness.tasks import registry
-from harness.tasks.miniwob import TASK_DIR, MiniWoBTask, server_url, task_names
+from harness.tasks.miniwob import TASK_DIR, MiniWoBTask, task_names
 from harness.tasks.registry import make_task, suite_task_ids, task_has_oracle
 
 
@@ -60,16 +61,19 @@ def test_oracles_are_declared() -> None:
     assert not task_has_oracle(make_task("miniwob:book-flight"))
 
 
-def test_page_server_is_local_only() -> None:
-    url = server_url()
-    assert url.startswith("http://127.0.0.1:")
-    with urllib.request.urlopen(f"{url}core/core.js", timeout=10) as response:
-        assert b"WOB_REWARD_GLOBAL" in response.read()
+async def test_page_server_binds_the_resources_host_and_closes_with_them() -> None:
+    async with TaskResources() as resources:
+        url = await resources.miniwob_url()
+        assert url.startswith("http://127.0.0.1:")
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(f"{url}core/core.js", timeout=10).read())
+        assert b"WOB_REWARD_GLOBAL" in body
+    with pytest.raises(OSError):
+        await asyncio.to_thread(urllib.request.urlopen, f"{url}core/core.js", timeout=5)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-async def test_all_pages_load_and_start_an_episode(browser_host) -> None:
+async def test_all_pages_load_and_start_an_episode(provider) -> None:
     """Every page loads, starts a seeded episode, has an instruction and is not done yet.
 
     One context per worker navigates page to page (a fresh context per page, as
@@ -79,14 +83,17 @@ async def test_all_pages_load_and_start_an_episode(browser_host) -> None:
     pending = list(names)
     failures: dict[str, str] = {}
 
+    resources = TaskResources()
+    base = await resources.miniwob_url()
+
     async def worker() -> None:
-        sandbox = await browser_host.new_sandbox(viewport_width=160, viewport_height=210)
-        await MiniWoBTask("click-test").setup(sandbox, seed=0)
+        sandbox = await provider.new_browser(viewport_width=160, viewport_height=210)
+        await MiniWoBTask("click-test").setup(sandbox, seed=0, resources=resources)
         try:
             while pending:
                 task = MiniWoBTask(pending.pop())
                 try:
-                    await sandbox.page.goto(task.url, wait_until="domcontentloaded")
+                    await sandbox.page.goto(f"{base}miniwob/{task.name}.html", wait_until="domcontentloaded")
                     instruction = await task.start_episode(sandbox, seed=0)
                     judged = await task.validate(sandbox, None)
                     if not instruction or judged.done:
@@ -96,6 +103,9 @@ async def test_all_pages_load_and_start_an_episode(browser_host) -> None:
         finally:
             await sandbox.close()
 
-    await asyncio.gather(*(worker() for _ in range(4)))
+    try:
+        await asyncio.gather(*(worker() for _ in range(4)))
+    finally:
+        await resources.close()
     assert not failures, failures
     assert len(names) == 130

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.actions import (
+from sandboxes.actions import (
     MODIFIER_KEYS,
     NAMED_KEYS,
     Click,

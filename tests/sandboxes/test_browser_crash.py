@@ -10,10 +10,10 @@ import time
 import pytest
 from playwright.async_api import Error as PlaywrightError
 
-from harness.actions import Click
 from sandboxes import procs
-from sandboxes.browser import BrowserHost
+from sandboxes.actions import Click
 from sandboxes.errors import SandboxCrashed, SandboxError, SandboxTimeout
+from sandboxes.providers import LocalProvider
 from tests.conftest import wait_until
 
 
@@ -36,18 +36,18 @@ def our_zombies() -> list[procs.ProcInfo]:
 @pytest.fixture
 async def own_host():
     """A host of its own: killing the session's shared browser would disturb other tests."""
-    host = BrowserHost()
-    await host.start()
-    yield host
-    await host.close()
+    provider = LocalProvider()
+    await provider.start()
+    yield provider
+    await provider.close()
 
 
 @pytest.mark.parametrize("operation", ["screenshot", "execute", "evaluate"])
 async def test_kill_raises_crashed_then_recovers(own_host, static_server, operation):
-    sandbox = await own_host.new_sandbox()
+    sandbox = await own_host.new_browser()
     await sandbox.reset(static_server.url("actions.html"))
-    old_pid, old_generation = own_host.browser_pid, own_host.generation
-    old_helpers = own_host.crashpad_pids
+    old_pid, old_generation = own_host.host.browser_pid, own_host.host.generation
+    old_helpers = own_host.host.crashpad_pids
     assert old_pid is not None and procs.read_proc(old_pid).pgid == old_pid
 
     os.kill(old_pid, signal.SIGKILL)
@@ -62,8 +62,8 @@ async def test_kill_raises_crashed_then_recovers(own_host, static_server, operat
     assert time.monotonic() - started < 15, "crash detection must not hang"
 
     # The host restarted the browser before raising.
-    assert own_host.generation == old_generation + 1
-    assert own_host.browser_pid not in (None, old_pid) and own_host.is_alive()
+    assert own_host.host.generation == old_generation + 1
+    assert own_host.host.browser_pid not in (None, old_pid) and own_host.host.is_alive()
     # Every process of the dead browser is gone and reaped: no orphans, no zombies.
     assert await wait_until(lambda: not leftovers(old_pid)), leftovers(old_pid)
     assert [procs.read_proc(pid) for pid in old_helpers if procs.read_proc(pid)] == []
@@ -79,57 +79,57 @@ async def test_kill_raises_crashed_then_recovers(own_host, static_server, operat
 
 
 async def test_reset_after_unnoticed_crash_restarts(own_host, static_server):
-    sandbox = await own_host.new_sandbox()
-    old_pid = own_host.browser_pid
+    sandbox = await own_host.new_browser()
+    old_pid = own_host.host.browser_pid
     os.kill(old_pid, signal.SIGKILL)
-    assert await wait_until(lambda: not own_host.is_alive())
+    assert await wait_until(lambda: not own_host.host.is_alive())
     assert await sandbox.health() is False
     await sandbox.reset(static_server.url("storage.html"))
-    assert own_host.browser_pid != old_pid
+    assert own_host.host.browser_pid != old_pid
     assert await sandbox.evaluate("document.title") == "storage"
 
 
 async def test_every_sandbox_of_a_crashed_host_raises(own_host, static_server):
-    first, second = await own_host.new_sandbox(), await own_host.new_sandbox()
+    first, second = await own_host.new_browser(), await own_host.new_browser()
     for sandbox in (first, second):
         await sandbox.reset(static_server.url("storage.html"))
-    os.kill(own_host.browser_pid, signal.SIGKILL)
+    os.kill(own_host.host.browser_pid, signal.SIGKILL)
     with pytest.raises(SandboxCrashed):
         await first.screenshot()
-    generation = own_host.generation
+    generation = own_host.host.generation
     # The second sandbox's context died with the old browser; the host restarts only once.
     with pytest.raises(SandboxCrashed):
         await second.screenshot()
-    assert own_host.generation == generation
+    assert own_host.host.generation == generation
 
 
 async def test_close_leaves_no_processes(static_server):
-    host = BrowserHost()
-    sandbox = await host.new_sandbox()
+    provider = LocalProvider()
+    sandbox = await provider.new_browser()
     await sandbox.reset(static_server.url("actions.html"))
-    pid, helpers = host.browser_pid, host.crashpad_pids
-    await host.close()
+    pid, helpers = provider.host.browser_pid, provider.host.crashpad_pids
+    await provider.close()
     assert await wait_until(lambda: not leftovers(pid)), leftovers(pid)
     assert [procs.read_proc(p) for p in helpers if procs.read_proc(p)] == []
     assert our_zombies() == []
 
 
 async def test_renderer_crash_raises_crashed_without_restart(own_host, static_server):
-    sandbox = await own_host.new_sandbox()
+    sandbox = await own_host.new_browser()
     await sandbox.reset(static_server.url("storage.html"))
-    generation = own_host.generation
+    generation = own_host.host.generation
     session = await sandbox.page.context.new_cdp_session(sandbox.page)
     with pytest.raises((PlaywrightError, TimeoutError)):  # a crashing page never answers
         await asyncio.wait_for(session.send("Page.crash"), 5)
     with pytest.raises(SandboxCrashed, match="renderer"):
         await sandbox.screenshot()
-    assert own_host.generation == generation  # the browser itself was fine
+    assert own_host.host.generation == generation  # the browser itself was fine
     await sandbox.reset(static_server.url("storage.html"))
     assert await sandbox.evaluate("document.title") == "storage"
 
 
-async def test_hung_operation_times_out(browser_host, static_server):
-    sandbox = await browser_host.new_sandbox(action_timeout_s=0.5)
+async def test_hung_operation_times_out(provider, static_server):
+    sandbox = await provider.new_browser(action_timeout_s=0.5)
     try:
         await sandbox.reset(static_server.url("storage.html"))
         started = time.monotonic()
@@ -142,9 +142,9 @@ async def test_hung_operation_times_out(browser_host, static_server):
 
 
 async def test_dead_playwright_driver_is_replaced(own_host, static_server):
-    sandbox = await own_host.new_sandbox()
+    sandbox = await own_host.new_browser()
     await sandbox.reset(static_server.url("storage.html"))
-    old_pid = own_host.browser_pid
+    old_pid = own_host.host.browser_pid
     driver = procs.read_proc(old_pid).ppid
     assert driver != os.getpid()
     os.kill(driver, signal.SIGKILL)

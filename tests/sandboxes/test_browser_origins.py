@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.actions import Click
-from harness.errors import ConfigError
+from sandboxes.actions import Click
+from sandboxes.errors import ConfigError
 from sandboxes.origins import is_allowed, normalize_origins, origin_of, outside_pattern
 from tests.conftest import SANDBOX_PAGES, wait_until
 

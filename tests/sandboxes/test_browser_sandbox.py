@@ -8,15 +8,14 @@ import io
 import pytest
 from PIL import Image
 
-from harness.errors import ConfigError
 from sandboxes.browser import BrowserHost, BrowserSandbox
 from sandboxes.browser_config import BrowserConfig, load_browser_config
-from sandboxes.errors import SandboxClosed, SandboxError, SandboxNavigationError
+from sandboxes.errors import ConfigError, SandboxClosed, SandboxError, SandboxNavigationError
 
 
 @pytest.mark.parametrize("image_format, magic", [("png", b"\x89PNG"), ("jpeg", b"\xff\xd8\xff")])
-async def test_screenshot_is_viewport_sized_image(browser_host, static_server, image_format, magic):
-    sandbox = await browser_host.new_sandbox(
+async def test_screenshot_is_viewport_sized_image(provider, static_server, image_format, magic):
+    sandbox = await provider.new_browser(
         image_format=image_format, viewport_width=640, viewport_height=480
     )
     try:
@@ -33,18 +32,18 @@ async def test_screenshot_is_viewport_sized_image(browser_host, static_server, i
     assert (abs(red - 0xCC) < 8, abs(green - 0xDD) < 8, abs(blue - 0xEE) < 8) == (True, True, True)
 
 
-async def test_jpeg_quality_changes_size(browser_host, static_server):
+async def test_jpeg_quality_changes_size(provider, static_server):
     sizes = []
     for quality in (10, 95):
-        sandbox = await browser_host.new_sandbox(image_format="jpeg", jpeg_quality=quality)
+        sandbox = await provider.new_browser(image_format="jpeg", jpeg_quality=quality)
         await sandbox.reset(static_server.url("links.html"))
         sizes.append(len((await sandbox.screenshot()).data))
         await sandbox.close()
     assert sizes[0] < sizes[1]
 
 
-async def test_sandboxes_do_not_share_cookies_or_storage(browser_host, static_server):
-    first, second = await browser_host.new_sandbox(), await browser_host.new_sandbox()
+async def test_sandboxes_do_not_share_cookies_or_storage(provider, static_server):
+    first, second = await provider.new_browser(), await provider.new_browser()
     try:
         await first.reset(static_server.url("storage.html"))
         await second.reset(static_server.url("storage.html"))
@@ -75,8 +74,8 @@ async def test_unreachable_start_url_is_an_infrastructure_error(browser_sandbox)
         await browser_sandbox.reset("http://127.0.0.1:9/")
 
 
-async def test_use_before_reset_and_after_close(browser_host):
-    sandbox = await browser_host.new_sandbox()
+async def test_use_before_reset_and_after_close(provider):
+    sandbox = await provider.new_browser()
     with pytest.raises(SandboxError, match="reset"):
         await sandbox.screenshot()
     await sandbox.close()
@@ -93,13 +92,13 @@ def test_bad_config_names_the_field():
         assert field in message
 
 
-async def test_bad_sandbox_overrides_are_rejected(browser_host):
+async def test_bad_sandbox_overrides_are_rejected(provider):
     with pytest.raises(ConfigError, match="jpeg_quality"):
-        await browser_host.new_sandbox(jpeg_quality=0)
+        await provider.new_browser(jpeg_quality=0)
     with pytest.raises(ConfigError, match="host setting.*headless"):
-        await browser_host.new_sandbox(headless=False)
+        await provider.new_browser(headless=False)
     with pytest.raises(ConfigError, match="extra_flags"):
-        await browser_host.new_sandbox(BrowserConfig(extra_flags=("--mute-audio",)))
+        await provider.new_browser(BrowserConfig(extra_flags=("--mute-audio",)))
 
 
 async def test_missing_chromium_is_a_clear_start_error(tmp_path):
@@ -111,10 +110,10 @@ async def test_missing_chromium_is_a_clear_start_error(tmp_path):
     await host.close()
 
 
-async def test_concurrent_sandboxes_on_one_host(browser_host, static_server):
-    from harness.actions import Click
+async def test_concurrent_sandboxes_on_one_host(provider, static_server):
+    from sandboxes.actions import Click
 
-    sandboxes = [await browser_host.new_sandbox() for _ in range(4)]
+    sandboxes = [await provider.new_browser() for _ in range(4)]
 
     async def episode(index: int, sandbox: BrowserSandbox) -> list:
         await sandbox.reset(static_server.url("actions.html"))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from fsm_sites.client import LocalSiteClient
 from fsm_sites.server import SiteServer
 from harness.actions import Click
-from harness.env import AsyncBrowserEnv
+from harness.env import AsyncEnv
 from harness.errors import RestoreMismatch
 from harness.store import FLAG_RESTORE_MISMATCH, NodeStatus, Step, TrajectoryStore
 from harness.store.explore import ExploreConfig, Explorer
@@ -26,10 +27,10 @@ async def site_server():
 
 
 @pytest.fixture(scope="module")
-async def shop_env(browser_host, site_server):
+async def shop_env(provider, site_server):
     task = next(t for t in goal_tasks(tiny_shop()) if t.goal == "lamp_in_cart")
-    sandbox = await browser_host.new_sandbox()
-    env = AsyncBrowserEnv(FSMTask(task, site_server), sandbox, max_steps=20)
+    sandbox = await provider.new_browser()
+    env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server)), sandbox, max_steps=20)
     yield env
     await env.close()
     await sandbox.close()
@@ -53,7 +54,7 @@ async def test_restore_by_jump_costs_no_steps_and_matches(shop_env, oracle_store
     node = store.path_to(episode.leaf_id)[-2]  # one step before the goal
     restored = await restore_node(shop_env, store, node.id, seed=SEED, mode="jump")
     assert restored.mode == "jump" and restored.env_steps == 0
-    assert "fsm:" + shop_env.task.current_state().key() == node.state_key
+    assert "fsm:" + (await shop_env.task.current_state()).key() == node.state_key
     assert restored.phash_distance <= 6
     _, _, terminated, _, info = await shop_env.step(store.node(episode.leaf_id).action)
     assert info.success and terminated  # the restored state really is one step from the goal
@@ -66,7 +67,7 @@ async def test_restore_by_replay_walks_the_path(shop_env, oracle_store):
     spent: list[int] = []
     restored = await restore_node(shop_env, store, node.id, seed=SEED, mode="replay", spend=spent.append)
     assert restored.mode == "replay" and restored.env_steps == node.depth == sum(spent)
-    assert "fsm:" + shop_env.task.current_state().key() == node.state_key
+    assert "fsm:" + (await shop_env.task.current_state()).key() == node.state_key
 
 
 async def test_restoring_the_root_is_a_reset_neither_jump_nor_replay(shop_env, oracle_store):

@@ -17,6 +17,7 @@ from dataclasses import replace
 import pytest
 from PIL import Image
 
+from harness.actions import parse_action
 from harness.errors import StoreError
 from harness.store import Frame, Trajectory, TrajectoryStore
 from harness.store import export as export_module
@@ -33,10 +34,19 @@ from harness.store.export import (
 )
 from tests.harness.store.helpers import click, screenshot, step, trajectory, verdict
 
-CANON = ExportConfig(codec="canonical", history_images=2)
-TEXT = {n: json.dumps(click(n, n), separators=(",", ":")) for n in range(1, 5)}
+CANON = ExportConfig(codec="json", history_images=2, system_prompt=False)
+TEXT = {n: json.dumps(click(n, n)) for n in range(1, 5)}
 SHOT = {label: blob_hash(screenshot(label)) for label in ("home", "a", "b", "c", "d")}
 PROMPT = "Instruction: Buy a laptop\nPrevious actions:\n{}\nNext action:"
+
+
+def _verdict(node_verdict: dict | None, prefix: str = "") -> dict:
+    names = ("transition_fired", "on_shortest_path", "distance_before", "distance_after")
+    return {f"{prefix}{n}": (node_verdict or {}).get(n) for n in names}
+
+
+V = {"a": verdict("home", "a", True, 2, 1), "b": verdict("a", "b", True, 1, 0, True),
+     "c": verdict("a", "c", False, 1, 2), "d": None}
 
 
 @pytest.fixture
@@ -44,9 +54,9 @@ def tree_store(tmp_path) -> TrajectoryStore:
     store = TrajectoryStore(tmp_path / "store")
     store.put_task("t1", "Buy a laptop")
     root = Frame(screenshot=screenshot("home"), url="http://site/home", state_key="fsm:home")
-    a = step("a", click(1, 1), reward=0.5, verdict_=verdict("home", "a", True, 2, 1))
-    b = step("b", click(2, 2), reward=1.0, verdict_=verdict("a", "b", True, 1, 0, True), terminal=True)
-    c = step("c", click(3, 3), reward=-0.5, verdict_=verdict("a", "c", False, 1, 2))
+    a = step("a", click(1, 1), reward=0.5, verdict_=V["a"])
+    b = step("b", click(2, 2), reward=1.0, verdict_=V["b"], terminal=True)
+    c = step("c", click(3, 3), reward=-0.5, verdict_=V["c"])
     d = step("d", click(4, 4), reward=-0.1)
     for eid, steps, ok, task in (("ok", (a, b), True, "t1"), ("off", (a, c), False, "t1"),
                                  ("lost", (d,), False, None)):
@@ -56,7 +66,7 @@ def tree_store(tmp_path) -> TrajectoryStore:
 
 
 def _user(images: int, history: str) -> list[dict]:
-    content = [{"type": "image", "text": None}] * images
+    content = [{"type": "image"}] * images
     return [{"role": "user", "content": [*content, {"type": "text", "text": PROMPT.format(history)}]}]
 
 
@@ -64,16 +74,31 @@ def _assistant(text: str) -> list[dict]:
     return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
 
 
-def test_sft_rows_are_the_successful_path_one_per_step(tree_store):
+def test_sft_rows_are_the_steps_verified_to_advance_with_their_verdicts(tree_store):
     rows = list(sft_rows(tree_store, CANON))
     assert rows == [
-        {"id": "ok:0", "tree_id": 1, "episode_id": "ok", "task_id": "t1", "node_id": 1, "step": 0,
+        {"id": "1>2:t1", "tree_id": 1, "task_id": "t1", "node_id": 1, "child_id": 2, "step": 0,
          "instruction": "Buy a laptop", "images": [SHOT["home"]], "history": [],
-         "target": TEXT[1], "messages": _user(1, "(none)") + _assistant(TEXT[1])},
-        {"id": "ok:1", "tree_id": 1, "episode_id": "ok", "task_id": "t1", "node_id": 2, "step": 1,
+         "target": TEXT[1], "prompt": _user(1, "(none)"),
+         "messages": _user(1, "(none)") + _assistant(TEXT[1]), "reward": 0.5, **_verdict(V["a"])},
+        {"id": "2>3:t1", "tree_id": 1, "task_id": "t1", "node_id": 2, "child_id": 3, "step": 1,
          "instruction": "Buy a laptop", "images": [SHOT["home"], SHOT["a"]], "history": [TEXT[1]],
-         "target": TEXT[2], "messages": _user(2, f"1. {TEXT[1]}") + _assistant(TEXT[2])},
+         "target": TEXT[2], "prompt": _user(2, f"1. {TEXT[1]}"),
+         "messages": _user(2, f"1. {TEXT[1]}") + _assistant(TEXT[2]), "reward": 1.0, **_verdict(V["b"])},
     ]
+
+
+def test_sft_keeps_no_op_steps_of_successful_paths_only_when_asked(tmp_path):
+    store = TrajectoryStore(tmp_path / "store")
+    store.put_task("t1", "Buy a laptop")
+    root = Frame(screenshot=screenshot("home"), url="http://site/home", state_key="fsm:home")
+    noop = step("home", click(9, 9), verdict_=verdict("home", "home", False, 1, 1))
+    goal = step("b", click(2, 2), verdict_=verdict("home", "b", True, 1, 0, True), terminal=True)
+    store.insert_trajectory(Trajectory(env="fsm:shop", root=root, steps=(noop, goal), success=True,
+                                       task_id="t1", episode_id="ok", agent="test"))
+    advancing = [r["target"] for r in sft_rows(store, CANON)]
+    every = [r["target"] for r in sft_rows(store, CANON.model_copy(update={"steps": "all"}))]
+    assert advancing == [TEXT[2]] and every == [json.dumps(click(9, 9)), TEXT[2]]
 
 
 def test_dpo_rows_pair_on_path_or_successful_children_against_siblings(tree_store):
@@ -81,14 +106,16 @@ def test_dpo_rows_pair_on_path_or_successful_children_against_siblings(tree_stor
     assert rows == [
         {"id": "1:2>5", "tree_id": 1, "node_id": 1, "chosen_node": 2, "rejected_node": 5,
          "task_id": "t1", "images": [SHOT["home"]], "prompt": _user(1, "(none)"),
-         "chosen": _assistant(TEXT[1]), "rejected": _assistant(TEXT[4])},
+         "chosen": _assistant(TEXT[1]), "rejected": _assistant(TEXT[4]),
+         **_verdict(V["a"], "chosen_"), **_verdict(None, "rejected_")},
         {"id": "2:3>4", "tree_id": 1, "node_id": 2, "chosen_node": 3, "rejected_node": 4,
          "task_id": "t1", "images": [SHOT["home"], SHOT["a"]], "prompt": _user(2, f"1. {TEXT[1]}"),
-         "chosen": _assistant(TEXT[2]), "rejected": _assistant(TEXT[3])},
+         "chosen": _assistant(TEXT[2]), "rejected": _assistant(TEXT[3]),
+         **_verdict(V["b"], "chosen_"), **_verdict(V["c"], "rejected_")},
     ]
 
 
-def test_grpo_rows_are_sibling_groups_with_step_rewards(tree_store):
+def test_grpo_rows_are_sibling_groups_with_step_rewards_and_verdicts(tree_store):
     rows = list(grpo_rows(tree_store, CANON))
     assert [(r["node_id"], r["child_ids"], r["actions"], r["rewards"], r["success_below"])
             for r in rows] == [
@@ -96,11 +123,23 @@ def test_grpo_rows_are_sibling_groups_with_step_rewards(tree_store):
         (2, [3, 4], [TEXT[2], TEXT[3]], [1.0, -0.5], [True, False]),
     ]
     assert rows[1]["images"] == [SHOT["home"], SHOT["a"]] and rows[1]["task_id"] == "t1"
+    assert rows[1]["on_shortest_path"] == [True, False] and rows[1]["distance_after"] == [0, 2]
+    assert rows[0]["on_shortest_path"] == [True, None]
 
 
 def test_history_images_keeps_only_the_last_k(tree_store):
     rows = list(sft_rows(tree_store, CANON.model_copy(update={"history_images": 1})))
     assert [r["images"] for r in rows] == [[SHOT["home"]], [SHOT["a"]]]
+
+
+def test_the_system_prompt_and_coordinate_space_come_from_the_codec(tree_store):
+    from harness.codecs import get_codec
+
+    config = ExportConfig(codec="qwen", coordinates="normalized")
+    row = next(sft_rows(tree_store, config))
+    codec = get_codec("qwen", coordinates="normalized")
+    assert row["prompt"][0] == {"role": "system", "content": [{"type": "text", "text": codec.prompt()}]}
+    assert row["target"] == codec.encode(parse_action(click(1, 1)), size=(160, 120))
 
 
 def test_qwen_codec_targets_come_from_harness_codecs(tree_store):
@@ -121,11 +160,21 @@ def test_parquet_loads_with_datasets_and_decodes_images(tree_store, tmp_path):
     assert image.size == (160, 120)
     assert image.convert("RGB").tobytes() == Image.open(io.BytesIO(screenshot("a"))).convert("RGB").tobytes()
     assert ds[1]["chosen"] == _assistant(TEXT[2])
+    assert ds[1]["chosen_on_shortest_path"] is True and ds[1]["rejected_distance_after"] == 2
 
 
 def test_rows_have_exactly_the_parquet_columns(tree_store):
     for fmt, rows in ROW_BUILDERS.items():
         assert list(next(rows(tree_store, CANON))) == row_schema(fmt).names, fmt
+
+
+def _no_nulls(value):
+    """A row as read back from Parquet, minus the None fields Arrow structs add."""
+    if isinstance(value, dict):
+        return {k: _no_nulls(v) for k, v in value.items() if v is not None or k != "text"}
+    if isinstance(value, list):
+        return [_no_nulls(v) for v in value]
+    return value
 
 
 def test_parquet_written_in_batches_holds_every_row_with_its_images(tree_store, tmp_path, monkeypatch):
@@ -137,7 +186,7 @@ def test_parquet_written_in_batches_holds_every_row_with_its_images(tree_store, 
     by_hash = {digest: screenshot(label) for label, digest in SHOT.items()}
     expected = [{**row, "images": [{"bytes": by_hash[d], "path": f"{d}.png"} for d in row["images"]]}
                 for row in sft_rows(tree_store, CANON)]
-    assert pq.read_table(path).to_pylist() == expected
+    assert _no_nulls(pq.read_table(path).to_pylist()) == expected
 
 
 def test_an_export_without_rows_still_has_the_columns(tmp_path):

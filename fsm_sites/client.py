@@ -1,0 +1,239 @@
+"""The site client: the one interface through which anything outside ``fsm_sites`` drives
+a site server's sessions.
+
+``LocalSiteClient(server)`` calls a ``SiteServer`` in the same process (no HTTP);
+``HttpSiteClient(control_url, site_url)`` speaks the server's control API, so the server
+may live in another process, container or machine. Both answer the same typed values,
+and both raise ``SessionError`` subclasses for refused requests (4xx) and
+``SiteUnavailable`` when the server cannot be reached or fails.
+
+    client = LocalSiteClient(server)
+    view = await client.create_session("shop", goal="add_lamp", seed=3)
+    ...  # the browser opens view.url and sends events
+    for record in await client.events(view.id, since=0):
+        print(record.verdict)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from fsm_sites.engine import Edge
+from fsm_sites.errors import FsmSiteError
+from fsm_sites.sessions import (
+    BadRequest,
+    EventRecord,
+    Session,
+    SessionError,
+    StaleEvent,
+    UnknownSession,
+)
+from fsm_sites.spec import SiteSpec
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from fsm_sites.server import SiteServer
+
+
+class SiteUnavailable(FsmSiteError):
+    """The site server could not be reached, or answered with a server error."""
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """What a client knows about a session at one moment."""
+
+    id: str
+    site: str
+    url: str  # where the agent's browser opens it
+    state: str  # the current state key
+    page: str
+    seq: int  # events accepted so far
+    distance: int | None  # shortest distance to the goal; None where it cannot be reached
+    goal_reached: bool
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionView:
+        return cls(id=data["session_id"], site=data["site"], url=data["url"], state=data["state"],
+                   page=data["page"], seq=data["seq"], distance=data["distance"],
+                   goal_reached=data["goal_reached"])
+
+
+def session_view(session: Session, url: str) -> SessionView:
+    """The view of a live session (what the control API's session description says)."""
+    return SessionView.from_dict({**session.describe(), "url": url})
+
+
+@runtime_checkable
+class SiteClient(Protocol):
+    """Sessions of one site server, in-process or over HTTP."""
+
+    @property
+    def site_url(self) -> str:
+        """Origin of the agent-facing site app (the only origin the browser may visit)."""
+
+    async def has_site(self, name: str) -> bool:
+        """Whether the server serves a site of this name."""
+
+    async def add_site(self, spec: SiteSpec) -> None:
+        """Serve ``spec`` (replacing a site of the same name)."""
+
+    async def create_session(self, site: str, *, goal: str, start_state: str | None = None,
+                             seed: int = 0) -> SessionView:
+        """A new session at ``start_state`` (default: the site's initial state)."""
+
+    async def session(self, session_id: str) -> SessionView:
+        """The session now."""
+
+    async def events(self, session_id: str, since: int = 0) -> list[EventRecord]:
+        """Accepted events with seq > ``since``, each with its verdict."""
+
+    async def jump(self, session_id: str, state_key: str) -> SessionView:
+        """Put the session straight into a reachable state."""
+
+    async def page_html(self, session_id: str) -> str:
+        """The HTML of the session's current page (what the site app serves)."""
+
+    async def oracle_edge(self, session_id: str) -> Edge | None:
+        """The first edge of a shortest path to the goal; None at the goal or with no path."""
+
+    async def delete_session(self, session_id: str) -> None:
+        """End the session."""
+
+    async def close(self) -> None:
+        """Release the client's own resources (the server stays up)."""
+
+
+class LocalSiteClient:
+    """A ``SiteServer`` in this process, called directly."""
+
+    def __init__(self, server: SiteServer) -> None:
+        self.server = server
+
+    @property
+    def site_url(self) -> str:
+        return self.server.site_url
+
+    async def has_site(self, name: str) -> bool:
+        return name in self.server.store.machines
+
+    async def add_site(self, spec: SiteSpec) -> None:
+        self.server.add_site(spec)
+
+    async def create_session(self, site: str, *, goal: str, start_state: str | None = None,
+                             seed: int = 0) -> SessionView:
+        session = self.server.create_session(site, goal=goal, start_state=start_state, seed=seed)
+        return self._view(session)
+
+    async def session(self, session_id: str) -> SessionView:
+        return self._view(self.server.store.get(session_id))
+
+    async def events(self, session_id: str, since: int = 0) -> list[EventRecord]:
+        return self.server.events(session_id, since)
+
+    async def jump(self, session_id: str, state_key: str) -> SessionView:
+        self.server.jump(session_id, state_key)
+        return await self.session(session_id)
+
+    async def page_html(self, session_id: str) -> str:
+        return self.server.render(self.server.store.get(session_id))
+
+    async def oracle_edge(self, session_id: str) -> Edge | None:
+        return self.server.oracle_edge(session_id)
+
+    async def delete_session(self, session_id: str) -> None:
+        if session_id in self.server.store.sessions:
+            self.server.delete_session(session_id)
+
+    async def close(self) -> None:
+        return None
+
+    def _view(self, session: Session) -> SessionView:
+        return session_view(session, self.server.session_url(session.id))
+
+
+_ERRORS: dict[str, type[SessionError]] = {
+    "BadRequest": BadRequest, "StaleEvent": StaleEvent, "UnknownSession": UnknownSession,
+}
+
+
+class HttpSiteClient:
+    """A site server's control API over HTTP (``control_url``), e.g. one in a container."""
+
+    def __init__(self, control_url: str, site_url: str, *, timeout_s: float = 30.0) -> None:
+        self.control_url = control_url.rstrip("/")
+        self._site_url = site_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._http: aiohttp.ClientSession | None = None
+
+    @property
+    def site_url(self) -> str:
+        return self._site_url
+
+    async def has_site(self, name: str) -> bool:
+        sites = await self._call("GET", "/sites")
+        return any(site["name"] == name for site in sites)
+
+    async def add_site(self, spec: SiteSpec) -> None:
+        await self._call("POST", "/sites", {"spec": spec.model_dump(mode="json")})
+
+    async def create_session(self, site: str, *, goal: str, start_state: str | None = None,
+                             seed: int = 0) -> SessionView:
+        body = {"site": site, "goal": goal, "start_state": start_state, "seed": seed}
+        return SessionView.from_dict(await self._call("POST", "/sessions", body))
+
+    async def session(self, session_id: str) -> SessionView:
+        return SessionView.from_dict(await self._call("GET", f"/sessions/{session_id}"))
+
+    async def events(self, session_id: str, since: int = 0) -> list[EventRecord]:
+        data = await self._call("GET", f"/sessions/{session_id}/events?since={int(since)}")
+        return [EventRecord.from_dict(item) for item in data["events"]]
+
+    async def jump(self, session_id: str, state_key: str) -> SessionView:
+        await self._call("POST", f"/sessions/{session_id}/jump", {"state": state_key})
+        return await self.session(session_id)
+
+    async def page_html(self, session_id: str) -> str:
+        return str((await self._call("GET", f"/sessions/{session_id}/html"))["html"])
+
+    async def oracle_edge(self, session_id: str) -> Edge | None:
+        data = await self._call("GET", f"/sessions/{session_id}/oracle")
+        return Edge.from_dict(data["edge"]) if data.get("edge") else None
+
+    async def delete_session(self, session_id: str) -> None:
+        try:
+            await self._call("DELETE", f"/sessions/{session_id}")
+        except UnknownSession:
+            pass
+
+    async def close(self) -> None:
+        http, self._http = self._http, None
+        if http is not None:
+            await http.close()
+
+    async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        import aiohttp
+
+        if self._http is None:
+            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+        url = self.control_url + path
+        try:
+            async with self._http.request(method, url, json=body) as response:
+                data = await response.json(content_type=None)
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            raise SiteUnavailable(f"expected the site server's control API at {self.control_url} "
+                                  f"to answer {method} {path}, got {type(exc).__name__}: {exc}") from exc
+        if status >= 500 or not isinstance(data, dict | list):
+            raise SiteUnavailable(f"expected an answer from {url}, got status {status}: {data!r:.200}")
+        if status >= 400:
+            kind = data.get("kind", "") if isinstance(data, dict) else ""
+            message = data.get("error", "") if isinstance(data, dict) else str(data)
+            raise _ERRORS.get(kind, BadRequest)(message)
+        return data
+
+
+__all__ = ["HttpSiteClient", "LocalSiteClient", "SessionView", "SiteClient", "SiteUnavailable",
+           "session_view"]

@@ -1,0 +1,39 @@
+"""An agent that plays given steps first (a replay, or a branch's first action), then
+hands over to another agent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.actions import Action
+from harness.agents.base import Agent, AgentContext, AgentStep
+from harness.observation import Observation
+
+_POSITION = "scripted.position"
+
+
+class ScriptedAgent:
+    """Returns ``steps`` in order, one per call of an episode, then asks ``then``."""
+
+    name = "scripted"
+
+    def __init__(self, steps: Sequence[AgentStep | Action], then: Agent | None = None) -> None:
+        self.steps = [s if isinstance(s, AgentStep) else AgentStep(action=s) for s in steps]
+        self.then = then
+        if then is not None:
+            self.name = getattr(then, "name", "scripted")
+
+    @property
+    def codec(self) -> object:
+        """The codec of the agent handed over to (the env decodes its text with it)."""
+        return getattr(self.then, "codec", None)
+
+    async def act(self, obs: Observation, ctx: AgentContext) -> AgentStep:
+        position = ctx.memory.get(_POSITION, 0)
+        if position < len(self.steps):
+            ctx.memory[_POSITION] = position + 1
+            return self.steps[position]
+        if self.then is None:
+            raise RuntimeError(f"expected at most {len(self.steps)} steps from the script, got "
+                               "asked for another; bound the rollout with max_steps")
+        return await self.then.act(obs, ctx)

@@ -1,0 +1,246 @@
+"""Commands whose options come from a pydantic config model, and one-line CLI errors.
+
+``config_command(Model, run)`` makes a typer command with one option per field of
+``Model`` (``--field-name``, its description as help, its type as metavar), plus
+``--config FILE.yaml`` (the same fields as YAML or JSON) and ``--set path.to.field=value``
+for anything else (nested fields, lists, dicts). The file is read first, then ``--set``,
+then the options given on the command line; the merged values are validated once, so a
+bad value is reported with its field, what was expected and what arrived, every bad field
+at once. Options reach pydantic as the text typed (pydantic converts them), which is what
+lets the one validation report them all.
+
+``cli_errors()`` turns a user's mistake (a ``ConfigError``, an unknown suite, task, site
+or agent, a damaged store, a bad path) into one line on stderr and exit status 2; a
+command checks its inputs before it writes anything, so a mistake leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+import sys
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+
+import typer
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from harness.errors import ConfigError, HarnessError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+# ---- one-line errors -------------------------------------------------------------------------
+
+def fail(message: str, code: int = 2) -> None:
+    """Print ``error: message`` as one line on stderr and exit with ``code``."""
+    typer.echo(f"error: {' '.join(str(message).split())}", err=True)
+    raise typer.Exit(code=code)
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    """Report a user's mistake as one line (exit 2) instead of a traceback."""
+    from fsm_sites.errors import FsmSiteError
+
+    try:
+        yield
+    except (ConfigError, HarnessError, FsmSiteError) as exc:
+        fail(str(exc).splitlines()[0] if isinstance(exc, FsmSiteError) and len(str(exc)) > 300
+             else str(exc))
+    except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError) as exc:
+        fail(f"expected a usable path, got {exc.filename!r}: {exc.strerror}")
+
+
+def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a CLI command under ``cli_errors``."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with cli_errors():
+            return command(*args, **kwargs)
+
+    return wrapper
+
+
+def check_output_dir(path: Path, option: str) -> None:
+    """Refuse an output folder that is a file, lies under a file, or cannot be written,
+    before anything is written (nothing is created here)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{option}: expected a folder, got {path}, which is a file; pick another path")
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"{option}: expected a folder, got {path}, under the file {probe}; "
+                          "pick another path")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option}: expected a writable place, got {path} ({probe} is not "
+                          "writable); pick another path")
+
+
+# ---- configs from files, --set and options ----------------------------------------------------
+
+def describe_errors(err: ValidationError, where: str = "") -> str:
+    """Every error of a validation, each with its field (as a CLI option), what was expected
+    and what arrived."""
+    parts = []
+    for item in err.errors(include_url=False):
+        loc = ".".join(str(p) for p in item["loc"])
+        option = f"--{loc.replace('_', '-')}" if loc and "." not in loc else f"--set {loc}"
+        got = item.get("input")
+        if item["type"] == "value_error":  # our own validators' messages say what arrived
+            message = str(item.get("ctx", {}).get("error", item["msg"]))
+            parts.append(f"{option} ({loc or 'config'}): {message}")
+            continue
+        got_text = "nothing" if item["type"] == "missing" else f"{got!r:.60}"
+        parts.append(f"{option} ({loc or 'config'}): {item['msg'].lower()}, got {got_text}")
+    prefix = f"{where}: " if where else ""
+    return f"{prefix}{len(parts)} bad field(s): " + "; ".join(parts)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A config file's fields (YAML or JSON); a clear error when it is not a mapping."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"--config: expected a YAML or JSON file, got {path}, which does not exist")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--config: expected YAML or JSON in {path}, got: "
+                          f"{' '.join(str(exc).split())}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config: expected a mapping of fields in {path}, got {type(data).__name__}")
+    return data
+
+
+def parse_sets(items: list[str] | None) -> dict[str, Any]:
+    """``["a.b=1", "c=x"]`` -> ``{"a": {"b": 1}, "c": "x"}`` (values read as YAML scalars)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set: expected path.to.field=value, got {item!r}")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else raw
+        except yaml.YAMLError:
+            value = raw
+        node = out
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set: expected {part!r} to be a section, got a value in {item!r}")
+        node[parts[-1]] = value
+    return out
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(model: type[M], *, file: Path | None = None, sets: list[str] | None = None,
+                options: dict[str, Any] | None = None, where: str = "") -> M:
+    """The config from a file, ``--set`` values and CLI options (later ones win)."""
+    data = read_config_file(file) if file is not None else {}
+    data = _merge(data, parse_sets(sets))
+    data = _merge(data, {k: v for k, v in (options or {}).items() if v is not None})
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(describe_errors(exc, where or model.__name__)) from None
+
+
+def _cli_shape(annotation: Any) -> tuple[str, list[str] | None] | None:
+    """(metavar, choices) of a field a CLI option can carry, or None for one only a
+    config file or --set can (lists, dicts, nested models)."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        kinds = [a for a in get_args(annotation) if a is not type(None)]
+        return _cli_shape(kinds[0]) if len(kinds) == 1 else None
+    if origin is Literal:
+        choices = [str(a) for a in get_args(annotation)]
+        return "|".join(choices), choices
+    if annotation in (int, float, str, bool) or annotation is Path:
+        return {int: "INTEGER", float: "NUMBER", str: "TEXT", bool: "BOOL"}.get(annotation, "PATH"), None
+    return None
+
+
+def _is_bool(annotation: Any) -> bool:
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    return annotation is bool or args == [bool]
+
+
+def config_command(model: type[M], run: Callable[[M], None], *, name: str, doc: str,
+                   positional: tuple[str, ...] = (), exclude: frozenset[str] = frozenset()
+                   ) -> Callable[..., None]:
+    """A typer command function for ``model``: one option per field (see the module
+    docstring), ``--config`` and ``--set``; it validates and calls ``run(config)``."""
+    params: list[inspect.Parameter] = []
+    fields: list[str] = []
+    own = [f for f in getattr(model, "__annotations__", {}) if f in model.model_fields]
+    ordered = own + [f for f in model.model_fields if f not in own]  # the command's own first
+    for field_name in ordered:
+        info = model.model_fields[field_name]
+        if field_name in exclude:
+            continue
+        shape = _cli_shape(info.annotation)
+        if shape is None:
+            continue
+        metavar, choices = shape
+        default = info.get_default(call_default_factory=True) if not info.is_required() else None
+        help_text = (info.description or "") + (" (required)" if info.is_required()
+                                                 else f" (default: {default})")
+        if field_name in positional:
+            param_info: Any = typer.Argument(help=help_text, metavar=field_name.upper(),
+                                             show_default=False)
+            annotation: Any = str | None
+        elif _is_bool(info.annotation):
+            flag = field_name.replace("_", "-")
+            param_info = typer.Option(f"--{flag}/--no-{flag}", help=help_text, show_default=False)
+            annotation = bool | None
+        else:
+            param_info = typer.Option(f"--{field_name.replace('_', '-')}", help=help_text,
+                                      metavar=metavar, show_default=False)
+            annotation = str | None
+        params.append(inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                        annotation=Annotated[annotation, param_info]))
+        fields.append(field_name)
+    params.append(inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        Path | None, typer.Option("--config", help="a YAML/JSON file of these fields; "
+                                  "options given here override it", show_default=False)]))
+    params.append(inspect.Parameter("sets", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        list[str] | None, typer.Option("--set", help="path.to.field=value, for any field "
+                                       "(nested ones too); repeatable", show_default=False)]))
+
+    def command(**values: Any) -> None:
+        with cli_errors():
+            config = load_config(model, file=values.pop("config"), sets=values.pop("sets"),
+                                 options={f: values[f] for f in fields}, where=f"cua {name}")
+            run(config)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__doc__ = doc
+    command.__name__ = name.replace(" ", "_")
+    return command
+
+
+def print_json(data: Any) -> None:
+    """One JSON line on stdout."""
+    sys.stdout.write(json.dumps(data) + "\n")

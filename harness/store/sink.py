@@ -1,0 +1,112 @@
+"""The store's rollout sink: every episode of a rollout, merged into the trajectory tree.
+
+One sink per episode. It begins an episode writer at the first observation (a new root
+frame, or ``from_node`` when the episode continues from a restored node), buffers each
+step (its action, screenshot, state key, reward, verdict, agent error, and what the agent
+sent and got: prompt, completion, token ids, log-probabilities, policy version, with the
+prompt's images as blob hashes), commits at the end, and abandons the episode on an
+infrastructure failure, so the store never holds half an episode.
+
+The episode's task is stored under ``task_id`` (default: the env key) with the
+instruction the agent saw, so exports can rebuild its prompts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from harness.actions import Action, parse_action
+from harness.rollout import Episode, RolloutSink, Transition
+from harness.store.blobs import blob_hash
+from harness.store.models import Frame, Step
+from harness.store.statekey import state_key_for
+
+if TYPE_CHECKING:
+    from harness.store.models import Episode as StoredEpisode
+    from harness.store.store import TrajectoryStore
+    from harness.store.writer import EpisodeWriter
+
+
+def env_key(task_id: str, seed: int | None) -> str:
+    """The store's name of an environment: a task at a seed (its layout and goal)."""
+    return f"{task_id}@seed={seed}"
+
+
+def describe_action(action: Action | dict[str, Any] | None, text: str | None = None) -> str:
+    """A short human label for an action, e.g. ``click(12, 40)`` or ``type_text("hi")``;
+    for text that did not parse, the start of the text."""
+    if action is None:
+        return f"(unparsed) {text[:60]!r}" if text else "(no action)"
+    action = (parse_action(action) if isinstance(action, dict) else action).model_dump()
+    kind = action["type"]
+    if "x" in action:
+        extra = f", to=({action['to_x']}, {action['to_y']})" if kind == "drag" else ""
+        extra += f", dy={action['dy']}" if kind == "scroll" else ""
+        return f"{kind}({action['x']}, {action['y']}{extra})"
+    if kind == "type_text":
+        return f"type_text({action['text']!r})"
+    if kind == "key":
+        return "key(" + "+".join(action["keys"]) + ")"
+    if kind == "done":
+        return f"done({action['answer']!r})" if action.get("answer") else "done()"
+    return f"wait({action.get('seconds', 1.0)})"
+
+
+class StoreSink(RolloutSink):
+    """Writes one rollout into ``store`` (see the module docstring)."""
+
+    def __init__(self, store: TrajectoryStore, *, env: str, agent: str, from_node: int | None = None,
+                 task_id: str | None = None) -> None:
+        self.store, self.env, self.agent, self.from_node = store, env, agent, from_node
+        self.task_id = task_id or env
+        self.writer: EpisodeWriter | None = None
+        self.committed: StoredEpisode | None = None
+        self._blobs: dict[int, str] = {}  # observation step -> blob hash
+
+    async def on_start(self, episode: Episode) -> None:
+        first = episode.first
+        self._blobs = {turn.observation.step: blob_hash(turn.observation.screenshot)
+                       for turn in episode.history}
+        self._blobs[first.step] = blob_hash(first.screenshot)
+        if self.from_node is not None:
+            self.writer = self.store.begin_episode(self.env, from_node=self.from_node,
+                                                   agent=self.agent, task_id=self.task_id)
+            return
+        fsm_state = episode.reset_info.fsm_state if episode.reset_info is not None else None
+        root = Frame(screenshot=first.screenshot, url=first.url or "",
+                     state_key=state_key_for(first, fsm_state))
+        self.writer = self.store.begin_episode(self.env, root, agent=self.agent, task_id=self.task_id)
+
+    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+        assert self.writer is not None
+        after, info, decision = transition.after, transition.info, transition.agent_step
+        self._blobs[after.step] = blob_hash(after.screenshot)
+        verdict = info.verdict
+        self.writer.add_step(Step(
+            action=info.action, action_text=describe_action(info.action, decision.text),
+            screenshot=after.screenshot, url=after.url or "",
+            state_key=state_key_for(after, verdict.state_after if verdict is not None else None),
+            reward=transition.reward, verdict=verdict.model_dump() if verdict is not None else None,
+            terminal=transition.terminated, error=after.last_action_error,
+            agent=self._agent_record(transition)))
+        return None
+
+    async def on_end(self, episode: Episode) -> None:
+        assert self.writer is not None
+        self.committed = self.writer.commit(reward=episode.total_reward, success=episode.success)
+        goal = getattr(getattr(episode.env.task, "task", None), "goal", None)
+        self.store.put_task(self.task_id, episode.first.instruction, tree_id=self.committed.tree_id,
+                            goal_state=goal, source="suite")
+
+    async def on_abort(self, episode: Episode | None, error: BaseException) -> None:
+        if self.writer is not None and self.committed is None:
+            self.writer.abandon()
+
+    def _agent_record(self, transition: Transition) -> dict[str, Any] | None:
+        fields = transition.agent_step.training_fields()
+        if not fields:
+            return None
+        steps = fields.pop("image_steps", None)
+        if steps is not None:
+            fields["images"] = [self._blobs.get(step) for step in steps]
+        return fields
