@@ -23,6 +23,8 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import gymnasium
+import numpy as np
+from gymnasium import spaces
 from pydantic import ValidationError
 
 from harness.actions import Action, Done, outside, parse_action
@@ -299,11 +301,20 @@ class _LoopThread:
 
 
 class GymEnv(gymnasium.Env):
-    """A gymnasium env over ``AsyncEnv`` with its own sandbox provider and task resources.
+    """A ``gymnasium.Env`` over ``AsyncEnv``, with its own sandbox provider and task resources.
 
-    Observations are ``Observation`` models and actions are ``Action`` models or model
-    text (decoded with ``codec``); rather than Box/Discrete spaces, the typed models are
-    the contract (docs/evaluation.md says which gymnasium checks that leaves out).
+    It speaks gymnasium's contract so that third-party code (and
+    ``gymnasium.utils.env_checker.check_env``, which it passes) can drive it:
+
+    - observation: ``{"screenshot": uint8 array (height, width, 3), "instruction": str}``,
+      in ``observation_space`` (a ``Dict`` of a ``Box`` and a ``Text``);
+    - action: model text (decoded with ``codec``), in ``action_space`` (a ``Text``), or an
+      ``Action`` model or dict, which it also takes;
+    - info: a dict of the step's judgement (task, executed action, raw reward, message,
+      verdict, success), the same for the same seed and actions.
+
+    The typed results of the last call (``Observation``, ``ResetInfo``/``StepInfo``, with
+    timings and the episode id) are ``last_observation`` and ``last_info``.
     """
 
     metadata = {"render_modes": []}
@@ -328,6 +339,7 @@ class GymEnv(gymnasium.Env):
         try:
             self._resources = self._loop.run(_new_resources())
             sandbox = self._loop.run(self._provider.new_sandbox(self.task.sandbox_request))
+            width, height = self._loop.run(_surface_size(sandbox))
         except BaseException:
             self._loop.run(self._provider.close())
             self._loop.stop()
@@ -337,16 +349,30 @@ class GymEnv(gymnasium.Env):
             self.task, sandbox, resources=self._resources, codec=codec, max_steps=max_steps,
             reward=reward, step_timeout_s=step_timeout_s,
         )
+        self.observation_space = spaces.Dict({
+            "screenshot": spaces.Box(0, 255, (height, width, 3), dtype=np.uint8),
+            "instruction": spaces.Text(MAX_INSTRUCTION_CHARS, min_length=0, charset=TEXT_CHARSET),
+        })
+        self.action_space = spaces.Text(MAX_ACTION_CHARS, min_length=1, charset=TEXT_CHARSET)
+        self.last_observation: Observation | None = None
+        self.last_info: ResetInfo | StepInfo | None = None
         self._closed = False
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Observation, ResetInfo]:
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
-        return self._loop.run(self.env.reset(seed=seed, options=options))
+        obs, info = self._loop.run(self.env.reset(seed=seed, options=options))
+        self.last_observation, self.last_info = obs, info
+        return _gym_observation(obs), {"task": info.task, "seed": info.seed,
+                                       "fsm_state": info.fsm_state, "start_distance": info.start_distance}
 
-    def step(self, action: Action | str | dict) -> StepResult:
-        return self._loop.run(self.env.step(action))
+    def step(self, action: Action | str | dict) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self._loop.run(self.env.step(action))
+        self.last_observation, self.last_info = obs, info
+        gym_info = info.model_dump(mode="json", exclude={"episode_id", "step_seconds"})
+        gym_info["last_action_error"] = obs.last_action_error
+        return _gym_observation(obs), reward, terminated, truncated, gym_info
 
     def oracle_action(self) -> Action | None:
         return self._loop.run(self.env.oracle_action())
@@ -363,6 +389,27 @@ class GymEnv(gymnasium.Env):
                 self._loop.run(self._provider.close())
         finally:
             self._loop.stop()
+
+
+#: what the Text spaces hold: printable ASCII, whitespace, Latin-1 and common typography
+TEXT_CHARSET = frozenset(
+    [chr(c) for c in range(32, 127)] + ["\n", "\t"] + [chr(c) for c in range(0xA0, 0x180)]
+    + list("‘’“”–—…•→←↑↓✓✗€£¥©®™°±×÷")
+)
+MAX_INSTRUCTION_CHARS = 4096
+MAX_ACTION_CHARS = 2048
+
+
+def _gym_observation(obs: Observation) -> dict[str, Any]:
+    pixels = np.asarray(obs.image().convert("RGB"), dtype=np.uint8)
+    return {"screenshot": pixels, "instruction": obs.instruction}
+
+
+async def _surface_size(sandbox: Sandbox) -> tuple[int, int]:
+    """The (width, height) of a sandbox's screenshots: one blank reset, one capture."""
+    await sandbox.reset()
+    shot = await sandbox.screenshot()
+    return shot.width, shot.height
 
 
 async def _new_resources() -> TaskResources:

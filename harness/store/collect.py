@@ -27,6 +27,7 @@ class CollectConfig(ExploreConfig):
     hindsight: bool = Field(default=True, description="emit hindsight tasks for reached states")
     reward: RewardMode = Field(default="outcome", description="the step reward stored in nodes: "
                                "outcome, step (verdict-shaped) or progress")
+    bind_host: str = Field(default="127.0.0.1", description="address the site and page servers bind")
 
     @field_validator("suite")
     @classmethod
@@ -73,7 +74,7 @@ async def collect_async(config: CollectConfig, *, provider: SandboxProvider | No
     owned_provider = provider is None
     provider = provider or LocalProvider()
     resources_given = resources is not None
-    resources = resources or TaskResources()
+    resources = resources or TaskResources(bind_host=config.bind_host)
     sandbox = None
     env = None
     try:
@@ -86,7 +87,7 @@ async def collect_async(config: CollectConfig, *, provider: SandboxProvider | No
                       TimeElapsedColumn()) as progress:
             bar = progress.add_task(f"collect {config.suite} ({config.explore})", total=config.budget)
             explorer = Explorer(store, env, ExploreConfig(**config.model_dump(
-                exclude={"suite", "store", "hindsight", "reward"})), env_key=key, agent=agent,
+                include=set(ExploreConfig.model_fields))), env_key=key, agent=agent,
                 progress=lambda n: progress.advance(bar, n))
             report = (await explorer.run()).to_dict()
         tree = next((t for t in store.trees() if t.env == key), None)

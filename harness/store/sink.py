@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.actions import Action, parse_action
+from harness.actions import describe_action
 from harness.rollout import Episode, RolloutSink, Transition
 from harness.store.blobs import blob_hash
 from harness.store.models import Frame, Step
@@ -30,26 +30,6 @@ if TYPE_CHECKING:
 def env_key(task_id: str, seed: int | None) -> str:
     """The store's name of an environment: a task at a seed (its layout and goal)."""
     return f"{task_id}@seed={seed}"
-
-
-def describe_action(action: Action | dict[str, Any] | None, text: str | None = None) -> str:
-    """A short human label for an action, e.g. ``click(12, 40)`` or ``type_text("hi")``;
-    for text that did not parse, the start of the text."""
-    if action is None:
-        return f"(unparsed) {text[:60]!r}" if text else "(no action)"
-    action = (parse_action(action) if isinstance(action, dict) else action).model_dump()
-    kind = action["type"]
-    if "x" in action:
-        extra = f", to=({action['to_x']}, {action['to_y']})" if kind == "drag" else ""
-        extra += f", dy={action['dy']}" if kind == "scroll" else ""
-        return f"{kind}({action['x']}, {action['y']}{extra})"
-    if kind == "type_text":
-        return f"type_text({action['text']!r})"
-    if kind == "key":
-        return "key(" + "+".join(action["keys"]) + ")"
-    if kind == "done":
-        return f"done({action['answer']!r})" if action.get("answer") else "done()"
-    return f"wait({action.get('seconds', 1.0)})"
 
 
 class StoreSink(RolloutSink):
