@@ -16,10 +16,12 @@ The reward of a step is the task's judgement under the env's reward mode
 from __future__ import annotations
 
 import asyncio
+import difflib
 import threading
 import time
 import uuid
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import gymnasium
@@ -27,13 +29,21 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import ValidationError
 
-from harness.actions import Action, Done, outside, parse_action
+from harness.actions import (
+    Action,
+    AgentAction,
+    Click,
+    ClickElement,
+    Done,
+    outside,
+    parse_agent_action,
+)
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
 from harness.resources import TaskResources
 from harness.rewards import REWARD_MODES, RewardMode, step_reward
 from harness.tasks.base import Task, TaskSetup, Validation
-from sandboxes.base import Browser, Sandbox, SandboxProvider, Screenshot
+from sandboxes.base import Browser, Sandbox, SandboxProvider, Screenshot, UIElement
 
 T = TypeVar("T")
 StepResult = tuple[Observation, float, bool, bool, StepInfo]
@@ -68,6 +78,7 @@ class AsyncEnv:
         codec: Any = None,
         max_steps: int | None = None,
         reward: RewardMode = "outcome",
+        elements: bool = False,
         step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
         reset_timeout_s: float = DEFAULT_RESET_TIMEOUT_S,
     ) -> None:
@@ -83,6 +94,8 @@ class AsyncEnv:
         self.task = task
         self.sandbox = sandbox
         self.reward_mode: RewardMode = reward
+        #: Observe the page's interactive elements too (observation modes with elements).
+        self.elements = elements
         self._owns_resources = resources is None
         self.resources = resources or TaskResources()
         self._start_distance: int | None = None
@@ -132,8 +145,9 @@ class AsyncEnv:
             self.task.setup(self.sandbox, seed=seed, resources=self.resources),
             self.reset_timeout_s, "reset",
         )
-        shot = await self._timed(self.sandbox.screenshot(), self.step_timeout_s, "screenshot")
-        self._setup, self._steps, self._ended = setup, 0, False
+        self._setup = setup
+        shot = await self._timed(self._capture(), self.step_timeout_s, "screenshot")
+        self._steps, self._ended = 0, False
         self._start_distance = setup.start_distance
         self.max_steps = self._max_steps_arg or setup.max_steps or DEFAULT_MAX_STEPS
         self._episode_id = uuid.uuid4().hex[:12]
@@ -148,15 +162,18 @@ class AsyncEnv:
         )
         return obs, info
 
-    async def step(self, action: Action | str | dict, *, codec: Any = None) -> StepResult:
+    async def step(self, action: AgentAction | str | dict, *, codec: Any = None) -> StepResult:
         """Act, judge, observe. Text is decoded with ``codec`` (default: the env's codec);
-        agent errors don't raise."""
+        an element action is resolved to a click at its element's centre; agent errors
+        don't raise."""
         if self._setup is None or self._last_obs is None:
             raise RuntimeError("expected reset() before step(), got step() first; call reset()")
         if self._ended:
             raise RuntimeError("expected reset() after the episode ended, got another step()")
         start = time.perf_counter()
-        parsed, text, error = self._decode(action, resolve_codec(codec) if codec is not None else self.codec)
+        requested, text, error = self._decode(action, resolve_codec(codec) if codec is not None else self.codec)
+        parsed, resolve_error = resolve_element_action(requested, self._last_obs)
+        error = error if error is not None else resolve_error
         validation, shot, agent_error = await self._timed(
             self._act_and_judge(parsed, error), self.step_timeout_s, "step"
         )
@@ -178,6 +195,7 @@ class AsyncEnv:
             verdict=validation.verdict,
             success=validation.success,
             action_text=text,
+            requested=requested.model_dump() if isinstance(requested, ClickElement) else None,
         )
         return obs, float(reward), terminated, truncated, info
 
@@ -208,7 +226,7 @@ class AsyncEnv:
         store restore moved the task's state)."""
         if self._setup is None:
             raise RuntimeError("expected reset() before observe(), got none")
-        shot = await self._timed(self.sandbox.screenshot(), self.step_timeout_s, "screenshot")
+        shot = await self._timed(self._capture(), self.step_timeout_s, "screenshot")
         return self._observe(shot, None)
 
     async def close(self) -> None:
@@ -225,17 +243,27 @@ class AsyncEnv:
 
     async def _act_and_judge(
         self, action: Action | None, error: str | None
-    ) -> tuple[Validation, Screenshot, str | None]:
-        """Execute (unless the agent already erred), validate, screenshot."""
+    ) -> tuple[Validation, _Capture, str | None]:
+        """Execute (unless the agent already erred), validate, capture."""
         agent_error = None
         if action is not None and error is None:
             agent_error = await self.sandbox.execute(action)
         judged = action if error is None else None
         validation = await self.task.validate(self.sandbox, judged)
-        return validation, await self.sandbox.screenshot(), agent_error
+        return validation, await self._capture(), agent_error
 
-    def _decode(self, action: Action | str | dict,
-                codec: Any) -> tuple[Action | None, str | None, str | None]:
+    async def _capture(self) -> _Capture:
+        """The screenshot, and the elements of the same page when the env observes them."""
+        shot = await self.sandbox.screenshot()
+        if not self.elements:
+            return _Capture(shot, None)
+        if not isinstance(self.sandbox, Browser):
+            raise ConfigError(f"expected a sandbox that lists its elements for elements=True, got "
+                              f"a {self.sandbox.kind} sandbox; observe screenshots only")
+        return _Capture(shot, tuple(await self.sandbox.elements()))
+
+    def _decode(self, action: AgentAction | str | dict,
+                codec: Any) -> tuple[AgentAction | None, str | None, str | None]:
         """(action, source text, agent error) for whatever the agent handed over."""
         assert self._last_obs is not None
         size = (self._last_obs.width, self._last_obs.height)
@@ -245,22 +273,26 @@ class AsyncEnv:
                 text = action
                 parsed = codec.decode(action, size=size)
             elif isinstance(action, dict):
-                parsed = parse_action(action)
+                parsed = parse_agent_action(action)
             else:
                 parsed = action
         except ActionParseError as exc:
             return None, text, str(exc)
         except ValidationError as exc:
             return None, text, f"expected an action dict, got {action!r}: {exc.errors()[0]['msg']}"
+        if isinstance(parsed, ClickElement):
+            return parsed, text, None
         return parsed, text, outside(parsed, *size)
 
-    def _observe(self, shot: Screenshot, error: str | None) -> Observation:
+    def _observe(self, capture: _Capture, error: str | None) -> Observation:
         assert self._setup is not None
+        shot = capture.shot
         obs = Observation(
             screenshot=shot.data,
             image_format=shot.format,
             width=shot.width,
             height=shot.height,
+            elements=capture.elements,
             instruction=self._setup.instruction,
             url=self.sandbox.url if isinstance(self.sandbox, Browser) else None,
             step=self._steps,
@@ -277,6 +309,35 @@ class AsyncEnv:
                 f"expected {what} of {self.task.id} within {limit}s, got a timeout; "
                 "raise the timeout or check the sandbox"
             ) from exc
+
+
+@dataclass(frozen=True)
+class _Capture:
+    shot: Screenshot
+    elements: tuple[UIElement, ...] | None
+
+
+def resolve_element_action(action: AgentAction | None,
+                           obs: Observation) -> tuple[Action | None, str | None]:
+    """(the pixel action to execute, an agent error): an element action becomes a click at
+    its element's centre, matched by label (whitespace and case ignored), then by id."""
+    if not isinstance(action, ClickElement):
+        return action, None
+    if obs.elements is None:
+        return None, ("click_element needs an element list, and this observation has none; "
+                      "act by coordinates or observe elements")
+    wanted = " ".join(action.element.split()).casefold().strip("\"'")
+    matches = [e for e in obs.elements if " ".join(e.label.split()).casefold() == wanted]
+    matches = matches or [e for e in obs.elements if e.id.casefold() == wanted]
+    if not matches:
+        labels = [e.label for e in obs.elements if e.label]
+        close = difflib.get_close_matches(action.element, labels, n=3, cutoff=0.5)
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        return None, (f"expected an element label or id of the element list, got "
+                      f"{action.element!r}{hint}")
+    x, y = matches[0].center
+    click = Click(x=min(max(x, 0), obs.width - 1), y=min(max(y, 0), obs.height - 1))
+    return click, None
 
 
 # ---- the sync wrapper --------------------------------------------------------------------

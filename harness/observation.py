@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from fsm_sites.verdict import StepVerdict
+from sandboxes.base import UIElement
 
 
 class Observation(BaseModel):
@@ -22,6 +23,8 @@ class Observation(BaseModel):
     instruction: str = Field(description="the task instruction in natural language")
     url: str | None = Field(default=None, description="the page URL after the step (browsers only)")
     step: int = Field(description="number of steps taken so far in this episode")
+    elements: tuple[UIElement, ...] | None = Field(
+        default=None, description="the interactive elements on screen, where the env observes them")
     last_action_error: str | None = Field(
         default=None, description="why the last action failed (agent error), or None"
     )
@@ -65,3 +68,6 @@ class StepInfo(BaseModel):
     action_text: str | None = Field(
         default=None, description="the model text the action was decoded from, if any"
     )
+    requested: dict | None = Field(
+        default=None, description="the element action the agent asked for, where the env "
+        "resolved one into the executed `action`")

@@ -68,6 +68,9 @@ class RunnerConfig(BaseModel):
                     "which do not use up `retries`")
     reward: RewardMode = Field(
         default="outcome", description="the env's reward: outcome, step (verdict-shaped) or progress")
+    elements: bool = Field(
+        default=False, description="observe the page's interactive elements each step (element "
+        "lists for prompts and exports); always on for agents whose prompt shows elements")
     bind_host: str = Field(
         default="127.0.0.1", description="address the run's site and page servers bind (one a "
         "sandbox in a container or on another machine can reach)")
@@ -101,6 +104,11 @@ EpisodeCallback = Callable[[EpisodeRecord], Any]
 def episode_specs(task_ids: Iterable[str], episodes: int, seed: int) -> list[EpisodeSpec]:
     """``episodes`` episodes per task, episode i seeded ``seed + i``."""
     return [EpisodeSpec(task_id=t, seed=seed + i, index=i) for t in task_ids for i in range(episodes)]
+
+
+def wants_elements(agent: Agent) -> bool:
+    """Whether an agent's prompt shows the element list (a model agent in an element mode)."""
+    return bool(getattr(getattr(agent, "prompts", None), "with_elements", False))
 
 
 async def _maybe_await(value: Any) -> None:
@@ -259,6 +267,7 @@ class EpisodeRunner:
         cfg = self.config
         env = AsyncEnv(task, sandbox, resources=self.resources, codec=cfg.codec or "json",
                        max_steps=cfg.max_steps, reward=cfg.reward,
+                       elements=cfg.elements or wants_elements(self.agent),
                        step_timeout_s=cfg.step_timeout_s, reset_timeout_s=cfg.step_timeout_s)
         record_sink = RecordSink(spec, attempt, self.out_dir, reward_mode=cfg.reward,
                                  save_screenshots=cfg.save_screenshots,

@@ -28,9 +28,10 @@ from playwright.async_api import (
 )
 
 from sandboxes.actions import Action, Wait
-from sandboxes.base import Screenshot
+from sandboxes.base import Screenshot, UIElement
 from sandboxes.browser_actions import outside_viewport, perform
 from sandboxes.browser_config import BrowserConfig
+from sandboxes.browser_elements import ELEMENTS_JS, parse_elements
 from sandboxes.browser_host import BrowserHost, first_line
 from sandboxes.browser_nav import NavigationWatcher
 from sandboxes.errors import (
@@ -181,6 +182,10 @@ class BrowserSandbox:
         return await self._guarded(
             "evaluate", lambda: page.evaluate(expression), self.config.action_timeout_s
         )
+
+    async def elements(self) -> list[UIElement]:
+        """The interactive elements the viewport shows (``sandboxes.browser_elements``)."""
+        return parse_elements(await self.evaluate(ELEMENTS_JS))
 
     @property
     def url(self) -> str:

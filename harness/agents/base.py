@@ -116,10 +116,12 @@ def episode_prompt(builder: PromptBuilder, obs: Observation, history: list[Turn]
     observations = [turn.observation for turn in history] + [obs]
     return builder.build(
         instruction=obs.instruction,
-        history=[(turn.action, (turn.observation.width, turn.observation.height)) for turn in history],
+        history=[(turn.action, (turn.observation.width, turn.observation.height),
+                  turn.observation.elements) for turn in history],
         images=[o.screenshot for o in observations],
         image_steps=[o.step for o in observations],
         error=obs.last_action_error,
+        elements=obs.elements,
     )
 
 

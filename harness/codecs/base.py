@@ -19,10 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.actions import (
     ACTION_TYPES,
+    ELEMENT_ACTIONS,
     NORMALIZED_MAX,
-    Action,
+    AgentAction,
     from_normalized,
-    parse_action,
+    parse_agent_action,
     to_normalized,
 )
 from harness.errors import ActionParseError, ConfigError
@@ -34,7 +35,9 @@ Size = tuple[int, int]
 MAX_INPUT_CHARS = 32_768
 EXCERPT_CHARS = 120
 MAX_HINT_CHARS = 240
-ACTION_NAMES: tuple[str, ...] = tuple(cls.model_fields["type"].default for cls in ACTION_TYPES)
+ACTION_NAMES: tuple[str, ...] = tuple(
+    cls.model_fields["type"].default for cls in (*ACTION_TYPES, *ELEMENT_ACTIONS))
+ActionSpace = Literal["pixels", "pixels+elements", "elements"]
 COORDINATE_FIELDS = (("x", "y"), ("to_x", "to_y"))
 
 
@@ -48,6 +51,12 @@ class CodecOptions(BaseModel):
         description="'pixel': screenshot pixels; 'normalized': 0-1000 on both axes "
         "(needs the screenshot size at encode and decode time)",
     )
+    action_space: ActionSpace = Field(
+        default="pixels",
+        description="the actions the prompt offers: 'pixels' (pointer actions at points), "
+        "'elements' (click_element by label, no point actions but scroll), or both; every "
+        "codec decodes every action whatever this says",
+    )
 
 
 @runtime_checkable
@@ -57,9 +66,9 @@ class ActionCodec(Protocol):
     name: str
     options: CodecOptions
 
-    def encode(self, action: Action, *, size: Size | None = None) -> str: ...
+    def encode(self, action: AgentAction, *, size: Size | None = None) -> str: ...
 
-    def decode(self, text: str, *, size: Size | None = None) -> Action: ...
+    def decode(self, text: str, *, size: Size | None = None) -> AgentAction: ...
 
     def prompt(self) -> str: ...
 
@@ -101,7 +110,7 @@ def _need_size(size: Size | None, what: str) -> Size:
     return size
 
 
-def encode_fields(action: Action, options: CodecOptions, size: Size | None) -> dict[str, Any]:
+def encode_fields(action: AgentAction, options: CodecOptions, size: Size | None) -> dict[str, Any]:
     """The action as a dict with its coordinates in the codec's model space."""
     data = action.model_dump()
     if options.coordinates == "pixel":
@@ -161,7 +170,7 @@ def _to_pixels(
 
 def finish(
     codec: str, data: dict[str, Any], options: CodecOptions, size: Size | None, text: str
-) -> Action:
+) -> AgentAction:
     """Map model-space coordinates to pixels and validate into an action."""
     kind = data.get("type")
     if not isinstance(kind, str) or kind not in ACTION_NAMES:
@@ -174,7 +183,7 @@ def finish(
                 raise parse_error(codec, f"field {missing[0]}", text)
             _to_pixels(codec, data, fields, options, size, text)
     try:
-        return parse_action(data)
+        return parse_agent_action(data)
     except ValidationError as err:
         raise parse_error(
             codec, f"a valid {data.get('type', 'action')!s} action", text,

@@ -16,7 +16,7 @@ import re
 from decimal import Decimal, localcontext
 from typing import Any
 
-from harness.actions import Action, Done, Drag, Key, Scroll, TypeText, Wait
+from harness.actions import AgentAction, ClickElement, Done, Drag, Key, Scroll, TypeText, Wait
 from harness.codecs.base import (
     CodecOptions,
     Size,
@@ -57,8 +57,10 @@ class PyAutoGUICodec:
     def __init__(self, options: CodecOptions | None = None) -> None:
         self.options = options or CodecOptions()
 
-    def encode(self, action: Action, *, size: Size | None = None) -> str:
+    def encode(self, action: AgentAction, *, size: Size | None = None) -> str:
         f = encode_fields(action, self.options, size)
+        if isinstance(action, ClickElement):
+            return f"pyautogui.click(element={quote(action.element)})"
         if action.type in _ENCODE:
             return f"pyautogui.{_ENCODE[action.type]}(x={f['x']}, y={f['y']})"
         if isinstance(action, Drag):
@@ -76,7 +78,7 @@ class PyAutoGUICodec:
         assert isinstance(action, Done)
         return "DONE" if action.answer is None else f"DONE(answer={quote(action.answer)})"
 
-    def decode(self, text: str, *, size: Size | None = None) -> Action:
+    def decode(self, text: str, *, size: Size | None = None) -> AgentAction:
         text = check_length(self.name, text)
         try:
             data = _Interpreter(self.options, size).run(_statements(text))
@@ -152,6 +154,8 @@ class _Interpreter:
 
     def _action(self, call: Call, rest: list[Call | str]) -> dict[str, Any]:
         func = call.func
+        if func == "click" and "element" in call.kwargs and "x" not in call.kwargs:
+            return {"type": "click_element", "element": call.kwargs["element"]}
         if func in _CLICKS:
             x, y = self._point(call, required=True)
             return {"type": _click_type(call), "x": x, "y": y}

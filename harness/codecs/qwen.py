@@ -5,7 +5,8 @@ agent_function_call.py``): ``{"name": "computer_use", "arguments": {"action": ..
 inside ``<tool_call>`` tags, with actions ``key`` (``keys``), ``type`` (``text``),
 ``mouse_move``/``left_click``/``right_click``/``double_click`` (``coordinate``),
 ``left_click_drag``, ``scroll`` (``pixels``, positive = up), ``wait`` (``time``) and
-``terminate`` (``status``), plus Qwen3-VL's ``answer`` (``text``).
+``terminate`` (``status``), plus Qwen3-VL's ``answer`` (``text``). An element action is
+``left_click`` with ``element`` (the label) instead of ``coordinate``.
 
 Extensions, because the upstream tool keeps a cursor that a stateless codec lacks:
 - ``left_click_drag`` carries ``start_coordinate``; without it, a preceding
@@ -22,8 +23,9 @@ import re
 from typing import Any
 
 from harness.actions import (
-    Action,
+    AgentAction,
     Click,
+    ClickElement,
     Done,
     DoubleClick,
     Drag,
@@ -66,12 +68,12 @@ class QwenCodec:
     def __init__(self, options: CodecOptions | None = None) -> None:
         self.options = options or CodecOptions()
 
-    def encode(self, action: Action, *, size: Size | None = None) -> str:
+    def encode(self, action: AgentAction, *, size: Size | None = None) -> str:
         f = encode_fields(action, self.options, size)
         call = {"name": TOOL_NAME, "arguments": _arguments(action, f)}
         return f"<tool_call>\n{json.dumps(call, ensure_ascii=False)}\n</tool_call>"
 
-    def decode(self, text: str, *, size: Size | None = None) -> Action:
+    def decode(self, text: str, *, size: Size | None = None) -> AgentAction:
         text = check_length(self.name, text)
         calls = _tool_calls(text)
         if not calls:
@@ -98,6 +100,8 @@ class QwenCodec:
         if not isinstance(action, str):
             raise parse_error(self.name, f"a string action among {', '.join(SUPPORTED)}", text,
                               f"action was {action!r:.60}")
+        if action == "left_click" and "element" in args and "coordinate" not in args:
+            return {"type": "click_element", "element": args["element"]}
         if action in _POINT_ACTIONS:
             if action == "mouse_move" and len(calls) > 1 and _is_bare_drag(calls[1]):
                 start = _point(self.name, args, "coordinate", text)
@@ -132,7 +136,9 @@ class QwenCodec:
         return {"type": "scroll", "x": x, "y": y, "dx": dx, "dy": dy}
 
 
-def _arguments(action: Action, f: dict[str, Any]) -> dict[str, Any]:
+def _arguments(action: AgentAction, f: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(action, ClickElement):
+        return {"action": "left_click", "element": action.element}
     if isinstance(action, Drag):
         return {"action": "left_click_drag", "start_coordinate": [f["x"], f["y"]],
                 "coordinate": [f["to_x"], f["to_y"]]}

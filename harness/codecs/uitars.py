@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.actions import Action, Done, Drag, Key, Scroll, TypeText, Wait
+from harness.actions import AgentAction, ClickElement, Done, Drag, Key, Scroll, TypeText, Wait
 from harness.codecs.base import (
     CodecOptions,
     Size,
@@ -67,10 +67,10 @@ class UITarsCodec:
     def __init__(self, options: CodecOptions | None = None) -> None:
         self.options = options or CodecOptions()
 
-    def encode(self, action: Action, *, size: Size | None = None) -> str:
+    def encode(self, action: AgentAction, *, size: Size | None = None) -> str:
         return f"Action: {_encode_call(action, encode_fields(action, self.options, size))}"
 
-    def decode(self, text: str, *, size: Size | None = None) -> Action:
+    def decode(self, text: str, *, size: Size | None = None) -> AgentAction:
         text = check_length(self.name, text)
         starts = [m.end() for m in re.finditer(r"Action:", text)][:MAX_CANDIDATES] or [0]
         problem = ""
@@ -99,7 +99,9 @@ def _box(x: int, y: int) -> str:
     return f"'({x},{y})'"
 
 
-def _encode_call(action: Action, f: dict[str, Any]) -> str:
+def _encode_call(action: AgentAction, f: dict[str, Any]) -> str:
+    if isinstance(action, ClickElement):
+        return f"click(element={quote(action.element)})"
     if action.type in _ENCODE_NAMES:
         return f"{_ENCODE_NAMES[action.type]}(start_box={_box(f['x'], f['y'])})"
     if isinstance(action, Drag):
@@ -152,6 +154,8 @@ def _parse_call(source: str) -> Call:
 def _fields(call: Call) -> dict[str, Any]:
     kw = {_ALIASES.get(k, k): v for k, v in call.kwargs.items()}
     func = call.func
+    if func == "click" and "element" in kw and "start_box" not in kw:
+        return {"type": "click_element", "element": kw["element"]}
     if func in _POINT_FUNCS:
         x, y = _point(kw, "start_box")
         return {"type": _POINT_FUNCS[func], "x": x, "y": y}

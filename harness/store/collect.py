@@ -28,6 +28,9 @@ class CollectConfig(ExploreConfig):
     reward: RewardMode = Field(default="outcome", description="the step reward stored in nodes: "
                                "outcome, step (verdict-shaped) or progress")
     bind_host: str = Field(default="127.0.0.1", description="address the site and page servers bind")
+    elements: bool = Field(default=False, description="observe and store each step's interactive "
+                           "elements (for element-mode exports); always on for agents whose "
+                           "prompt shows elements")
 
     @field_validator("suite")
     @classmethod
@@ -65,6 +68,7 @@ async def collect_async(config: CollectConfig, *, provider: SandboxProvider | No
 
     from harness.agents.registry import make_agent
     from harness.env import AsyncEnv
+    from harness.runner import wants_elements
     from harness.store.sink import env_key
     from sandboxes.providers import LocalProvider
 
@@ -81,7 +85,7 @@ async def collect_async(config: CollectConfig, *, provider: SandboxProvider | No
         await provider.start()
         sandbox = await provider.new_sandbox(task.sandbox_request)
         env = AsyncEnv(task, sandbox, resources=resources, max_steps=config.max_depth + 1,
-                       reward=config.reward)
+                       reward=config.reward, elements=config.elements or wants_elements(agent))
         key = env_key(config.suite, config.seed)
         with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn()) as progress:

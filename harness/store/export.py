@@ -73,9 +73,10 @@ class _Context:
         self._instructions: dict[str, str] = {}
 
     def action_text(self, node: Node) -> str:
-        """The codec text of the action into ``node``, against its parent's screenshot size."""
+        """The codec text of the action into ``node``, against its parent's screenshot (its
+        size, and its elements in the modes with elements)."""
         parent = self.index.nodes[node.parent_id] if node.parent_id is not None else node
-        return self.prompts.action_text(node.action, (parent.width, parent.height))
+        return self.prompts.action_text(node.action, (parent.width, parent.height), parent.elements)
 
     def instruction(self, node_id: int) -> tuple[str | None, str]:
         """(task id, instruction) of the first successful episode below a node, else the first one."""
@@ -92,13 +93,13 @@ class _Context:
     def at(self, node_id: int, instruction: str) -> dict[str, Any]:
         """Images, history and prompt messages for acting at ``node_id``."""
         path = self.index.path(node_id)
-        history = [(child.action, (parent.width, parent.height))
+        history = [(child.action, (parent.width, parent.height), parent.elements)
                    for parent, child in zip(path, path[1:], strict=False)]
         prompt = self.prompts.build(instruction=instruction, history=history,
                                     images=[n.obs_blob for n in path], image_steps=[n.depth for n in path],
-                                    error=path[-1].error)
+                                    error=path[-1].error, elements=path[-1].elements)
         return {"images": [i for i in prompt.images if i], "prompt": prompt.messages,
-                "history": [self.prompts.action_text(a, size) for a, size in history]}
+                "history": [self.prompts.action_text(a, size, shown) for a, size, shown in history]}
 
 
 def _advancing(node: Node, on_success_path: bool) -> bool:

@@ -28,6 +28,7 @@ from harness.rollout import Episode, RolloutSink, Transition, rollout
 from harness.store.models import FLAG_RESTORE_MISMATCH, Node
 from harness.store.statekey import state_key_for
 from harness.store.store import TrajectoryStore
+from sandboxes.base import UIElement
 
 if TYPE_CHECKING:
     from harness.env import AsyncEnv
@@ -86,7 +87,9 @@ def path_history(store: TrajectoryStore, path: list[Node], instruction: str) -> 
         shot = store.blob(parent.obs_blob) if parent.obs_blob else b""
         seen = Observation(screenshot=shot, image_format="png", width=parent.width,
                            height=parent.height, instruction=instruction, url=parent.url or None,
-                           step=step, last_action_error=parent.error)
+                           step=step, last_action_error=parent.error,
+                           elements=tuple(UIElement.model_validate(e) for e in parent.elements)
+                           if parent.elements is not None else None)
         turns.append(Turn(seen, _scripted(child), child.action))
     return turns
 

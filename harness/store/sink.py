@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harness.actions import describe_action
+from harness.observation import Observation
 from harness.rollout import Episode, RolloutSink, Transition
 from harness.store.blobs import blob_hash
 from harness.store.models import Frame, Step
@@ -54,7 +55,7 @@ class StoreSink(RolloutSink):
             return
         fsm_state = episode.reset_info.fsm_state if episode.reset_info is not None else None
         root = Frame(screenshot=first.screenshot, url=first.url or "",
-                     state_key=state_key_for(first, fsm_state))
+                     state_key=state_key_for(first, fsm_state), elements=_elements(first))
         self.writer = self.store.begin_episode(self.env, root, agent=self.agent, task_id=self.task_id)
 
     async def on_step(self, episode: Episode, transition: Transition) -> str | None:
@@ -68,7 +69,7 @@ class StoreSink(RolloutSink):
             state_key=state_key_for(after, verdict.state_after if verdict is not None else None),
             reward=transition.reward, verdict=verdict.model_dump() if verdict is not None else None,
             terminal=transition.terminated, error=after.last_action_error,
-            agent=self._agent_record(transition)))
+            agent=self._agent_record(transition), elements=_elements(after)))
         return None
 
     async def on_end(self, episode: Episode) -> None:
@@ -90,3 +91,9 @@ class StoreSink(RolloutSink):
         if steps is not None:
             fields["images"] = [self._blobs.get(step) for step in steps]
         return fields
+
+
+def _elements(obs: Observation) -> tuple[dict[str, Any], ...] | None:
+    if obs.elements is None:
+        return None
+    return tuple(element.model_dump() for element in obs.elements)

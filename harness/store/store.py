@@ -39,7 +39,7 @@ _NODE_COLUMNS = (
     "id, tree_id, parent_id, depth, state_key, action_key, action_text, obs_blob, url,"
     " verdict_json, step_reward, visits, status, success, flags, created,"
     " (SELECT width FROM blobs WHERE hash = obs_blob), (SELECT height FROM blobs WHERE hash = obs_blob),"
-    " error"
+    " error, elements_json"
 )
 
 
@@ -378,6 +378,7 @@ def _node(row: tuple) -> Node:
         step_reward=row[10], visits=row[11], status=NodeStatus(row[12]), success=bool(row[13]),
         flags=tuple(f for f in row[14].split(",") if f), created=row[15],
         width=row[16] or 0, height=row[17] or 0, error=row[18],
+        elements=tuple(json.loads(row[19])) if row[19] else None,
     )
 
 

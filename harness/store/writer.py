@@ -117,8 +117,9 @@ class EpisodeWriter:
         if root_id is None:
             root_id = conn.execute(
                 "INSERT INTO nodes (tree_id, parent_id, depth, state_key, action_key, obs_blob, url,"
-                " visits, created) VALUES (?, NULL, 0, ?, '', ?, ?, 0, ?)",
-                (tree_id, self._root.state_key, self._root_blob, self._root.url, now)).lastrowid
+                " visits, created, elements_json) VALUES (?, NULL, 0, ?, '', ?, ?, 0, ?, ?)",
+                (tree_id, self._root.state_key, self._root_blob, self._root.url, now,
+                 _elements_json(self._root.elements))).lastrowid
             conn.execute("UPDATE trees SET root_id = ? WHERE id = ?", (root_id, tree_id))
         return tree_id, root_id, 0
 
@@ -138,7 +139,11 @@ def _merge_step(conn: sqlite3.Connection, tree_id: int, parent: int, depth: int,
     verdict = json.dumps(step.verdict, sort_keys=True) if step.verdict is not None else None
     return conn.execute(
         "INSERT INTO nodes (tree_id, parent_id, depth, state_key, action_key, action_text,"
-        " obs_blob, url, verdict_json, step_reward, visits, status, created, error)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+        " obs_blob, url, verdict_json, step_reward, visits, status, created, error, elements_json)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
         (tree_id, parent, depth, step.state_key, key, step.action_text, blob, step.url, verdict,
-         step.reward, status.value, now, step.error)).lastrowid
+         step.reward, status.value, now, step.error, _elements_json(step.elements))).lastrowid
+
+
+def _elements_json(elements: tuple[dict, ...] | None) -> str | None:
+    return json.dumps(list(elements)) if elements is not None else None
