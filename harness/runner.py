@@ -163,7 +163,7 @@ class EpisodeRunner:
         for spec in todo:
             queue.put_nowait(spec)
         records: list[EpisodeRecord] = []
-        self._counts = {"ok": 0, "failed": 0}
+        self._counts: dict[str, Any] = {"ok": 0, "failed": 0}
         try:
             await self.provider.start()
             with self._progress(len(todo)) as progress:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel
+
 from harness.actions import (
     ACTION_TYPES,
     ELEMENT_ACTIONS,
@@ -21,6 +23,7 @@ from harness.actions import (
     POINTER_ACTIONS,
     AgentAction,
     Scroll,
+    parse_agent_action,
 )
 from harness.codecs.base import CodecOptions, Size
 
@@ -36,7 +39,7 @@ _PIXEL_WORDS = "screenshot pixels"
 _NORMALIZED_WORDS = f"normalized 0-{NORMALIZED_MAX} units"
 
 
-def offered_types(options: CodecOptions) -> tuple[type, ...]:
+def offered_types(options: CodecOptions) -> tuple[type[BaseModel], ...]:
     """The action types a prompt offers in the codec's action space."""
     if options.action_space == "pixels":
         return ACTION_TYPES
@@ -60,7 +63,7 @@ def example_actions(options: CodecOptions | None = None) -> list[AgentAction]:
                     "harness/codecs/prompt.py EXAMPLE_VALUES, got none; add one"
                 )
             fields[name] = EXAMPLE_VALUES[name]
-        examples.append(cls(**fields))
+        examples.append(parse_agent_action({"type": cls.model_fields["type"].default, **fields}))
     return examples
 
 

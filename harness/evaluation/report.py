@@ -68,10 +68,10 @@ def action_svg(action: dict | None, width: int, height: int) -> str:
     if not action:
         return ""
     unit = max(width, height) / 40  # marker size relative to the image
-    kind = action.get("type")
+    kind = str(action.get("type"))
     x, y = action.get("x"), action.get("y")
     color = {"click": "#ff1744", "double_click": "#ff9100", "right_click": "#2979ff"}.get(kind, "#00b0ff")
-    if kind in ("click", "double_click", "right_click", "move") and x is not None:
+    if kind in ("click", "double_click", "right_click", "move") and x is not None and y is not None:
         r = unit
         return (
             f'<circle cx="{x}" cy="{y}" r="{r}" fill="none" stroke="{color}" stroke-width="{unit / 4}"/>'
@@ -79,7 +79,7 @@ def action_svg(action: dict | None, width: int, height: int) -> str:
             f'<line x1="{x}" y1="{y - 2 * r}" x2="{x}" y2="{y + 2 * r}" stroke="{color}" stroke-width="{unit / 5}"/>'
             + ("" if kind == "click" else _label(x + r, y - r, kind.replace("_click", ""), unit * 1.5))
         )
-    if kind in ("drag", "scroll") and x is not None:
+    if kind in ("drag", "scroll") and x is not None and y is not None:
         to_x = action.get("to_x", x + action.get("dx", 0) / 4)
         to_y = action.get("to_y", y + action.get("dy", 0) / 4)
         label = "" if kind == "drag" else _label(x + unit, y, f"scroll {action.get('dy', 0)}", unit * 1.5)

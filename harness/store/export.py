@@ -38,7 +38,7 @@ from pydantic import Field
 from harness.errors import StoreError
 from harness.prompts import PromptBuilder, PromptConfig
 from harness.store.index import TreeIndex
-from harness.store.models import Node
+from harness.store.models import Episode, Node
 from harness.store.store import TrajectoryStore
 
 if TYPE_CHECKING:
@@ -116,6 +116,7 @@ def sft_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
         ctx = _Context(store, index, config)
         seen: set[tuple[int, str, str | None]] = set()
         on_success = {n.id for e in index.episodes if e.success for n in index.path(e.leaf_id)}
+        candidates: list[tuple[Episode | None, Node]]
         if config.steps == "all":
             candidates = [(e, n) for e in index.episodes if e.success
                           for n in index.path(e.leaf_id)[1:]]

@@ -135,6 +135,7 @@ def check_schema(conn: sqlite3.Connection) -> None:
     version = conn.execute("SELECT version FROM schema_version").fetchone() if row else None
     if version is None or version[0] > SCHEMA_VERSION:
         raise_version(version[0] if version else 0)
+        return
     if version[0] < SCHEMA_VERSION:
         from harness.errors import StoreError
 

@@ -134,7 +134,7 @@ def _merge_step(conn: sqlite3.Connection, tree_id: int, parent: int, depth: int,
     if row is not None:
         if step.terminal:
             conn.execute("UPDATE nodes SET status = 'terminal' WHERE id = ?", (row[0],))
-        return row[0]
+        return int(row[0])
     status = NodeStatus.TERMINAL if step.terminal else NodeStatus.UNEXPLORED
     verdict = json.dumps(step.verdict, sort_keys=True) if step.verdict is not None else None
     return conn.execute(
@@ -142,7 +142,7 @@ def _merge_step(conn: sqlite3.Connection, tree_id: int, parent: int, depth: int,
         " obs_blob, url, verdict_json, step_reward, visits, status, created, error, elements_json)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
         (tree_id, parent, depth, step.state_key, key, step.action_text, blob, step.url, verdict,
-         step.reward, status.value, now, step.error, _elements_json(step.elements))).lastrowid
+         step.reward, status.value, now, step.error, _elements_json(step.elements))).lastrowid or 0
 
 
 def _elements_json(elements: tuple[dict, ...] | None) -> str | None:
