@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import gymnasium
 from pydantic import ValidationError
 
-from harness.actions import Action, Done, outside, parse_action
+from harness.actions import Action, Done, duration_s, outside, parse_action, short_repr
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
 from harness.resources import TaskResources
@@ -155,8 +155,10 @@ class AsyncEnv:
             raise RuntimeError("expected reset() after the episode ended, got another step()")
         start = time.perf_counter()
         parsed, text, error = self._decode(action, resolve_codec(codec) if codec is not None else self.codec)
+        # A wait or a long text takes its time by design: it never counts as a timeout.
+        allowance = duration_s(parsed) if parsed is not None and error is None else 0.0
         validation, shot, agent_error = await self._timed(
-            self._act_and_judge(parsed, error), self.step_timeout_s, "step"
+            self._act_and_judge(parsed, error), self.step_timeout_s + allowance, "step"
         )
         self._steps += 1
         error = error if error is not None else agent_error
@@ -249,7 +251,8 @@ class AsyncEnv:
         except ActionParseError as exc:
             return None, text, str(exc)
         except ValidationError as exc:
-            return None, text, f"expected an action dict, got {action!r}: {exc.errors()[0]['msg']}"
+            return None, text, (f"expected an action dict, got {short_repr(action, 200)}: "
+                                f"{exc.errors()[0]['msg']}")
         return parsed, text, outside(parsed, *size)
 
     def _observe(self, shot: Screenshot, error: str | None) -> Observation:
