@@ -34,6 +34,7 @@ from sandboxes.actions import (
     from_normalized,
     outside,
     parse_action,
+    replace_surrogates,
     rescale,
     rescale_action,
     short_repr,
@@ -45,5 +46,5 @@ __all__ = [
     "MODIFIER_KEYS", "NAMED_KEYS", "NORMALIZED_MAX", "POINTER_ACTIONS", "Action", "Click",
     "Done", "DoubleClick", "Drag", "Float", "Int", "Key", "Move", "RightClick", "Scroll", "Text",
     "TypeText", "Wait", "action_adapter", "canonical_key", "duration_s", "from_normalized",
-    "outside", "parse_action", "rescale", "rescale_action", "short_repr", "to_normalized",
+    "outside", "parse_action", "replace_surrogates", "rescale", "rescale_action", "short_repr", "to_normalized",
 ]

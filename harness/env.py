@@ -25,7 +25,15 @@ from typing import Any, TypeVar
 import gymnasium
 from pydantic import ValidationError
 
-from harness.actions import Action, Done, duration_s, outside, parse_action, short_repr
+from harness.actions import (
+    Action,
+    Done,
+    duration_s,
+    outside,
+    parse_action,
+    replace_surrogates,
+    short_repr,
+)
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
 from harness.resources import TaskResources
@@ -242,8 +250,8 @@ class AsyncEnv:
         text: str | None = None
         try:
             if isinstance(action, str):
-                text = action
-                parsed = codec.decode(action, size=size)
+                text = replace_surrogates(action)  # so that every sink can store and print it
+                parsed = codec.decode(text, size=size)
             elif isinstance(action, dict):
                 parsed = parse_action(action)
             else:

@@ -13,6 +13,7 @@ refused as the agent's mistake before they reach a sandbox.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -81,6 +82,15 @@ def _number(value: object) -> object:
     if isinstance(value, bool | str | bytes):
         raise ValueError(f"expected a number, got {type(value).__name__} {value!r:.20}")
     return value
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def replace_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD: what the env does to a model's
+    raw text before anything stores, prints or serializes it (UTF-8 cannot carry them)."""
+    return text if text.isascii() else _SURROGATES.sub("\ufffd", text)
 
 
 def _unicode(text: str) -> str:

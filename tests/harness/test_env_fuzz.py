@@ -139,6 +139,17 @@ async def test_hostile_outputs_come_back_as_agent_errors(fuzz_env, name):
 
 
 @pytest.mark.parametrize("name", CODECS)
+async def test_raw_lone_surrogates_in_model_text_are_replaced(fuzz_env, name):
+    """UTF-8 cannot carry a lone surrogate, so no sink could store or print one: the env
+    replaces them with U+FFFD before anything else sees the text."""
+    text = get_codec(name).encode(TypeText(text="a\ufffdb"), size=VIEWPORT).replace("\ufffd", "\ud800")
+    obs, *_, info = await fuzz_env.step(text, codec=name)
+    assert "\ud800" not in info.action_text and "\ufffd" in info.action_text
+    assert obs.last_action_error is None and info.action == {"type": "type_text", "text": "a\ufffdb"}
+    info.model_dump_json()
+
+
+@pytest.mark.parametrize("name", CODECS)
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 async def test_no_model_output_raises_out_of_the_env(fuzz_env, name, data):
@@ -146,6 +157,7 @@ async def test_no_model_output_raises_out_of_the_env(fuzz_env, name, data):
     assume(_is_fast(name, text))
     obs, _, terminated, truncated, info = await fuzz_env.step(text, codec=name)
     assert obs.screenshot and info.action_text == text
+    info.model_dump_json()  # what every sink does with it
     assert await fuzz_env.sandbox.health(), f"the page stopped answering after {text!r:.200}"
     if terminated or truncated:
         await fuzz_env.reset(seed=0)
