@@ -65,6 +65,24 @@ def check_store_dir(path: str | Path) -> None:
                          f"header says, got {size} (it was truncated); {_FIX}")
 
 
+def verify_store(path: str | Path) -> None:
+    """``check_store_dir``, then SQLite's own check of every page (``PRAGMA quick_check``,
+    read-only): for commands about to write into a store, so that damage deep inside is
+    refused before any episode runs rather than found half-way."""
+    check_store_dir(path)
+    db = Path(path) / DB_NAME
+    if not db.is_file() or db.stat().st_size == 0:
+        return
+    conn = connect(db, read_only=True, timeout_s=60.0)
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)").fetchall()]
+    finally:
+        conn.close()
+    if problems != ["ok"]:
+        raise StoreError(f"expected a readable store database at {db}, got damage: "
+                         f"{'; '.join(problems)}; {_FIX}")
+
+
 def _size_in_header(header: bytes) -> int | None:
     """The database size SQLite's header records, in bytes; None where it is not valid."""
     page_size = int.from_bytes(header[16:18], "big")
