@@ -14,6 +14,7 @@ refused as the agent's mistake before they reach a sandbox.
 from __future__ import annotations
 
 import re
+import reprlib
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -109,14 +110,25 @@ Float = Annotated[float, BeforeValidator(_number)]
 Text = Annotated[str, AfterValidator(_unicode)]
 
 
+class _ShortRepr(reprlib.Repr):
+    """reprlib's bounded repr (depth, items, string lengths), and an integer Python will
+    not print (more than 4300 digits; a model can write one) described by its size."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 256:
+            return f"<an integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_SHORT = _ShortRepr()
+_SHORT.maxstring = _SHORT.maxother = _SHORT.maxlong = 160
+
+
 def short_repr(value: object, limit: int = 40) -> str:
     """``repr(value)`` cut to ``limit`` characters, for error messages about a model's
-    output. Never raises: Python refuses to print an integer of more than 4300 digits,
-    and a model can write one."""
-    if isinstance(value, int) and value.bit_length() > 4 * limit:
-        return f"<an integer of {value.bit_length()} bits>"
+    output; never raises, whatever the value holds."""
     try:
-        text = repr(value)
+        text = _SHORT.repr(value)
     except (ValueError, RecursionError):
         return f"<a {type(value).__name__} too large to show>"
     return text if len(text) <= limit else text[:limit] + "..."

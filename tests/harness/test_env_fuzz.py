@@ -138,6 +138,13 @@ async def test_hostile_outputs_come_back_as_agent_errors(fuzz_env, name):
         assert await fuzz_env.sandbox.health()
 
 
+async def test_an_action_dict_with_an_unprintable_number_is_an_agent_error(fuzz_env):
+    """Python will not print an int of more than 4300 digits; the error message must."""
+    huge = int("f" * 5000, 16)
+    obs, *_ = await fuzz_env.step({"type": "scroll", "x": 1, "y": 1, "dy": huge})
+    assert "an integer of 20000 bits" in obs.last_action_error
+
+
 @pytest.mark.parametrize("name", CODECS)
 async def test_raw_lone_surrogates_in_model_text_are_replaced(fuzz_env, name):
     """UTF-8 cannot carry a lone surrogate, so no sink could store or print one: the env
