@@ -10,6 +10,7 @@ strictly less than Python does, so its failure modes are ours to name.
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -73,7 +74,9 @@ class Call:
 def parse_module(source: str) -> list[ast.stmt]:
     """Parse source into statements; every parser failure becomes NotLiteral."""
     try:
-        return ast.parse(source, mode="exec").body
+        with warnings.catch_warnings():  # "invalid decimal literal", "invalid escape sequence":
+            warnings.simplefilter("ignore")  # a model's text is no reason to warn our logs
+            return ast.parse(source, mode="exec").body
     except (SyntaxError, ValueError, MemoryError, RecursionError) as err:
         raise NotLiteral(f"not valid Python call syntax ({type(err).__name__}: {err})") from None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,10 +36,15 @@ adversarial = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
 
 def _never_crashes(name: str, text: str, coordinates: str = "pixel") -> None:
     codec = get_codec(name, coordinates=coordinates)
-    try:
-        action = codec.decode(text, size=SIZE)
-    except ActionParseError as err:
-        assert str(err).startswith(f"{name} codec: expected "), str(err)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        try:
+            action = codec.decode(text, size=SIZE)
+        except ActionParseError as err:
+            action = err
+    assert [str(w.message) for w in warned] == []  # a model's text prints no warnings
+    if isinstance(action, ActionParseError):
+        assert str(action).startswith(f"{name} codec: expected "), str(action)
         return
     assert isinstance(action, ACTION_TYPES)
     # Every field within its bounds, every point on the screenshot: safe to hand a sandbox.
