@@ -50,6 +50,10 @@ def validate_cmd(path: Annotated[Path, typer.Argument(help="a spec file (.yaml/.
     from fsm_sites.errors import SpecInvalid
     from fsm_sites.validate import load_and_validate
 
+    if not path.is_file():
+        typer.echo(f"error: expected a spec file (.yaml/.yml/.json), got {path}, which "
+                   f"{'is a folder' if path.is_dir() else 'does not exist'}", err=True)
+        raise typer.Exit(2)
     try:
         spec = load_and_validate(path)
     except SpecInvalid as exc:
@@ -71,7 +75,7 @@ def synth_cmd(
     from fsm_sites.spec import dump_spec
 
     if difficulty not in DIFFICULTIES:
-        typer.echo(f"expected --difficulty in {list(DIFFICULTIES)}, got {difficulty!r}", err=True)
+        typer.echo(f"error: expected --difficulty in {list(DIFFICULTIES)}, got {difficulty!r}", err=True)
         raise typer.Exit(2)
     spec = synthesize_site(seed, difficulty)  # type: ignore[arg-type]
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +87,7 @@ def synth_cmd(
 def serve_cmd(
     sites: Annotated[list[str] | None, typer.Argument(help="library site names or spec files; default: all")] = None,
     host: Annotated[str, typer.Option(help="interface to bind (keep it local)")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port of the pages; the control API listens on port + 1")] = 8900,
+    port: Annotated[int, typer.Option(min=1, max=65534, help="TCP port of the pages; the control API listens on port + 1")] = 8900,
 ) -> None:
     """Serve sites over HTTP (the site server lives in fsm_sites.server)."""
     from fsm_sites import server  # imported lazily: the server pulls in aiohttp and the renderer

@@ -23,6 +23,7 @@ from sandboxes.actions import (
     MAX_COORDINATE,
     MAX_SCROLL,
     MAX_TEXT_CHARS,
+    MAX_WAIT_S,
     MODIFIER_KEYS,
     NAMED_KEYS,
     NORMALIZED_MAX,
@@ -38,15 +39,19 @@ from sandboxes.actions import (
     Move,
     RightClick,
     Scroll,
+    Text,
     TypeText,
     Wait,
     action_adapter,
     canonical_key,
+    duration_s,
     from_normalized,
     outside,
     parse_action,
+    replace_surrogates,
     rescale,
     rescale_action,
+    short_repr,
     to_normalized,
 )
 
@@ -79,8 +84,8 @@ class ClickElement(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["click_element"] = "click_element"
-    element: str = Field(min_length=1, max_length=200,
-                         description="the element's label (or id) as the element list shows it")
+    element: Text = Field(min_length=1, max_length=200,
+                          description="the element's label (or id) as the element list shows it")
 
 
 AgentAction = Annotated[
@@ -97,10 +102,11 @@ def parse_agent_action(data: object) -> AgentAction:
 
 
 __all__ = [
-    "ACTION_TYPES", "ELEMENT_ACTIONS", "KEY_ALIASES", "AgentAction", "ClickElement",
-    "agent_action_adapter", "parse_agent_action", "MAX_COORDINATE", "MAX_SCROLL", "MAX_TEXT_CHARS",
-    "MODIFIER_KEYS", "NAMED_KEYS", "NORMALIZED_MAX", "POINTER_ACTIONS", "Action", "Click",
-    "Done", "DoubleClick", "Drag", "Float", "Int", "Key", "Move", "RightClick", "Scroll",
-    "TypeText", "Wait", "action_adapter", "canonical_key", "describe_action", "from_normalized", "outside",
-    "parse_action", "rescale", "rescale_action", "to_normalized",
+    "ACTION_TYPES", "ELEMENT_ACTIONS", "KEY_ALIASES", "MAX_COORDINATE", "MAX_SCROLL",
+    "MAX_TEXT_CHARS", "MAX_WAIT_S", "MODIFIER_KEYS", "NAMED_KEYS", "NORMALIZED_MAX",
+    "POINTER_ACTIONS", "Action", "AgentAction", "Click", "ClickElement", "Done", "DoubleClick",
+    "Drag", "Float", "Int", "Key", "Move", "RightClick", "Scroll", "Text", "TypeText", "Wait",
+    "action_adapter", "agent_action_adapter", "canonical_key", "describe_action", "duration_s",
+    "from_normalized", "outside", "parse_action", "parse_agent_action", "replace_surrogates",
+    "rescale", "rescale_action", "short_repr", "to_normalized",
 ]

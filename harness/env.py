@@ -35,8 +35,11 @@ from harness.actions import (
     Click,
     ClickElement,
     Done,
+    duration_s,
     outside,
     parse_agent_action,
+    replace_surrogates,
+    short_repr,
 )
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
@@ -174,8 +177,10 @@ class AsyncEnv:
         requested, text, error = self._decode(action, resolve_codec(codec) if codec is not None else self.codec)
         parsed, resolve_error = resolve_element_action(requested, self._last_obs)
         error = error if error is not None else resolve_error
+        # A wait or a long text takes its time by design: it never counts as a timeout.
+        allowance = duration_s(parsed) if parsed is not None and error is None else 0.0
         validation, shot, agent_error = await self._timed(
-            self._act_and_judge(parsed, error), self.step_timeout_s, "step"
+            self._act_and_judge(parsed, error), self.step_timeout_s + allowance, "step"
         )
         self._steps += 1
         error = error if error is not None else agent_error
@@ -270,8 +275,8 @@ class AsyncEnv:
         text: str | None = None
         try:
             if isinstance(action, str):
-                text = action
-                parsed = codec.decode(action, size=size)
+                text = replace_surrogates(action)  # so that every sink can store and print it
+                parsed = codec.decode(text, size=size)
             elif isinstance(action, dict):
                 parsed = parse_agent_action(action)
             else:
@@ -279,7 +284,8 @@ class AsyncEnv:
         except ActionParseError as exc:
             return None, text, str(exc)
         except ValidationError as exc:
-            return None, text, f"expected an action dict, got {action!r}: {exc.errors()[0]['msg']}"
+            return None, text, (f"expected an action dict, got {short_repr(action, 200)}: "
+                                f"{exc.errors()[0]['msg']}")
         if isinstance(parsed, ClickElement):
             return parsed, text, None
         return parsed, text, outside(parsed, *size)

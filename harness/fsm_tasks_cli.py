@@ -28,6 +28,7 @@ from fsm_sites.server import SiteServer, resolve_sites
 from fsm_sites.spec import SiteSpec
 from fsm_sites.tasks import save_tasks, synthesize_tasks
 from harness.agents.oracle import OracleAgent
+from harness.cli_config import check_output_file, cli_errors
 from harness.env import AsyncEnv
 from harness.errors import InfrastructureError
 from harness.rollout import Episode, RolloutSink, Transition, rollout
@@ -133,20 +134,27 @@ def register(app: typer.Typer) -> None:
         concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="tasks verified at once")] = 2,
     ) -> None:
         """Synthesize tasks for a site and keep those whose oracle verifies in a real browser."""
-        spec = resolve_sites([site])[0]
-        tasks = synthesize_tasks(spec, n=n, seed=seed)
-        kept = tasks
-        if verify:
-            verdicts = asyncio.run(verify_tasks(tasks, [spec], seed=seed, concurrency=concurrency))
-            kept = [t for t, v in zip(tasks, verdicts, strict=True) if v.kept]
-            reasons = Counter(v.reason for v in verdicts if not v.kept)
-            console.print(f"verified {len(tasks)} task(s): kept {len(kept)}, dropped {len(tasks) - len(kept)}")
-            for reason, count in reasons.most_common():
-                console.print(f"  dropped {count}: {reason}")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        save_tasks(kept, out)
-        console.print(f"wrote {len(kept)} task(s) to {out}")
-        if verify and not kept:
-            raise typer.Exit(code=1)
+        with cli_errors():
+            spec = resolve_sites([site])[0]  # every mistake is refused before any work
+            check_output_file(out, "--out")
+            _synth(spec, n, out, seed, verify, concurrency)
 
     app.add_typer(tasks_app, name="tasks")
+
+
+def _synth(spec: SiteSpec, n: int, out: Path, seed: int, verify: bool, concurrency: int) -> None:
+    """Synthesize, verify (unless told not to) and write the kept tasks."""
+    tasks = synthesize_tasks(spec, n=n, seed=seed)
+    kept = tasks
+    if verify:
+        verdicts = asyncio.run(verify_tasks(tasks, [spec], seed=seed, concurrency=concurrency))
+        kept = [t for t, v in zip(tasks, verdicts, strict=True) if v.kept]
+        reasons = Counter(v.reason for v in verdicts if not v.kept)
+        console.print(f"verified {len(tasks)} task(s): kept {len(kept)}, dropped {len(tasks) - len(kept)}")
+        for reason, count in reasons.most_common():
+            console.print(f"  dropped {count}: {reason}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_tasks(kept, out)
+    console.print(f"wrote {len(kept)} task(s) to {out}")
+    if verify and not kept:
+        raise typer.Exit(code=1)

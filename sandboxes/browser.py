@@ -4,8 +4,8 @@ core and the ``Browser`` interface (``sandboxes.base``).
 Every operation runs under a timeout. A failure is classified before it leaves:
 the browser died -> ``SandboxCrashed`` (after the host restarted it); ran too long
 -> ``SandboxTimeout``; anything else from Playwright -> another ``SandboxError``.
-Only agent mistakes (a point outside the viewport, a blocked navigation) come back
-from ``execute`` as a string.
+Only agent mistakes (a point outside the viewport, a blocked navigation, parameters the
+browser refuses) come back from ``execute`` as a string.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from playwright.async_api import (
     Error as PlaywrightError,
 )
 
-from sandboxes.actions import Action, Wait
+from sandboxes.actions import Action, duration_s
 from sandboxes.base import Screenshot, UIElement
 from sandboxes.browser_actions import outside_viewport, perform
 from sandboxes.browser_config import BrowserConfig
@@ -152,8 +152,10 @@ class BrowserSandbox:
         error = outside_viewport(action, self.config.viewport_width, self.config.viewport_height)
         if error is not None:
             return error
-        limit = self.config.action_timeout_s + (action.seconds if isinstance(action, Wait) else 0.0)
-        await self._guarded(action.type, lambda: perform(page, action), limit)
+        limit = self.config.action_timeout_s + duration_s(action)
+        refused = await self._guarded(action.type, lambda: perform(page, action), limit)
+        if refused is not None:
+            return refused
         assert self._nav is not None
         nav = self._nav
         await self._guarded(

@@ -18,11 +18,20 @@ import asyncio
 from typing import Any
 
 from playwright.async_api import CDPSession
+from playwright.async_api import Error as PlaywrightError
 
 from sandboxes.origins import is_allowed
 
 #: Action types that cannot start a navigation and so skip the CDP round trip.
 NON_NAVIGATING = frozenset({"done", "wait", "move", "scroll"})
+#: What a call into the page says when its document was replaced under it, by a
+#: navigation the renderer does not announce (``history.back()``): the action worked.
+_NAVIGATED_MARKERS = ("Inspected target navigated or closed", "Execution context was destroyed")
+
+
+def navigated_away(exc: PlaywrightError) -> bool:
+    """Whether ``exc`` only says that the page's document was replaced during the call."""
+    return any(marker in str(exc) for marker in _NAVIGATED_MARKERS)
 
 
 class NavigationWatcher:
@@ -64,7 +73,11 @@ class NavigationWatcher:
         (its new document's DOMContentLoaded, a same-document change, or a stop)."""
         if action_type in NON_NAVIGATING:
             return
-        await self._cdp.send("Runtime.evaluate", {"expression": "0"})
+        try:
+            await self._cdp.send("Runtime.evaluate", {"expression": "0"})
+        except PlaywrightError as exc:
+            if not navigated_away(exc):
+                raise
         if self._requested is not None:
             self._requested = None
             await self._settled.wait()

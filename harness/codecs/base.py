@@ -24,6 +24,7 @@ from harness.actions import (
     AgentAction,
     from_normalized,
     parse_agent_action,
+    short_repr,
     to_normalized,
 )
 from harness.errors import ActionParseError, ConfigError
@@ -135,9 +136,9 @@ def screen_centre(options: CodecOptions, size: Size | None) -> tuple[int, int] |
 def number(codec: str, field: str, value: object, text: str) -> float:
     """``value`` if it is a finite int or float (not a bool, not a string), else a parse error."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise parse_error(codec, f"a number for {field}", text, f"{field} was {value!r}")
+        raise parse_error(codec, f"a number for {field}", text, f"{field} was {short_repr(value)}")
     if isinstance(value, float) and not math.isfinite(value):
-        raise parse_error(codec, f"a finite number for {field}", text, f"{field} was {value!r}")
+        raise parse_error(codec, f"a finite number for {field}", text, f"{field} was {short_repr(value)}")
     return value
 
 
@@ -154,7 +155,7 @@ def _to_pixels(
             if not 0 <= value <= NORMALIZED_MAX:
                 raise parse_error(
                     codec, f"{name} in 0..{NORMALIZED_MAX} (normalized)", text,
-                    f"{name} was {value!r}",
+                    f"{name} was {short_repr(value)}",
                 )
         data[fx], data[fy] = from_normalized(nx, ny, width, height)
         return
@@ -163,7 +164,7 @@ def _to_pixels(
             bound = f"0..{limit - 1}" if limit is not None else ">= 0"
             raise parse_error(
                 codec, f"{name} in {bound} (screenshot pixels)", text,
-                f"{name} was {value!r}; point inside the screenshot",
+                f"{name} was {short_repr(value)}; point inside the screenshot",
             )
     data[fx], data[fy] = round(nx), round(ny)
 
@@ -175,7 +176,7 @@ def finish(
     kind = data.get("type")
     if not isinstance(kind, str) or kind not in ACTION_NAMES:
         raise parse_error(codec, f"a type among {', '.join(ACTION_NAMES)}", text,
-                          f"type was {kind!r:.60}")
+                          f"type was {short_repr(kind, 60)}")
     for fields in COORDINATE_FIELDS:
         if fields[0] in data or fields[1] in data:
             missing = [f for f in fields if f not in data]
@@ -196,6 +197,6 @@ def describe_validation(err: ValidationError) -> str:
     parts = []
     for item in err.errors(include_url=False)[:3]:
         where = ".".join(str(p) for p in item["loc"]) or "action"
-        value = repr(item.get("input"))[:40]
+        value = short_repr(item.get("input"))
         parts.append(f"{where}: {item['msg']} (got {value})")
     return "; ".join(parts)

@@ -16,7 +16,17 @@ import re
 from decimal import Decimal, localcontext
 from typing import Any
 
-from harness.actions import AgentAction, ClickElement, Done, Drag, Key, Scroll, TypeText, Wait
+from harness.actions import (
+    AgentAction,
+    ClickElement,
+    Done,
+    Drag,
+    Key,
+    Scroll,
+    TypeText,
+    Wait,
+    short_repr,
+)
 from harness.codecs.base import (
     CodecOptions,
     Size,
@@ -169,12 +179,12 @@ class _Interpreter:
         if func in ("write", "typewrite"):
             text = _arg(call, 0, "message")
             if not isinstance(text, str):
-                raise NotLiteral(f"expected a string to {func}, got {text!r:.40}")
+                raise NotLiteral(f"expected a string to {func}, got {short_repr(text, 40)}")
             return {"type": "type_text", "text": text}
         if func == "press":
             key = _arg(call, 0, "keys")
             if not isinstance(key, str):
-                raise NotLiteral(f"expected one key name for press, got {key!r:.40}; use hotkey")
+                raise NotLiteral(f"expected one key name for press, got {short_repr(key, 40)}; use hotkey")
             return {"type": "key", "keys": [key]}
         if func == "hotkey":
             return {"type": "key", "keys": list(call.args)}
@@ -216,7 +226,7 @@ def _sentinel(name: str) -> dict[str, Any]:
         return {"type": "wait"}
     if name in ("DONE", "FAIL"):
         return {"type": "done"}
-    raise NotLiteral(f"expected WAIT, DONE or FAIL, got the name {name!r:.40}")
+    raise NotLiteral(f"expected WAIT, DONE or FAIL, got the name {short_repr(name, 40)}")
 
 
 def _click_type(call: Call) -> str:
@@ -224,7 +234,7 @@ def _click_type(call: Call) -> str:
     if call.func == "click":
         button, clicks = call.kwargs.get("button", "left"), call.kwargs.get("clicks", 1)
         if button not in ("left", "right") or clicks not in (1, 2):
-            raise NotLiteral(f"expected button='left'|'right' and clicks=1|2, got {button!r:.20}, {clicks!r:.20}")
+            raise NotLiteral(f"expected button='left'|'right' and clicks=1|2, got {short_repr(button, 20)}, {short_repr(clicks, 20)}")
         kind = "right_click" if button == "right" else ("double_click" if clicks == 2 else "click")
     return kind
 
@@ -244,7 +254,7 @@ def _arg(call: Call, index: int, name: str, default: Any = _MISSING) -> Any:
 
 def _clicks_to_px(clicks: Any) -> int:
     if isinstance(clicks, str | tuple):
-        raise NotLiteral(f"expected a number of wheel clicks, got {clicks!r:.40}")
+        raise NotLiteral(f"expected a number of wheel clicks, got {short_repr(clicks, 40)}")
     if isinstance(clicks, int):
         return clicks * SCROLL_CLICK_PX
     with localcontext() as ctx:

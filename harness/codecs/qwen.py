@@ -35,6 +35,7 @@ from harness.actions import (
     Scroll,
     TypeText,
     Wait,
+    short_repr,
 )
 from harness.codecs.base import (
     CodecOptions,
@@ -99,7 +100,7 @@ class QwenCodec:
         action = args.get("action")
         if not isinstance(action, str):
             raise parse_error(self.name, f"a string action among {', '.join(SUPPORTED)}", text,
-                              f"action was {action!r:.60}")
+                              f"action was {short_repr(action, 60)}")
         if action == "left_click" and "element" in args and "coordinate" not in args:
             return {"type": "click_element", "element": args["element"]}
         if action in _POINT_ACTIONS:
@@ -174,7 +175,7 @@ def _simple(codec: str, action: object, args: dict[str, Any], text: str) -> dict
     if action == "answer":
         return {"type": "done", "answer": args.get("text")}
     raise parse_error(codec, f"an action among {', '.join(SUPPORTED)}", text,
-                      f"action was {action!r:.60}")
+                      f"action was {short_repr(action, 60)}")
 
 
 def _is_bare_drag(args: dict[str, Any]) -> bool:
@@ -184,7 +185,7 @@ def _is_bare_drag(args: dict[str, Any]) -> bool:
 def _point(codec: str, args: dict[str, Any], key: str, text: str) -> tuple[Any, Any]:
     value = args.get(key)
     if not isinstance(value, list) or len(value) != 2:
-        raise parse_error(codec, f"{key} as [x, y]", text, f"{key} was {value!r:.60}")
+        raise parse_error(codec, f"{key} as [x, y]", text, f"{key} was {short_repr(value, 60)}")
     return value[0], value[1]
 
 

@@ -14,6 +14,7 @@ import uuid
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+from harness.actions import replace_surrogates
 from harness.errors import StoreError
 from harness.store.blobs import BlobDir
 from harness.store.models import Episode, Frame, NodeStatus, Step, action_key
@@ -141,8 +142,9 @@ def _merge_step(conn: sqlite3.Connection, tree_id: int, parent: int, depth: int,
         "INSERT INTO nodes (tree_id, parent_id, depth, state_key, action_key, action_text,"
         " obs_blob, url, verdict_json, step_reward, visits, status, created, error, elements_json)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
-        (tree_id, parent, depth, step.state_key, key, step.action_text, blob, step.url, verdict,
-         step.reward, status.value, now, step.error, _elements_json(step.elements))).lastrowid or 0
+        (tree_id, parent, depth, step.state_key, key, replace_surrogates(step.action_text), blob,
+         step.url, verdict, step.reward, status.value, now,
+         step.error and replace_surrogates(step.error), _elements_json(step.elements))).lastrowid or 0
 
 
 def _elements_json(elements: tuple[dict, ...] | None) -> str | None:
