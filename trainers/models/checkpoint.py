@@ -91,8 +91,11 @@ def init_checkpoint(config: ModelInitConfig) -> InitReport:
     """Write a random-init checkpoint (see the module docstring); deterministic in ``config``."""
     import torch
     from transformers import AutoModelForImageTextToText
+    from transformers.utils import logging as hf_logging
 
     from trainers.models.tokenizer import build_tokenizer, hf_tokenizer
+
+    hf_logging.disable_progress_bar()  # the CLI shows its own status; the shards are one file
 
     out = _prepare_out(config.out, config.overwrite)
     tokenizer = hf_tokenizer(build_tokenizer(config.vocab_size))
