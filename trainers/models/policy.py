@@ -151,9 +151,19 @@ def load_policy(config: PolicyConfig) -> Policy:
         model = _add_adapter(model, config.lora)
     _set_trainable(model, config)
     if config.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        model.config.use_cache = False
+        _enable_checkpointing(model)
     return Policy(model=model, processor=processor, config=config, kind=kind)
+
+
+def _enable_checkpointing(model: Any) -> None:
+    """Activation checkpointing under its transformers>=5.23 name, else the older one."""
+    kwargs = {"use_reentrant": False}  # works with frozen inputs (LoRA) without extra hooks
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is not None:
+        enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    model.config.use_cache = False
 
 
 def _has_processor(path: Path) -> bool:
