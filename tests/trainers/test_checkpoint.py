@@ -6,7 +6,11 @@ import hashlib
 
 import pytest
 import torch
-from transformers import AutoModelForImageTextToText, AutoTokenizer, Qwen2_5_VLForConditionalGeneration
+from transformers import (
+    AutoModelForImageTextToText,
+    AutoTokenizer,
+    Qwen2_5_VLForConditionalGeneration,
+)
 from typer.testing import CliRunner
 
 from harness.cli import app

@@ -135,7 +135,7 @@ class OpenAIAgent(ModelAgent):
                 status = response.status
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise EndpointError(f"openai agent: expected an answer from {url}, got "
-                                f"{type(exc).__name__}: {exc or 'no reply in time'}; check that the "
+                                f"{type(exc).__name__}: {str(exc) or 'no reply in time'}; check that the "
                                 "server runs and answers within timeout_s") from exc
         return _check_status(url, status, text)
 

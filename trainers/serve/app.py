@@ -74,7 +74,7 @@ class PolicyServer:
         if body.model is not None and body.model != self.name:
             raise RequestError(f"expected model {self.name!r} (the one served), got {body.model!r}",
                                "model", status=404)
-        max_tokens = body.max_completion_tokens or body.max_tokens or 256
+        max_tokens = body.max_completion_tokens or body.max_tokens or min(256, self.max_new_tokens)
         if max_tokens > self.max_new_tokens:
             raise RequestError(f"expected max_tokens <= {self.max_new_tokens}, got {max_tokens}", "max_tokens")
         prompt = to_prompt(body)
