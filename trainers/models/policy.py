@@ -66,6 +66,9 @@ class PolicyConfig(BaseModel):
                                    "resized to; None: the checkpoint's")
     max_pixels: int | None = Field(default=None, ge=1, description="most pixels a screenshot is resized "
                                    "to (fewer image tokens); None: the checkpoint's")
+    pointer_head: bool = Field(default=False, description="attach a pointer head (trainers.models.pointer): "
+                               "the reply's first state scores the screenshot's tokens; loaded from "
+                               "pointer_head.safetensors when the directory has one")
 
 
 @dataclass
@@ -76,6 +79,7 @@ class Policy:
     processor: Any
     config: PolicyConfig
     kind: str  # the checkpoint's model_type: qwen2_vl, qwen2_5_vl or qwen3_vl
+    pointer: Any = None  # a trainers.models.pointer.PointerHead with pointer_head=True
 
     @property
     def tokenizer(self) -> Any:
@@ -89,16 +93,26 @@ class Policy:
     def dtype(self) -> Any:
         return next(self.model.parameters()).dtype
 
+    def parameters(self) -> list[Any]:
+        """Every parameter that trains: the model's and the pointer head's."""
+        head = list(self.pointer.parameters()) if self.pointer is not None else []
+        return [p for p in [*self.model.parameters(), *head] if p.requires_grad]
+
     def trainable_parameters(self) -> int:
-        """Parameters that receive gradients."""
-        return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+        """How many parameters receive gradients (the pointer head's included)."""
+        return sum(p.numel() for p in self.parameters())
 
     def save(self, path: str | Path) -> Path:
-        """Write the weights (the adapter alone under LoRA) and the processor to ``path``."""
+        """Write the weights (the adapter alone under LoRA), the pointer head if any, and the
+        processor to ``path``."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(path)
         save_processor(self.processor, path, self.kind)
+        if self.pointer is not None:
+            from trainers.models.pointer import save_pointer_head
+
+            save_pointer_head(self.pointer, path)
         return path
 
 
@@ -152,7 +166,13 @@ def load_policy(config: PolicyConfig) -> Policy:
     _set_trainable(model, config)
     if config.gradient_checkpointing:
         _enable_checkpointing(model)
-    return Policy(model=model, processor=processor, config=config, kind=kind)
+    pointer = None
+    if config.pointer_head:
+        from trainers.models.pointer import make_pointer_head
+
+        pointer = make_pointer_head(model, path).to(device)
+        pointer.train(config.finetune != "none").requires_grad_(config.finetune != "none")
+    return Policy(model=model, processor=processor, config=config, kind=kind, pointer=pointer)
 
 
 def _enable_checkpointing(model: Any) -> None:
