@@ -20,7 +20,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PIL import Image
 
@@ -29,7 +29,20 @@ from harness.prompts import Message, Prompt
 if TYPE_CHECKING:
     import torch
 
-    from trainers.models.policy import Policy
+
+class Policy(Protocol):
+    """What these helpers use of a ``trainers.models.policy.Policy`` (declared here, as the
+    policy module imports modules that import this one)."""
+
+    model: Any
+    processor: Any
+    pointer: Any
+
+    @property
+    def tokenizer(self) -> Any: ...
+
+    @property
+    def device(self) -> Any: ...
 
 
 def open_image(data: bytes) -> Image.Image:

@@ -23,16 +23,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
 from harness.prompts import Prompt
-from trainers.models.inputs import encode_prompts
-
-if TYPE_CHECKING:
-    from trainers.models.policy import Policy
+from trainers.models.inputs import Policy, encode_prompts
 
 POINTER_FILE = "pointer_head.safetensors"
 
