@@ -83,3 +83,26 @@ def test_encoded_prompts_are_left_padded_with_every_image(tiny_policy, prompts) 
     batch = encode_prompts(tiny_policy, prompts)
     assert batch["attention_mask"][:, -1].all() and not batch["attention_mask"][:, 0].all()
     assert batch["image_grid_thw"].shape[0] == sum(len(p.images) for p in prompts)
+
+
+def test_a_hub_style_checkpoint_layout_loads_too(tiny_dir, tmp_path) -> None:
+    """Qwen's hub checkpoints keep the processor in preprocessor_config.json (min/max_pixels
+    at the top level) and the template in chat_template.json."""
+    import json
+    import shutil
+
+    hub = shutil.copytree(tiny_dir, tmp_path / "hub")
+    (hub / "processor_config.json").unlink()
+    template = (hub / "chat_template.jinja").read_text()
+    (hub / "chat_template.jinja").unlink()
+    (hub / "chat_template.json").write_text(json.dumps({"chat_template": template}))
+    (hub / "preprocessor_config.json").write_text(json.dumps({
+        "min_pixels": 3136, "max_pixels": 12845056, "patch_size": 14, "temporal_patch_size": 2,
+        "merge_size": 2, "image_mean": [0.48145466, 0.4578275, 0.40821073],
+        "image_std": [0.26862954, 0.26130258, 0.27577711],
+        "image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen2_5_VLProcessor"}))
+    processor = load_processor(hub, max_pixels=28 * 28 * 9)
+    assert processor.image_processor.size["longest_edge"] == 28 * 28 * 9  # the override wins
+    assert load_processor(hub).image_processor.size == {"shortest_edge": 3136, "longest_edge": 12845056}
+    out = processor(text=[VISION], images=[open_image(screenshot("x", (640, 400)))])
+    assert out["image_grid_thw"][0].prod() // 4 <= 9
