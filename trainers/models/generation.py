@@ -110,32 +110,39 @@ class Generator:
             output_logits=True, return_dict_in_generate=True)
 
     def _unpack(self, requests: Sequence[GenerationRequest], batch: Any, out: Any) -> list[Generation]:
-        import torch
-
         prompt_length = batch["input_ids"].shape[1]
-        generated = out.sequences[:, prompt_length:].cpu()
-        steps = [torch.log_softmax(step.float(), dim=-1).cpu() for step in out.logits]
+        generated = out.sequences[:, prompt_length:]
+        chosen, tops = _step_logprobs(out.logits, generated, max(r.top_logprobs for r in requests))
         results = []
         for i, request in enumerate(requests):
             ids = generated[i].tolist()[: request.max_new_tokens]
             end = next((k for k, t in enumerate(ids) if t in self.stop_ids), None)
             ids = ids if end is None else ids[: end + 1]
-            logprobs = [float(steps[k][i, t]) for k, t in enumerate(ids)]
-            top = [_top(steps[k][i], request.top_logprobs) for k in range(len(ids))] \
-                if request.top_logprobs else None
+            top = [tops[k][i][: request.top_logprobs] for k in range(len(ids))] if request.top_logprobs else None
             text_ids = ids if end is None else ids[:-1]
             mask = batch["attention_mask"][i].bool()
             results.append(Generation(
                 text=self.policy.tokenizer.decode(text_ids, skip_special_tokens=True),
-                token_ids=ids, logprobs=logprobs,
+                token_ids=ids, logprobs=[chosen[k][i] for k in range(len(ids))],
                 prompt_token_ids=batch["input_ids"][i][mask].tolist(),
                 finish_reason="length" if end is None else "stop", top_logprobs=top))
         return results
 
 
-def _top(logprobs: torch.Tensor, k: int) -> list[tuple[int, float]]:
-    values, ids = logprobs.topk(k)
-    return list(zip(ids.tolist(), values.tolist(), strict=True))
+def _step_logprobs(logits: Sequence[torch.Tensor], generated: torch.Tensor, top_k: int
+                   ) -> tuple[list[list[float]], list[list[list[tuple[int, float]]]]]:
+    """Per step: each row's log-probability of its chosen token, and its ``top_k`` likeliest
+    (id, log-probability) pairs; one step's log-softmax at a time (vocabularies are large)."""
+    import torch
+
+    chosen, tops = [], []
+    for k, step in enumerate(logits):
+        logprobs = torch.log_softmax(step.float(), dim=-1)
+        chosen.append(logprobs.gather(1, generated[:, k: k + 1]).squeeze(1).tolist())
+        if top_k:
+            values, ids = logprobs.topk(top_k, dim=-1)
+            tops.append([list(zip(i, v, strict=True)) for i, v in zip(ids.tolist(), values.tolist(), strict=True)])
+    return chosen, tops
 
 
 class RowSampler:
