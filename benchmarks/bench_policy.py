@@ -53,16 +53,19 @@ async def capture_observation() -> Observation:
     return obs
 
 
-async def actions_per_second(agent: Any, obs: Observation, episodes: int, steps: int) -> float:
-    """``episodes`` concurrent episodes, ``steps`` actions each: actions per second."""
+async def actions_per_second(agent: Any, obs: Observation, episodes: int, steps: int) -> tuple[float, float]:
+    """``episodes`` concurrent episodes, ``steps`` actions each: actions per wall second and
+    per CPU second of this process (all its threads; what other work on a shared machine
+    does not change)."""
     async def episode(index: int) -> None:
         ctx = AgentContext.for_episode("bench", 0, index)
         for _ in range(steps):
             await agent.act(obs, ctx)
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(episode(i) for i in range(episodes)))
-    return episodes * steps / (time.perf_counter() - start)
+    actions = episodes * steps
+    return actions / (time.perf_counter() - start), actions / (time.process_time() - cpu)
 
 
 async def generation(args: argparse.Namespace, policy: Any, obs: Observation) -> dict[str, Any]:
@@ -73,24 +76,27 @@ async def generation(args: argparse.Namespace, policy: Any, obs: Observation) ->
     single = HFAgent(policy, options.model_copy(update={"max_batch": 1}))
     batched = HFAgent(policy, options.model_copy(update={"max_batch": args.concurrency}))
     await single.act(obs, AgentContext.for_episode("warm", 0))  # first call: lazy inits
-    runs: dict[str, list[float]] = {"batch1": [], "batched": []}
+    runs: dict[str, list[float]] = {"batch1": [], "batched": [], "batch1_cpu": [], "batched_cpu": []}
     for _ in range(args.repeats):
-        runs["batch1"].append(await actions_per_second(single, obs, 1, args.steps))
-        runs["batched"].append(await actions_per_second(batched, obs, args.concurrency,
-                                                        max(1, args.steps // 2)))
+        for mode, agent, episodes, steps in (("batch1", single, 1, args.steps),
+                                             ("batched", batched, args.concurrency, max(1, args.steps // 2))):
+            wall, cpu = await actions_per_second(agent, obs, episodes, steps)
+            runs[mode].append(wall)
+            runs[f"{mode}_cpu"].append(cpu)
     sizes = dict(batched.batcher.batch_sizes)
     return {"runs": runs, "batch_sizes": {str(k): v for k, v in sorted(sizes.items())},
             "prompt_tokens": len((await single.act(obs, AgentContext.for_episode("n", 0))).prompt_token_ids)}
 
 
-async def eval_speed(args: argparse.Namespace, agents: dict[str, Any]) -> dict[str, list[float]]:
+async def eval_speed(args: argparse.Namespace, agents: dict[str, Any]) -> dict[str, Any]:
     """Steps per second of whole runs (one Chromium and one site server for all of them,
     started and warmed up first), agents interleaved per repeat."""
     from harness.resources import TaskResources
     from sandboxes.providers import LocalProvider
 
     config = RunnerConfig(concurrency=args.concurrency, max_steps=args.max_steps, codec="json")
-    out: dict[str, list[float]] = {name: [] for name in agents}
+    out: dict[str, Any] = {name: [] for name in agents}
+    steps: dict[str, list[int]] = {name: [] for name in agents}
     async with LocalProvider() as provider, TaskResources() as resources:
         with tempfile.TemporaryDirectory() as tmp:
             for repeat in range(-1, args.repeats):  # repeat -1 warms up (sandboxes, pages, sites)
@@ -106,7 +112,8 @@ async def eval_speed(args: argparse.Namespace, agents: dict[str, Any]) -> dict[s
                         raise RuntimeError(f"{name}: {len(failed)} episode(s) failed: {failed[0]}")
                     if repeat >= 0:
                         out[name].append(sum(r.steps for r in records) / wall)
-    return out
+                        steps[name].append(sum(r.steps for r in records))
+    return {**out, "steps_per_run": steps, "episodes_per_run": len(TASKS) * args.episodes}
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -131,15 +138,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 def summarize(result: dict[str, Any]) -> dict[str, Any]:
     runs = result["generation"]["runs"]
     batch1, batched = median(runs["batch1"]), median(runs["batched"])
+    batch1_cpu, batched_cpu = median(runs["batch1_cpu"]), median(runs["batched_cpu"])
     hf, oracle = median(result["eval"]["hf"]), median(result["eval"]["oracle"])
     summary = {"actions_per_s_batch1": batch1, "actions_per_s_batched": batched,
-               "batched_speedup": ratio(batched, batch1), "eval_steps_per_s_hf": hf,
+               "batched_speedup": ratio(batched, batch1), "actions_per_cpu_s_batch1": batch1_cpu,
+               "actions_per_cpu_s_batched": batched_cpu, "batched_speedup_cpu": ratio(batched_cpu, batch1_cpu),
+               "eval_steps_per_s_hf": hf,
                "eval_steps_per_s_oracle": oracle, "hf_vs_oracle": ratio(hf, oracle)}
-    print_table("hf: agent, tiny preset (actions/s, medians)", ["mode", "actions/s", "per repeat"], [
-        ("batch 1 (one episode)", fmt(batch1, 2), ", ".join(fmt(v, 2) for v in runs["batch1"])),
-        ("batched (8 episodes)", fmt(batched, 2), ", ".join(fmt(v, 2) for v in runs["batched"]))])
-    print_table("eval steps/s at the same concurrency (medians)", ["agent", "steps/s", "per repeat"], [
-        (name, fmt(median(v), 2), ", ".join(fmt(x, 2) for x in v)) for name, v in result["eval"].items()])
+    print_table("hf: agent, tiny preset (medians)", ["mode", "actions/s", "per repeat", "actions/CPU-s",
+                                                      "per repeat"], [
+        (label, fmt(median(runs[mode]), 2), ", ".join(fmt(v, 2) for v in runs[mode]),
+         fmt(median(runs[f"{mode}_cpu"]), 2), ", ".join(fmt(v, 2) for v in runs[f"{mode}_cpu"]))
+        for label, mode in (("batch 1 (one episode)", "batch1"), ("batched (8 episodes)", "batched"))])
+    steps = result["eval"]["steps_per_run"]
+    print_table("eval steps/s at the same concurrency (medians)", ["agent", "steps/s", "per repeat",
+                                                                    "steps per run"], [
+        (name, fmt(median(result["eval"][name]), 2), ", ".join(fmt(x, 2) for x in result["eval"][name]),
+         ", ".join(str(n) for n in steps[name])) for name in ("hf", "oracle")])
     return summary
 
 
