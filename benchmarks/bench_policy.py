@@ -179,7 +179,7 @@ def gpu_lora(args: argparse.Namespace) -> dict[str, Any]:
     model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     model = peft.get_peft_model(model, peft.LoraConfig(
         r=16, lora_alpha=32, target_modules=r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"))
-    batch, length, image_tokens = args.gpu_batch, 1024, 1280 * 720 // (28 * 28)
+    batch, length = args.gpu_batch, 1024
     grid = torch.tensor([[1, 2 * 26, 2 * 46]] * batch, device="cuda")  # 1288x728 px -> 1196 tokens
     tokens = int(grid[0].prod()) // 4
     ids = torch.randint(0, 150000, (batch, length + tokens), device="cuda")
@@ -199,7 +199,7 @@ def gpu_lora(args: argparse.Namespace) -> dict[str, Any]:
         torch.cuda.synchronize()
         if step >= 2:
             times.append(time.perf_counter() - start)
-    return {"gpu": torch.cuda.get_device_name(), "batch": batch, "image_tokens": image_tokens,
+    return {"gpu": torch.cuda.get_device_name(), "batch": batch, "image_tokens": tokens,
             "sequence": length + tokens, "steps_per_s": 1 / median(times),
             "max_memory_gib": torch.cuda.max_memory_allocated() / 2**30}
 
