@@ -22,8 +22,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainers.errors import ModelDirError
-from trainers.models.presets import ARCHITECTURES, PRESETS, Arch, model_config, patch_size
-from trainers.models.tokenizer import DEFAULT_VOCAB
+from trainers.models.presets import (
+    ARCHITECTURES,
+    DEFAULT_VOCAB,
+    PRESETS,
+    Arch,
+    model_config,
+    patch_size,
+)
 
 #: CLIP's mean and std (Qwen2/2.5-VL) and Qwen3-VL's.
 CLIP_MEAN, CLIP_STD = [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]
@@ -89,6 +95,9 @@ def count_parameters(model: Any) -> ParameterCount:
 
 def init_checkpoint(config: ModelInitConfig) -> InitReport:
     """Write a random-init checkpoint (see the module docstring); deterministic in ``config``."""
+    from trainers.models.policy import require_train_extra
+
+    require_train_extra()
     import torch
     from transformers import AutoModelForImageTextToText
     from transformers.utils import logging as hf_logging

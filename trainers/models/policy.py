@@ -25,7 +25,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainers.errors import MissingExtraError, ModelDirError
-from trainers.models.processor import load_processor, model_type, save_processor
 
 #: The language model's projections (Qwen2/2.5/3-VL name them alike).
 LANGUAGE_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -105,6 +104,8 @@ class Policy:
     def save(self, path: str | Path) -> Path:
         """Write the weights (the adapter alone under LoRA), the pointer head if any, and the
         processor to ``path``."""
+        from trainers.models.processor import save_processor
+
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(path)
@@ -144,7 +145,10 @@ def resolve_dtype(dtype: str, device: Any) -> Any:
 
 def load_policy(config: PolicyConfig) -> Policy:
     """The policy ``config`` names, on its device, set up for ``config.finetune``."""
+    require_train_extra()
     from transformers import AutoModelForImageTextToText
+
+    from trainers.models.processor import load_processor, model_type
 
     path = Path(config.path)
     adapter = path / "adapter_config.json"
@@ -173,6 +177,16 @@ def load_policy(config: PolicyConfig) -> Policy:
         pointer = make_pointer_head(model, path).to(device)
         pointer.train(config.finetune != "none").requires_grad_(config.finetune != "none")
     return Policy(model=model, processor=processor, config=config, kind=kind, pointer=pointer)
+
+
+def require_train_extra() -> None:
+    """A ``MissingExtraError`` naming the train extra unless torch and transformers import."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ModuleNotFoundError as exc:
+        raise MissingExtraError(f"loading a policy needs torch and transformers, got no {exc.name!r}; "
+                                "install the train extra: pip install 'cua-harness[train]'") from exc
 
 
 def _enable_checkpointing(model: Any) -> None:

@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Arch = Literal["qwen2_5_vl", "qwen2_vl", "qwen3_vl"]
+#: Most BPE tokens the project's tokenizer learns before Qwen's special tokens.
+DEFAULT_VOCAB = 4096
 ARCHITECTURES: dict[str, str] = {
     "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
     "qwen2_vl": "Qwen2VLForConditionalGeneration",

@@ -19,6 +19,7 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalize
 from tokenizers.trainers import BpeTrainer
 
 from trainers.models.corpus import corpus
+from trainers.models.presets import DEFAULT_VOCAB
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -36,8 +37,6 @@ SPECIAL_TOKENS = (
 ADDED_TOKENS = ("<tool_call>", "</tool_call>")
 EOS_TOKEN = "<|im_end|>"
 PAD_TOKEN = "<|endoftext|>"
-#: Learned vocabulary (bytes + merges) before the special tokens.
-DEFAULT_VOCAB = 4096
 
 
 def build_tokenizer(vocab_size: int = DEFAULT_VOCAB) -> Tokenizer:
