@@ -33,7 +33,7 @@ def make_prompt(instruction: str, images: list[bytes], *, codec: str = "json",
     """A prompt from the one prompt builder: ``images`` the last screenshots, ``history``
     earlier clicks listed as previous actions."""
     builder = PromptBuilder(PromptConfig(codec=codec, history_images=max(1, len(images))))
-    past = [({"type": "click", "x": 10 + i, "y": 20}, (160, 120)) for i in range(history)]
+    past = [({"type": "click", "x": 10 + i, "y": 20}, (160, 120), None) for i in range(history)]
     return builder.build(instruction=instruction, history=past, images=images,
                          image_steps=list(range(len(images))), error=None)
 

@@ -70,7 +70,13 @@ async def test_samples_top_logprobs_and_batches_concurrent_requests(served) -> N
     replies = await asyncio.gather(*(post(f"{url}/chat/completions", body) for _ in range(2)))
     assert server.generator.calls == calls + 1  # 2 requests x n=2 = one batch of 4
     (status, first), (_, second) = replies
-    assert status == 200 and first["choices"] == second["choices"]  # same seed, same samples
+    assert status == 200
+    for a, b in zip(first["choices"], second["choices"], strict=True):  # same seed, same samples
+        assert a["token_ids"] == b["token_ids"] and a["message"] == b["message"]
+        # rows of one batch may differ in the last float bits (CPU matmul blocking)
+        gaps = [abs(x["logprob"] - y["logprob"]) for x, y in
+                zip(a["logprobs"]["content"], b["logprobs"]["content"], strict=True)]
+        assert max(gaps) < 1e-5
     one, two = first["choices"]
     assert one["token_ids"] != two["token_ids"]  # seed 3 and seed 4
     entry = one["logprobs"]["content"][0]

@@ -27,6 +27,7 @@ from harness.actions import (
     NAMED_KEYS,
     Action,
     Click,
+    ClickElement,
     Done,
     DoubleClick,
     Drag,
@@ -39,7 +40,8 @@ from harness.actions import (
 )
 from harness.codecs import CODECS, get_codec
 from harness.errors import ActionParseError
-from harness.prompts import PromptBuilder, PromptConfig
+from harness.prompts import HistoryEntry, PromptBuilder, PromptConfig
+from sandboxes.base import UIElement
 
 #: The random stream every sampled part of the corpus comes from.
 CORPUS_SEED = 20250101
@@ -112,6 +114,10 @@ def codec_texts(rng: random.Random) -> list[str]:
                 size = rng.choice(SCREEN_SIZES)
                 texts.append(codec.encode(sample_action(rng, size), size=size))
             texts.append(_parse_error(codec, "I will click the button"))
+        elements = get_codec(name, action_space="elements")
+        texts.append(elements.prompt())
+        for word in SAMPLE_WORDS + MINIWOB_WORDS:
+            texts.append(elements.encode(ClickElement(element=word.capitalize())))
     return texts
 
 
@@ -124,21 +130,40 @@ def _parse_error(codec: Any, text: str) -> str:
 
 
 def prompt_texts(rng: random.Random) -> list[str]:
-    """User messages of the prompt builder with sampled instructions, histories and errors."""
+    """Messages of the prompt builder, in every observation mode, with sampled instructions,
+    element lists, histories (element actions too) and errors."""
     texts = []
     for name in CODECS:
-        builder = PromptBuilder(PromptConfig(codec=name))
-        for _ in range(20):
-            size = rng.choice(SCREEN_SIZES)
-            history = [(sample_action(rng, size).model_dump(), size) for _ in range(rng.randrange(4))]
-            if history and rng.random() < 0.3:
-                history[-1] = (None, size)
-            error = _parse_error(builder.codec, rng.choice(MINIWOB_WORDS)) if rng.random() < 0.3 else None
-            prompt = builder.build(instruction=f"Click {rng.choice(MINIWOB_WORDS)}.", history=history,
-                                   images=[b""], image_steps=[0], error=error)
-            texts += [part["text"] for message in prompt.messages for part in message["content"]
-                      if part.get("type") == "text"]
+        for mode in ("screenshot", "screenshot+elements", "elements"):
+            builder = PromptBuilder(PromptConfig(codec=name, observation=mode))
+            for _ in range(20 if mode == "screenshot" else 8):
+                size = rng.choice(SCREEN_SIZES)
+                elements = _sample_elements(rng, size) if mode != "screenshot" else None
+                history: list[HistoryEntry] = [(sample_action(rng, size).model_dump(), size, elements)
+                                               for _ in range(rng.randrange(4))]
+                if history and rng.random() < 0.3:
+                    history[-1] = (None, size, elements)
+                error = (_parse_error(builder.codec, rng.choice(MINIWOB_WORDS))
+                         if rng.random() < 0.3 else None)
+                prompt = builder.build(instruction=f"Click {rng.choice(MINIWOB_WORDS)}.",
+                                       history=history, images=[b""], image_steps=[0], error=error,
+                                       elements=elements)
+                texts += [part["text"] for message in prompt.messages for part in message["content"]
+                          if part.get("type") == "text"]
     return texts
+
+
+def _sample_elements(rng: random.Random, size: tuple[int, int]) -> list[UIElement]:
+    """A made-up element list: labelled buttons, links, fields across the screen."""
+    roles = ("button", "link", "textbox", "checkbox", "option", "tab", "card")
+    out = []
+    for i in range(rng.randrange(1, 6)):
+        width, height = rng.randrange(20, min(200, size[0] // 2)), rng.randrange(12, 30)
+        out.append(UIElement(id=f"e{i}", role=rng.choice(roles),
+                             label=rng.choice(SAMPLE_WORDS + MINIWOB_WORDS).capitalize(),
+                             x=rng.randrange(0, size[0] - width), y=rng.randrange(0, size[1] - height),
+                             width=width, height=height))
+    return out
 
 
 def fsm_texts() -> list[str]:
