@@ -1,0 +1,283 @@
+"""A spec read into ASTs and type environments, with every static problem found on the way.
+
+``build_model(spec)`` parses every condition, effect, template and page argument, checks
+their types against the variables, and returns a ``SiteModel`` plus the problems, each
+placed by id (``transitions.place.when[0].var``). Nothing here explores states: the
+engine compiles the model into closures (``fsm_sites.tables``), the validator adds the
+behavioural checks (``fsm_sites.validate``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from fsm_sites.check import CheckError, Env, StrT, compile_bool, compile_expr, converter
+from fsm_sites.conditions import condition_node
+from fsm_sites.effects import Plan, compile_plan, plan_of
+from fsm_sites.errors import SpecProblem
+from fsm_sites.expr import SPECIAL_NAMES, ExprSyntaxError, Lit, Node, all_of, names, parse_expr, template_parts
+from fsm_sites.schema import Schema, build_schema
+from fsm_sites.spec import EVENTS_BY_KIND, Element, Option, Page, SiteSpec, Transition, When
+from fsm_sites.types import EnumT, MapT, SeqT, TextT, VType
+
+_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+
+
+@dataclass
+class ElementModel:
+    page: str
+    element: Element
+    visible: Node
+    disabled: Node | None
+    repeat: Node | None = None
+    repeat_type: VType | None = None  # the collection's type
+    options: tuple[Option, ...] = ()
+
+
+@dataclass
+class TransitionModel:
+    t: Transition
+    index: int
+    guard: Node  # the element's visibility and the transition's `when`
+    plans: tuple[Plan, ...]
+    args: tuple[tuple[str, Node], ...]  # the target page's parameters
+    value_type: VType | None  # what `value` is in its expressions (None: no value)
+    edge_values: tuple[str | None, ...] | None  # None: decided per state (a repeated element)
+    reads: frozenset[str] = frozenset()  # everything it reads
+    guard_reads: frozenset[str] = frozenset()  # what decides whether it fires and where it goes
+    plan_reads: tuple[tuple[str, frozenset[str]], ...] = ()  # (variable written, what that effect reads)
+    writes: frozenset[str] = frozenset()
+    moves: bool = False  # may change the page
+    raw_text: tuple[str, ...] = ()  # text variables set straight from the typed text
+
+
+@dataclass
+class SiteModel:
+    spec: SiteSpec
+    schema: Schema
+    pages: dict[str, Page]
+    elements: dict[tuple[str, str], ElementModel] = field(default_factory=dict)
+    transitions: list[TransitionModel] = field(default_factory=list)
+    goals: dict[str, Node] = field(default_factory=dict)
+    problems: list[SpecProblem] = field(default_factory=list)
+
+    def env(self, page: str, *, value: VType | None = None, it: VType | None = None) -> Env:
+        return Env(self.schema.variables, self.schema.position(), dict(self.schema.params.get(page, ())), value, it)
+
+
+def reads_of(node: Node | None, params: set[str]) -> set[str]:
+    return set() if node is None else names(node) - params - set(SPECIAL_NAMES)
+
+
+def when_node(model: SiteModel, conds: When, place: str) -> Node | None:
+    """The conjunction of ``conds``; None (with a problem recorded) if one is wrong."""
+    parts = []
+    for k, cond in enumerate(conds):
+        try:
+            parts.append(condition_node(cond, model.schema.variables))
+        except CheckError as exc:
+            model.problems.append(SpecProblem(f"{place}[{k}]{exc.at}", str(exc)))
+            return None
+    return all_of(parts)
+
+
+def typed_bool(model: SiteModel, node: Node | None, env: Env, place: str) -> Node | None:
+    if node is None:
+        return None
+    try:
+        compile_bool(node, env)
+    except CheckError as exc:
+        model.problems.append(SpecProblem(place + exc.at, str(exc)))
+        return None
+    return node
+
+
+def check_template(model: SiteModel, text: str | None, env: Env, place: str) -> None:
+    """Every ``{expr}`` of a text parses and type-checks."""
+    if not text or ("{" not in text and "}" not in text):
+        return
+    try:
+        for part in template_parts(text):
+            if not isinstance(part, str):
+                compile_expr(part, env)
+    except (CheckError, ExprSyntaxError) as exc:
+        model.problems.append(SpecProblem(place, f"in text {text!r}: {exc}; write {{{{ for a literal brace"))
+
+
+def build_model(spec: SiteSpec) -> SiteModel:
+    """The spec's ASTs and every static problem (empty when it is sound)."""
+    schema, problems = build_schema(spec)
+    model = SiteModel(spec, schema, {p.id: p for p in spec.pages}, problems=problems)
+    _check_ids(model)
+    if spec.start_page not in model.pages:
+        model.problems.append(SpecProblem("start_page", f"expected one of the pages {sorted(model.pages)}, got {spec.start_page!r}"))
+    elif schema.params.get(spec.start_page):
+        model.problems.append(SpecProblem("start_page", f"expected a page without parameters, got {spec.start_page!r}"))
+    for page in spec.pages:
+        _page(model, page)
+    for index, t in enumerate(spec.transitions):
+        _transition(model, index, t)
+    from fsm_sites.model_goals import check_goals, check_starts
+
+    check_goals(model)
+    check_starts(model)
+    return model
+
+
+def _check_ids(model: SiteModel) -> None:
+    spec = model.spec
+    groups = [("types", "type", [t.name for t in spec.types]), ("variables", "variable", [v.name for v in spec.variables]),
+              ("pages", "page", [p.id for p in spec.pages]), ("transitions", "transition", [t.id for t in spec.transitions]),
+              ("goals", "goal", [g.id for g in spec.goals]), ("starts", "start state", [s.id for s in spec.starts])]
+    for place, what, ids in groups:
+        seen: set[str] = set()
+        for ident in ids:
+            if not _ID.match(ident):
+                model.problems.append(SpecProblem(f"{place}.{ident}", f"expected an id of letters, digits, _ and -, got {ident!r}"))
+            if ident in seen:
+                model.problems.append(SpecProblem(f"{place}.{ident}", f"duplicate {what} {ident!r}; give each one a unique id"))
+            seen.add(ident)
+
+
+def _page(model: SiteModel, page: Page) -> None:
+    place = f"pages.{page.id}"
+    if page.kind == "modal":
+        parent = model.pages.get(page.parent or "")
+        if parent is None:
+            model.problems.append(SpecProblem(f"{place}.parent", f"modal {page.id!r} needs a parent page; got {page.parent!r}"))
+        elif parent.kind == "modal":
+            model.problems.append(SpecProblem(f"{place}.parent", f"expected a full page as parent of {page.id!r}, got modal {parent.id!r}"))
+        elif [p for p, _ in model.schema.params.get(parent.id, ())] != [p for p, _ in model.schema.params.get(page.id, ())]:
+            model.problems.append(SpecProblem(f"{place}.params", f"a modal takes its parent's parameters; expected "
+                                              f"{[p.name for p in parent.params]}, got {[p.name for p in page.params]}"))
+    elif page.parent is not None:
+        model.problems.append(SpecProblem(f"{place}.parent", f"only a modal has a parent; remove it or set kind: modal on {page.id!r}"))
+    env = model.env(page.id)
+    for text, where in ((page.title, "title"), (page.body, "body"), (page.route, "route")):
+        check_template(model, text, env, f"{place}.{where}")
+    seen: set[str] = set()
+    for element in page.elements:
+        eplace = f"{place}.elements.{element.id}"
+        if element.id in seen:
+            model.problems.append(SpecProblem(eplace, f"duplicate element {element.id!r} of page {page.id!r}; give each one a unique id"))
+        seen.add(element.id)
+        _element(model, page, element, eplace)
+
+
+def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
+    env = model.env(page.id)
+    repeat, rtype = None, None
+    if el.repeat:
+        repeat, rtype = _repeat(model, el, env, place)
+        if rtype is not None:
+            env = model.env(page.id, it=rtype.keys if isinstance(rtype, MapT) else rtype.item)  # type: ignore[attr-defined]
+    if el.bind is not None and (el.bind not in model.schema.variables or el.bind.startswith("_")):
+        model.problems.append(SpecProblem(f"{place}.bind", f"{el.bind!r} is not a variable; expected one of "
+                                          f"{sorted(v for v in model.schema.variables if not v.startswith('_'))}"))
+    visible = typed_bool(model, when_node(model, el.visible_when, f"{place}.visible_when"), env, f"{place}.visible_when")
+    disabled = typed_bool(model, when_node(model, el.disabled_when, f"{place}.disabled_when"), env,
+                          f"{place}.disabled_when") if el.disabled_when else None
+    for text, where in ((el.label, "label"), (el.description, "description")):
+        check_template(model, text, env, f"{place}.{where}")
+    options = el.options
+    bound = model.schema.variables.get(el.bind or "")
+    if not options and el.kind in ("select", "radio") and isinstance(bound, EnumT) and el.kind == "select":
+        options = tuple(Option(value=v, label=bound.show(v) if v != bound.show(v) else None) for v in bound.values)
+    model.elements[(page.id, el.id)] = ElementModel(page.id, el, visible or Lit(True), disabled, repeat, rtype, options)
+
+
+def _repeat(model: SiteModel, el: Element, env: Env, place: str) -> tuple[Node | None, VType | None]:
+    try:
+        node = parse_expr(el.repeat or "")
+        _, rtype = compile_expr(node, env)
+    except (CheckError, ExprSyntaxError) as exc:
+        model.problems.append(SpecProblem(f"{place}.repeat", str(exc)))
+        return None, None
+    if not isinstance(rtype, (SeqT, MapT)):
+        model.problems.append(SpecProblem(f"{place}.repeat", f"expected a list, set or map to repeat over, got {rtype.describe()}"))
+        return None, None
+    if el.kind not in ("button", "link", "card", "list_item", "text"):
+        model.problems.append(SpecProblem(f"{place}.kind", f"expected a button, link, card, list_item or text to repeat, got {el.kind}"))
+    return node, rtype
+
+
+def _transition(model: SiteModel, index: int, t: Transition) -> None:
+    place = f"transitions.{t.id}"
+    page = model.pages.get(t.page)
+    if page is None:
+        model.problems.append(SpecProblem(f"{place}.page", f"{t.page!r} is not a page; expected one of {sorted(model.pages)}"))
+    if t.target is not None and t.target not in model.pages:
+        model.problems.append(SpecProblem(f"{place}.target", f"{t.target!r} is not a page; expected one of {sorted(model.pages)}"))
+    if page is None:
+        return
+    em = model.elements.get((t.page, t.element))
+    if em is None:
+        ids = [e.id for e in page.elements]
+        model.problems.append(SpecProblem(f"{place}.element", f"{t.element!r} is not an element of page {t.page!r}; it has {ids}"))
+        return
+    from fsm_sites.model_transitions import check_transition
+
+    check_transition(model, index, t, em, place)
+
+
+def event_value(model: SiteModel, t: Transition, em: ElementModel, place: str) -> tuple[VType | None, tuple | None]:
+    """What `value` is in the transition's expressions, and its edge values (None: per state)."""
+    el = em.element
+    options = tuple(o.value for o in em.options)
+    if em.repeat_type is not None:
+        rtype = em.repeat_type
+        return (StrT(rtype.keys.values) if isinstance(rtype, MapT) else StrT(None)), None
+    if t.values:
+        return StrT(t.values), t.values
+    if options and t.event in ("select", "click"):
+        return StrT(options), options
+    bound = model.schema.variables.get(el.bind or "")
+    if t.event == "input":
+        if isinstance(bound, TextT):
+            return StrT(bound.classes()), bound.classes()
+        model.problems.append(SpecProblem(f"{place}.values", "an input transition needs the finite list of accepted "
+                                          "values, or an element bound to a text variable (free text)"))
+        return StrT(()), ()
+    if t.event == "select":
+        model.problems.append(SpecProblem(f"{place}.values", f"select {t.element!r} has no options; give values or options"))
+        return StrT(()), ()
+    return None, (None,)
+
+
+def convert_args(model: SiteModel, t: Transition, env: Env, place: str) -> tuple[tuple[str, Node], ...]:
+    """The target page's parameters as typed expressions; every missing or extra one reported."""
+    target = t.target or t.page
+    params = dict(model.schema.params.get(target, ()))
+    given = dict(t.args)
+    if t.target is None and not given:
+        return tuple((name, parse_expr(name)) for name in params)  # staying: the same parameters
+    extra, missing = sorted(set(given) - set(params)), sorted(set(params) - set(given))
+    if extra or missing:
+        model.problems.append(SpecProblem(f"{place}.args", f"expected the parameters {sorted(params)} of page {target!r}, "
+                                          f"got {sorted(given)}" + (f"; add {missing}" if missing else f"; remove {extra}")))
+        return ()
+    out = []
+    for name, raw in sorted(given.items()):
+        try:
+            node = parse_expr(raw) if isinstance(raw, str) else Lit(raw)
+            _, source = compile_expr(node, env)
+            converter(params[name], source)
+        except (CheckError, ExprSyntaxError) as exc:
+            model.problems.append(SpecProblem(f"{place}.args.{name}", str(exc)))
+            continue
+        out.append((name, node))
+    return tuple(out)
+
+
+def compile_plans(model: SiteModel, t: Transition, env: Env, place: str) -> tuple[Plan, ...]:
+    plans = []
+    for k, effect in enumerate(t.effects):
+        try:
+            plan = plan_of(effect)
+            compile_plan(plan, env)
+        except (CheckError, ExprSyntaxError) as exc:
+            model.problems.append(SpecProblem(f"{place}.effects[{k}]{getattr(exc, 'at', '')}", str(exc)))
+            continue
+        plans.append(plan)
+    return tuple(plans)
