@@ -91,7 +91,24 @@ class Machine(FullGraphMixin):
         self._conditions: dict[Any, Callable] = {}
         self._reachable: set[tuple[str, tuple]] = set()
         self._lock = Lock()
+        self.report: dict[str, Any] | None = None  # the validation report, once validated
         self._init_graphs()
+
+    def import_report(self, report: dict[str, Any]) -> None:
+        """Take a validation report (from the cache beside the spec) instead of validating again."""
+        self.report = report
+
+    def named_start(self, start_id: str) -> State:
+        """The state of a start state the spec names (``starts``)."""
+        from fsm_sites.model_goals import start_values
+
+        start = next((s for s in self.spec.starts if s.id == start_id), None)
+        if start is None:
+            raise UnknownGoal(f"expected a start state of site {self.spec.name!r} "
+                              f"({[s.id for s in self.spec.starts]}), got {start_id!r}")
+        values = start_values(self.model, start.vars, f"starts.{start_id}")
+        assert values is not None  # validated with the model
+        return State(start.page, tuple((n, values[n]) for n in self.layout))
 
     # ---- states ------------------------------------------------------------------------
     def node(self, state: State) -> tuple[str, tuple]:
@@ -299,7 +316,9 @@ class Machine(FullGraphMixin):
         if tables is None:
             tables = self._projections[keep] = Tables(self.model, layout, set(keep))
         index = [self.layout.index(n) for n in layout]
-        found = (GoalSearch(tables, spec), (lambda vals: tuple(vals[i] for i in index)))
+        project = (lambda vals: tuple(vals[i] for i in index))
+        reference = (self.initial.page, project(self.full.canonical(self.node(self.initial)[1])))
+        found = (GoalSearch(tables, spec, reference=reference), project)
         with self._lock:
             self._searches[spec.key] = found
             while len(self._searches) > _CACHE_SIZE:
@@ -347,10 +366,16 @@ class Machine(FullGraphMixin):
         node = self.node(canon)
         if node in self._reachable or canon == self.initial:
             return True
-        found = self.distance(self.initial, self.state_goal(canon)) is not None
+        search, start = self._projected(self.initial, self.state_goal(canon))
+        found = search.reachable(start)
         if found:
             self._reachable.add(node)
         return found
+
+    def mark_reachable(self, state: State) -> None:
+        """Record a state known to be reachable (a session walked into it)."""
+        page, vals = self.node(state)
+        self._reachable.add((page, self.full.canonical(vals)))
 
 
 def _item_type(em: Any) -> Any:

@@ -373,3 +373,26 @@ def template_parts(text: str) -> list[str | Node]:
 
 def has_template(text: str | None) -> bool:
     return bool(text) and ("{" in text or "}" in text)  # type: ignore[operator]
+
+
+def replace_names(node: Node, mapping: dict[str, Node]) -> Node:
+    """``node`` with free names replaced (a predicate's ``it`` is left alone)."""
+    if isinstance(node, Name):
+        return mapping.get(node.name, node)
+    if isinstance(node, Attr):
+        return Attr(replace_names(node.obj, mapping), node.name)
+    if isinstance(node, Index):
+        return Index(replace_names(node.obj, mapping), replace_names(node.key, mapping))
+    if isinstance(node, Unary):
+        return Unary(node.op, replace_names(node.operand, mapping))
+    if isinstance(node, Binary):
+        return Binary(node.op, replace_names(node.left, mapping), replace_names(node.right, mapping))
+    if isinstance(node, Call):
+        inner = {k: v for k, v in mapping.items() if k != "it"}
+        args = tuple(replace_names(a, mapping if i == 0 else inner) for i, a in enumerate(node.args))
+        return Call(node.fn, args)
+    if isinstance(node, RecordLit):
+        return RecordLit(tuple((k, replace_names(v, mapping)) for k, v in node.fields))
+    if isinstance(node, ListLit):
+        return ListLit(tuple(replace_names(i, mapping) for i in node.items))
+    return node

@@ -1,188 +1,136 @@
 """An admissible, consistent heuristic for a goal: the distance in an abstract machine.
 
-The abstract state is (page id, which of a few *atoms* hold), where the atoms are the
-goal's comparisons plus, space permitting, the guard comparisons of the transitions that
-can change them. Every transition becomes abstract transitions: it requires the atoms its
-guard names, keeps the atoms it cannot change, sets the ones its constant effects decide,
-and may leave the others either way. Every concrete step is an abstract step, so the
-abstract distance to the (abstract) goal never overestimates the real one, and it obeys
-the triangle inequality; an abstract state that cannot reach the goal proves a dead end.
-The abstract machine is small (pages x 2^atoms), solved once per goal by a backward
-breadth-first search.
+The abstract state is (page instance, which of a few *atoms* hold). The atoms are the
+goal's comparisons; then, for a goal such as ``{pet: 'rex', day: 'mon'} in bookings``,
+the comparisons an ``add`` needs to produce that item (``form_day == 'mon'``: the form
+must hold it before the submit); then the guards of the transitions that change them.
+Pages with small parameter domains are told apart by their parameters (``book(rex)`` vs
+``book(milo)``), so a comparison with a parameter is decided per page.
+
+Every concrete step maps to an abstract step (``fsm_sites.abstract_edges`` builds them,
+with each atom kept, set, left free, or set when the atoms it needs hold), so the
+abstract distance to the abstract goal never overestimates the real one and obeys the
+triangle inequality (consistent), and an abstract state that cannot reach the goal proves
+a dead end. The abstract machine (instances x 2^atoms) is solved once per goal by a
+backward breadth-first search.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from itertools import product
+
+from fsm_sites.abstract_edges import AbstractEdge, build_edges, choose_atoms, leaves, page_instances, relax
 from fsm_sites.check import Ctx, compile_bool
-from fsm_sites.expr import SPECIAL_NAMES, Binary, Lit, Node, Unary, conjuncts, names
+from fsm_sites.expr import Binary, Lit, Node, Unary
 from fsm_sites.goals import GoalSpec
-from fsm_sites.model import TransitionModel
 from fsm_sites.tables import Tables
 
-_ABSTRACT_STATES = 6000  # pages x 2^atoms at most
+_ABSTRACT_STATES = 20_000  # page instances x 2^atoms at most
 
 
-def _leaves(node: Node) -> list[Node]:
+def kleene(node: Node, index: dict[Node, int], fixed: Callable[[Node], bool | None]) -> Callable[[int], bool | None]:
+    """The goal's truth for a mask of atoms: True, False, or None (unknown: an untracked leaf).
+    ``fixed`` decides leaves that depend only on the page's parameters."""
     if isinstance(node, Binary) and node.op in ("and", "or"):
-        return _leaves(node.left) + _leaves(node.right)
-    if isinstance(node, Unary) and node.op == "not":
-        return _leaves(node.operand)
-    return [] if isinstance(node, Lit) else [node]
-
-
-def _kleene(node: Node, index: dict[Node, int]) -> Callable[[int], bool | None]:
-    """The goal's truth for a mask of atoms: True, False, or None (unknown: an untracked leaf)."""
-    if isinstance(node, Binary) and node.op in ("and", "or"):
-        a, b = _kleene(node.left, index), _kleene(node.right, index)
+        a, b = kleene(node.left, index, fixed), kleene(node.right, index, fixed)
         if node.op == "and":
             return lambda m: False if (x := a(m)) is False or (y := b(m)) is False else (None if None in (x, y) else True)
         return lambda m: True if (x := a(m)) is True or (y := b(m)) is True else (None if None in (x, y) else False)
     if isinstance(node, Unary) and node.op == "not":
-        inner = _kleene(node.operand, index)
+        inner = kleene(node.operand, index, fixed)
         return lambda m: None if (x := inner(m)) is None else not x
+    if isinstance(node, Binary) and node.op == "not in":
+        return kleene(Unary("not", Binary("in", node.left, node.right)), index, fixed)
     if isinstance(node, Lit):
         value = bool(node.value)
         return lambda m: value
     bit = index.get(node)
     if bit is None:
-        return lambda m: None
+        known = fixed(node)
+        return lambda m: known
     return lambda m: bool(m >> bit & 1)
 
 
 class AbstractHeuristic:
     """``h(page, values)``: a lower bound on the steps to the goal, or None where none exists."""
 
-    def __init__(self, tables: Tables, goal: GoalSpec) -> None:
+    def __init__(self, tables: Tables, goal: GoalSpec, reference: tuple[str, tuple] | None = None) -> None:
         self.tables = tables
-        self.compiled = [ct for cts in tables.by_page.values() for ct in cts]
-        kept = [ct.tm for ct in self.compiled]
-        self.transitions = kept
-        pages = sorted(tables.model.pages)
-        self.atoms = self._choose_atoms(goal, kept, max(1, len(pages)))
+        compiled = [ct for cts in tables.by_page.values() for ct in cts]
+        self.instances = page_instances(tables)
+        count = sum(len(v) for v in self.instances.values())
+        limit = max(0, (_ABSTRACT_STATES // max(1, count)).bit_length() - 1)
+        self.goal_node = relax(goal.node, tables)
+        self.atoms = choose_atoms(tables, self.goal_node, compiled, limit, reference)
+        env = tables.model.env("")
+        env.position = tables.position
+        self.atom_fns = [compile_bool(a, env) for a in self.atoms]
+        edges = build_edges(tables, compiled, self.atoms, self.instances)
+        self.dist = self._solve(goal, edges)
+        self._known = {inst for insts in self.instances.values() for inst, _ in insts}
+
+    def _goal_states(self, goal: GoalSpec) -> list[tuple[str, int]]:
         index = {atom: i for i, atom in enumerate(self.atoms)}
-        self.atom_fns = [compile_bool(a, self._env()) for a in self.atoms]
-        goal_page = None
-        if goal.page:
-            goal_page = tables.page_of(goal.page)[0] if goal.page_exact else goal.page
-        truth = _kleene(goal.node, index) if goal.node is not None else (lambda m: None)
-        self.dist = self._solve(pages, goal_page, truth, index)
+        out = []
+        for pid, insts in self.instances.items():
+            for inst, args in insts:
+                if goal.page is not None:
+                    if goal.page_exact and inst != goal.page and not (args is None and pid == self.tables.page_of(goal.page)[0]):
+                        continue
+                    if not goal.page_exact and pid != goal.page:
+                        continue
+                truth = (kleene(self.goal_node, index, self._param_leaf(pid, args))
+                         if self.goal_node is not None else (lambda m: None))
+                out.extend((inst, m) for m in range(1 << len(self.atoms)) if truth(m) is not False)
+        return out
 
-    def _env(self):
-        env = self.tables.model.env("")
-        env.position = self.tables.position
-        return env
+    def _param_leaf(self, pid: str, args: dict | None) -> Callable[[Node], bool | None]:
+        """A leaf that reads only page parameters, decided on this page instance."""
+        from fsm_sites.abstract_edges import reads_vars
 
-    def _trackable(self, node: Node) -> bool:
-        read = names(node)
-        return not (read & set(SPECIAL_NAMES)) and read <= set(self.tables.position)
+        def decide(node: Node) -> bool | None:
+            if args is None or reads_vars(node, self.tables) or not self.tables.model.schema.params.get(pid):
+                return None
+            try:
+                env = self.tables.model.env(pid)
+                env.position = self.tables.position
+                return bool(compile_bool(node, env)((), Ctx(args)))
+            except Exception:  # noqa: BLE001 - a leaf this page cannot decide stays unknown
+                return None
 
-    def _choose_atoms(self, goal: GoalSpec, kept: list[TransitionModel], pages: int) -> list[Node]:
-        limit = max(0, (_ABSTRACT_STATES // pages).bit_length() - 1)
-        atoms: list[Node] = []
-        candidates = _leaves(goal.node) if goal.node is not None else []
-        for atom in candidates:
-            if len(atoms) < limit and atom not in atoms and self._trackable(atom):
-                atoms.append(atom)
-        frontier = set().union(*(names(a) for a in atoms)) if atoms else set()
-        for tm in kept:  # the guards of the transitions that change what the goal reads
-            if tm.writes & frontier:
-                for atom in conjuncts(tm.guard):
-                    if len(atoms) < limit and atom not in atoms and not isinstance(atom, Lit) and self._trackable(atom):
-                        atoms.append(atom)
-        return atoms
+        return decide
 
-    def _effect_of(self, ct) -> tuple[int, int, int, int, int]:
-        """(required mask, required values, kept mask, decided mask, decided values) of a transition."""
-        tm = ct.tm
-        req = req_val = 0
-        for part in conjuncts(tm.guard):
-            negated = isinstance(part, Unary) and part.op == "not"
-            atom = part.operand if negated else part  # type: ignore[attr-defined]
-            if atom in self.atoms:
-                bit = 1 << self.atoms.index(atom)
-                req |= bit
-                req_val |= 0 if negated else bit
-        written = tm.writes
-        keep = decided = decided_val = 0
-        constants = _constant_writes(tm)
-        after = self._after_on_defaults(ct) if constants else None
-        for i, atom in enumerate(self.atoms):
-            read = names(atom) - set(SPECIAL_NAMES)
-            if not read & written:
-                keep |= 1 << i
-            elif after is not None and read <= constants:
-                decided |= 1 << i
-                decided_val |= (1 << i) if self.atom_fns[i](after, Ctx()) else 0
-        return req, req_val, keep, decided, decided_val
-
-    def _after_on_defaults(self, ct) -> tuple | None:
-        """The values after the transition's effects, run on the defaults (only the variables it
-        sets to constants are read from this); None if they need more than the variables."""
-        defaults = self.tables.model.schema.defaults
-        w = [defaults[n] for n in self.tables.layout]
-        try:
-            for effect in ct.effects:
-                effect(w, Ctx())
-        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
-            return None
-        return tuple(w)
-
-    def _solve(self, pages: list[str], goal_page: str | None, truth: Callable[[int], bool | None],
-               index: dict[Node, int]) -> dict[tuple[str, int], int]:
-        masks = range(1 << len(self.atoms))
+    def _solve(self, goal: GoalSpec, edges: list[AbstractEdge]) -> dict[tuple[str, int], int]:
         dist: dict[tuple[str, int], int] = {}
         queue: deque[tuple[str, int]] = deque()
-        for page in pages:
-            if goal_page is not None and page != goal_page:
-                continue
-            for m in masks:
-                if truth(m) is not False:
-                    dist[(page, m)] = 0
-                    queue.append((page, m))
-        into: dict[str, list[tuple[str, tuple[int, int, int, int, int]]]] = {}
-        for ct in self.compiled:
-            into.setdefault(ct.target or ct.page, []).append((ct.page, self._effect_of(ct)))
-        n = len(self.atoms)
+        for state in self._goal_states(goal):
+            dist[state] = 0
+            queue.append(state)
+        into: dict[str, list[AbstractEdge]] = {}
+        for edge in edges:
+            for target in edge.targets:
+                into.setdefault(target, []).append(edge)
         while queue:
-            page, m2 = queue.popleft()
-            d = dist[(page, m2)] + 1
-            for source, (req, req_val, keep, decided, decided_val) in into.get(page, ()):
-                if m2 & decided != decided_val:
-                    continue
-                free = [i for i in range(n) if not keep >> i & 1]
-                base = m2 & keep
-                for bits in product((0, 1), repeat=len(free)):
-                    m = base
-                    for i, b in zip(free, bits, strict=True):
-                        m |= b << i
-                    if m & req == req_val and (source, m) not in dist:
-                        dist[(source, m)] = d
-                        queue.append((source, m))
+            inst, m2 = queue.popleft()
+            d = dist[(inst, m2)] + 1
+            for edge in into.get(inst, ()):
+                for m in edge.predecessors(m2):
+                    key = (edge.source, m)
+                    if key not in dist:
+                        dist[key] = d
+                        queue.append(key)
         return dist
 
     def __call__(self, page: str, vals: tuple) -> int | None:
         pid, args = self.tables.page_of(page)
+        inst = page if page in self._known else pid
         m = 0
         ctx = Ctx(args)
         for i, fn in enumerate(self.atom_fns):
             if fn(vals, ctx):
                 m |= 1 << i
-        return self.dist.get((pid, m))
+        return self.dist.get((inst, m))
 
 
-def _constant_writes(tm: TransitionModel) -> set[str]:
-    """Variables the effects set to a value known in advance (clear, or set to a literal),
-    unless a later effect changes them again in a way that depends on the state."""
-    from fsm_sites.expr import Const, Name
-
-    out: set[str] = set()
-    for plan in tm.plans:
-        if plan.kind == "clear" or (plan.kind == "set" and isinstance(plan.target, Name)
-                                    and isinstance(plan.expr, (Lit, Const))):
-            out.add(plan.var)
-        else:
-            out.discard(plan.var)
-    return out
+__all__ = ["AbstractHeuristic", "kleene", "leaves"]

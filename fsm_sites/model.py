@@ -70,15 +70,19 @@ def reads_of(node: Node | None, params: set[str]) -> set[str]:
     return set() if node is None else names(node) - params - set(SPECIAL_NAMES)
 
 
-def when_node(model: SiteModel, conds: When, place: str) -> Node | None:
-    """The conjunction of ``conds``; None (with a problem recorded) if one is wrong."""
+def when_node(model: SiteModel, conds: When, place: str, env: Env | None = None) -> Node | None:
+    """The conjunction of ``conds``, each type-checked in ``env``; None (with a problem
+    recorded) if one is wrong."""
     parts = []
     for k, cond in enumerate(conds):
         try:
-            parts.append(condition_node(cond, model.schema.variables))
+            node = condition_node(cond, model.schema.variables)
+            if env is not None:
+                compile_bool(node, env)
         except CheckError as exc:
             model.problems.append(SpecProblem(f"{place}[{k}]{exc.at}", str(exc)))
             return None
+        parts.append(node)
     return all_of(parts)
 
 
@@ -175,9 +179,8 @@ def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
     if el.bind is not None and (el.bind not in model.schema.variables or el.bind.startswith("_")):
         model.problems.append(SpecProblem(f"{place}.bind", f"{el.bind!r} is not a variable; expected one of "
                                           f"{sorted(v for v in model.schema.variables if not v.startswith('_'))}"))
-    visible = typed_bool(model, when_node(model, el.visible_when, f"{place}.visible_when"), env, f"{place}.visible_when")
-    disabled = typed_bool(model, when_node(model, el.disabled_when, f"{place}.disabled_when"), env,
-                          f"{place}.disabled_when") if el.disabled_when else None
+    visible = when_node(model, el.visible_when, f"{place}.visible_when", env)
+    disabled = when_node(model, el.disabled_when, f"{place}.disabled_when", env) if el.disabled_when else None
     for text, where in ((el.label, "label"), (el.description, "description")):
         check_template(model, text, env, f"{place}.{where}")
     options = el.options

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fsm_sites.errors import SpecProblem
-from fsm_sites.model import SiteModel, typed_bool, when_node
+from fsm_sites.model import SiteModel, when_node
 from fsm_sites.types import BoolT, IntT, SeqT, VType, show_value
 
 
@@ -67,7 +67,7 @@ def check_goals(model: SiteModel) -> None:
                 continue
             if args is None:
                 env = model.env(pid)  # any parameters: conditions may name them
-        node = typed_bool(model, when_node(model, goal.conditions, f"{place}.conditions"), env, f"{place}.conditions")
+        node = when_node(model, goal.conditions, f"{place}.conditions", env)
         if node is not None:
             model.goals[goal.id] = node
 

@@ -13,7 +13,6 @@ from fsm_sites.model import (
     convert_args,
     event_value,
     reads_of,
-    typed_bool,
     when_node,
 )
 from fsm_sites.schema import TOAST_VAR
@@ -39,8 +38,7 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
         rtype = em.repeat_type
         it = rtype.keys if isinstance(rtype, MapT) else rtype.item  # type: ignore[attr-defined]
     env = model.env(t.page, value=value_type, it=it)
-    when = when_node(model, t.when, f"{place}.when")
-    guard = typed_bool(model, when, env, f"{place}.when")
+    guard = when_node(model, t.when, f"{place}.when", env)
     plans = compile_plans(model, t, env, place)
     args = convert_args(model, t, env, place)
     for text, where in ((t.toast, "toast"), (t.description.replace(VALUE_PLACEHOLDER, "value"), "description")):

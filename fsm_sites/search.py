@@ -44,12 +44,13 @@ class Dag:
 class GoalSearch:
     """Distances and shortest paths to one goal, from any state, by A* in a projection."""
 
-    def __init__(self, tables: Tables, goal: GoalSpec, *, budget: int = DEFAULT_BUDGET) -> None:
+    def __init__(self, tables: Tables, goal: GoalSpec, *, budget: int = DEFAULT_BUDGET,
+                 reference: Node | None = None) -> None:
         self.tables = tables
         self.goal = goal
         self.budget = budget
         self.is_goal: Callable[[str, tuple], bool] = goal.compile(tables)
-        self.h = AbstractHeuristic(tables, goal)
+        self.h = AbstractHeuristic(tables, goal, reference)
         self.exact: OrderedDict[Node, int | None] = OrderedDict()
         self.dags: OrderedDict[Node, Dag] = OrderedDict()
         self.expanded = 0  # states expanded by every search so far (for benchmarks)
@@ -74,6 +75,33 @@ class GoalSearch:
         while len(self.dags) > _DAG_CACHE:
             self.dags.popitem(last=False)
         return dag
+
+    def reachable(self, start: Node) -> bool:
+        """Whether the goal can be reached from ``start`` at all: greedy best-first search on
+        the heuristic (no optimality needed, so it goes straight for the goal)."""
+        if self.exact.get(start) is not None or self.is_goal(*start):
+            return True
+        if self.h(*start) is None:
+            return False
+        seen = {start}
+        heap: list[tuple[int, int, Node]] = [(0, 0, start)]
+        counter = 0
+        while heap:
+            _, _, node = heapq.heappop(heap)
+            self.expanded += 1
+            for _, _, nxt in self.tables.successors(*node):
+                if nxt in seen:
+                    continue
+                seen.add(nxt)
+                if self.is_goal(*nxt):
+                    return True
+                hn = self.h(*nxt)
+                if hn is not None:
+                    counter += 1
+                    heapq.heappush(heap, (hn, counter, nxt))
+            if len(seen) > self.budget:
+                raise SearchBudgetExceeded(self.budget, self.goal.key)
+        return False
 
     # ---- A* ----------------------------------------------------------------------------
     def _astar(self, start: Node, complete: bool) -> Dag:

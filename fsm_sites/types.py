@@ -281,6 +281,17 @@ class SeqT(VType):
             return items
         return tuple(sorted(set(items), key=self.item.sort_key))
 
+    def parse(self, data: Any) -> Value:
+        value = from_json(data)
+        if isinstance(value, tuple) and not isinstance(value, Rec) and not self.ordered:
+            try:
+                value = self.canonical(value)  # a set may be written in any order
+            except TypeError:
+                pass
+        if not self.contains(value):
+            raise ValueError(f"{show_value(data)} is outside {self.describe()}")
+        return value
+
     def size(self) -> int | None:
         inner = self.item.size()
         if inner is None:

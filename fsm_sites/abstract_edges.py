@@ -1,0 +1,381 @@
+"""The abstract machine behind ``fsm_sites.heuristic``: atoms, page instances and edges.
+
+An abstract edge says, for one transition fired on one page instance with one event
+value, which atoms it needs (its guard), where it can go, and what happens to each atom:
+kept, set to a value its constant effects decide, free (either way), may become true or
+false, or may become true only when other atoms hold (an ``add`` of a record built from
+form fields: ``form_day == 'mon'`` must hold for ``{..., day: 'mon'} in bookings`` to
+become true). Every outcome a concrete step can have is allowed, so the abstraction
+over-approximates the machine, which keeps its distances admissible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import product
+from typing import Any
+
+from fsm_sites.check import Ctx, compile_bool, compile_expr
+from fsm_sites.expr import Attr, Binary, Call, Const, Index, Lit, Name, Node, RecordLit, Unary, all_of, conjuncts, names
+from fsm_sites.goals import GoalSpec
+from fsm_sites.model_goals import page_string
+from fsm_sites.schema import TOAST_VAR
+from fsm_sites.tables import CTrans, Tables
+from fsm_sites.types import BoolT, EnumT, IntT, MapT, Rec, RecordT, SeqT, VType
+
+_INSTANCES_PER_PAGE = 30
+_UNKNOWN = object()
+
+
+def leaves(node: Node | None) -> list[Node]:
+    """The comparisons of a condition (``not in`` read as ``not (... in ...)``)."""
+    if node is None or isinstance(node, Lit):
+        return []
+    if isinstance(node, Binary) and node.op in ("and", "or"):
+        return leaves(node.left) + leaves(node.right)
+    if isinstance(node, Unary) and node.op == "not":
+        return leaves(node.operand)
+    if isinstance(node, Binary) and node.op == "not in":
+        return [Binary("in", node.left, node.right)]
+    return [node]
+
+
+def reads_vars(node: Node, tables: Tables) -> set[str]:
+    return names(node) & set(tables.model.schema.variables)
+
+
+def _trackable(node: Node, tables: Tables) -> bool:
+    read = names(node)
+    return bool(read) and read <= set(tables.position)
+
+
+def page_instances(tables: Tables) -> dict[str, list[tuple[str, dict[str, Any] | None]]]:
+    """Each page's instances ``(page string, parameters)``; one ``(id, None)`` for a page
+    whose parameters have too many values to tell apart."""
+    out: dict[str, list[tuple[str, dict[str, Any] | None]]] = {}
+    for pid in tables.model.pages:
+        params = tables.params.get(pid, ())
+        domains = [_domain(t) for _, t in params]
+        size = 1
+        for d in domains:
+            size *= len(d) if d is not None else 10**9
+        if not params:
+            out[pid] = [(pid, {})]
+        elif size <= _INSTANCES_PER_PAGE:
+            out[pid] = [(page_string(pid, combo), dict(zip([p for p, _ in params], combo, strict=True)))
+                        for combo in product(*domains)]  # type: ignore[arg-type]
+        else:
+            out[pid] = [(pid, None)]
+    return out
+
+
+def _domain(t: VType) -> list[Any] | None:
+    if isinstance(t, EnumT):
+        return list(t.values)
+    if isinstance(t, BoolT):
+        return [False, True]
+    if isinstance(t, IntT) and t.hi - t.lo < _INSTANCES_PER_PAGE:
+        return list(range(t.lo, t.hi + 1))
+    return None
+
+
+def item_shape(atom: Node, tables: Tables) -> tuple[str, dict[str | None, Any]] | None:
+    """For ``X in S`` (X constant) or ``any(S, it.f == c and ...)``: S and the wanted fields."""
+    if isinstance(atom, Binary) and atom.op == "in" and isinstance(atom.right, Name) and not names(atom.left):
+        if atom.right.name not in tables.position:
+            return None
+        value = atom.left.value if isinstance(atom.left, Const) else compile_expr(atom.left, tables.model.env(""))[0]((), Ctx())
+        return atom.right.name, dict(value) if isinstance(value, Rec) else {None: value}
+    if isinstance(atom, Call) and atom.fn == "any" and isinstance(atom.args[0], Name) and atom.args[0].name in tables.position:
+        wanted: dict[str | None, Any] = {}
+        for part in conjuncts(atom.args[1]):
+            if not (isinstance(part, Binary) and part.op == "=="):
+                return None
+            sides = (part.left, part.right)
+            field = next((s.name for s in sides if isinstance(s, Attr) and s.obj == Name("it")), None)
+            const = next((s for s in sides if isinstance(s, Lit)), None)
+            if field is None or const is None:
+                return None
+            wanted[field] = const.value
+        return atom.args[0].name, wanted
+    return None
+
+
+def relax(node: Node | None, tables: Tables) -> Node | None:
+    """A condition the goal implies, in parts the abstraction can follow: at the top level,
+    ``S == [x, y]`` becomes ``count(S) == 2 and x in S and y in S``, a map or record equal to a
+    constant becomes its entries that differ from the default."""
+    if node is None:
+        return None
+    parts: list[Node] = []
+    for part in conjuncts(node):
+        if isinstance(part, Binary) and part.op == "==" and isinstance(part.left, Name) and isinstance(part.right, Const):
+            vtype, value = part.right.vtype, part.right.value
+            if isinstance(vtype, SeqT):
+                parts.append(Binary("==", Call("count", (part.left,)), Lit(len(value))))
+                parts.extend(Binary("in", Const(x, vtype.item), part.left) for x in value)
+                continue
+            if isinstance(vtype, (MapT, RecordT)) and isinstance(value, Rec):
+                inner = vtype.value if isinstance(vtype, MapT) else None
+                for key, x in value:
+                    t = inner or vtype.field_type(key)  # type: ignore[union-attr]
+                    if isinstance(vtype, RecordT) or x != t.default():
+                        parts.append(Binary("==", Index(part.left, Lit(key)) if inner else Attr(part.left, key), Const(x, t)))
+                continue
+        parts.append(part)
+    return all_of(parts)
+
+
+def choose_atoms(tables: Tables, goal: Node | None, compiled: list[CTrans], limit: int,
+                 reference: tuple[str, tuple] | None = None) -> list[Node]:
+    """Up to ``limit`` atoms: the goal's (those false in ``reference`` first), the fields its
+    items need, then guards."""
+    atoms: list[Node] = []
+
+    def add(node: Node) -> None:
+        if len(atoms) < limit and node not in atoms and _trackable(node, tables):
+            atoms.append(node)
+
+    goal_leaves = [leaf for leaf in leaves(goal) if _trackable(leaf, tables)]
+    holds_now: dict[Node, bool] = {}
+    if reference is not None:
+        env = tables.model.env("")
+        env.position = tables.position
+        ctx = Ctx(tables.page_of(reference[0])[1])
+        holds_now = {leaf: bool(compile_bool(leaf, env)(reference[1], ctx)) for leaf in goal_leaves}
+    for must_change in (True, False):  # what the reference state lacks first, with what it needs
+        group = [leaf for leaf in goal_leaves if holds_now.get(leaf, False) != must_change]
+        for leaf in group:
+            add(leaf)
+        for leaf in group:
+            for atom in _regressed(leaf, tables, compiled):
+                add(atom)
+    read = set().union(*(names(a) for a in atoms)) if atoms else set()
+    for ct in compiled:
+        if ct.tm.writes & read:
+            for part in conjuncts(ct.tm.guard):
+                for leaf in leaves(part):
+                    add(leaf)
+    return atoms
+
+
+def _regressed(atom: Node, tables: Tables, compiled: list[CTrans]) -> list[Node]:
+    """The field comparisons an ``add`` needs to make ``atom`` (an item in a set) true."""
+    shape = item_shape(atom, tables)
+    if shape is None:
+        return []
+    var, wanted = shape
+    out = []
+    for ct in compiled:
+        for plan in ct.tm.plans:
+            if plan.kind == "add" and plan.var == var:
+                for field_node, value in _field_nodes(plan.expr, wanted):
+                    if isinstance(field_node, Name):
+                        out.append(Binary("==", field_node, Lit(value)))
+    return out
+
+
+def _field_nodes(item: Node | None, wanted: dict[str | None, Any]) -> list[tuple[Node, Any]]:
+    """(expression the added item has there, wanted value) for each wanted field."""
+    if item is None:
+        return []
+    if None in wanted:
+        return [(item, wanted[None])]
+    if isinstance(item, RecordLit):
+        fields = dict(item.fields)
+        return [(fields[f], v) for f, v in wanted.items() if f in fields]
+    return [(Attr(item, f), v) for f, v in wanted.items() if f is not None]
+
+
+@dataclass(frozen=True)
+class AbstractEdge:
+    source: str
+    targets: tuple[str, ...]
+    req_mask: int
+    req_val: int
+    keep: int  # atoms the step cannot change
+    set_mask: int
+    set_val: int
+    up: int  # may become true
+    down: int  # may become false
+    conds: tuple[tuple[int, int, int], ...]  # (bit, needs mask, needs values): may become true only then
+    width: int
+
+    def predecessors(self, m2: int) -> Iterator[int]:
+        """Every mask from which this edge can lead to ``m2``."""
+        if m2 & self.set_mask != self.set_val:
+            return
+        free = ((1 << self.width) - 1) & ~self.keep
+        base = m2 & self.keep
+        sub = free
+        while True:
+            m = base | sub
+            if (m & self.req_mask == self.req_val and not (m & ~m2 & self.up) and not (m2 & ~m & self.down)
+                    and self._conds_ok(m, m2)):
+                yield m
+            if sub == 0:
+                break
+            sub = (sub - 1) & free
+
+    def _conds_ok(self, m: int, m2: int) -> bool:
+        for bit, need, need_val in self.conds:
+            before, after = m >> bit & 1, m2 >> bit & 1
+            if after != before and not (after and m & need == need_val):
+                return False
+        return True
+
+
+def build_edges(tables: Tables, compiled: list[CTrans], atoms: list[Node],
+                instances: dict[str, list[tuple[str, dict[str, Any] | None]]]) -> list[AbstractEdge]:
+    builder = _Builder(tables, atoms, instances)
+    out: set[AbstractEdge] = set()
+    for ct in compiled:
+        for inst, args in instances.get(ct.page, ()):
+            for value in (ct.values if ct.values is not None else (_UNKNOWN,)):
+                edge = builder.edge(ct, inst, args, value)
+                if edge is not None:
+                    out.add(edge)
+    return sorted(out, key=lambda e: (e.source, e.targets, e.req_mask, e.req_val, e.keep, e.set_mask, e.set_val))
+
+
+class _Builder:
+    def __init__(self, tables: Tables, atoms: list[Node], instances: dict) -> None:
+        self.tables = tables
+        self.atoms = atoms
+        self.instances = instances
+        self.index = {a: i for i, a in enumerate(atoms)}
+        env = tables.model.env("")
+        env.position = tables.position
+        self.atom_fns = [compile_bool(a, env) for a in atoms]
+        self.atom_reads = [names(a) for a in atoms]
+        self.shapes = [item_shape(a, tables) for a in atoms]
+        self.defaults = [tables.model.schema.defaults[n] for n in tables.layout]
+
+    def _const(self, node: Node, ct: CTrans, args: dict | None, value: Any) -> tuple[bool, Any]:
+        """(known, value) of an expression that may read only parameters and the event value."""
+        read = names(node)
+        if read & set(self.tables.model.schema.variables) or "it" in read:
+            return False, None
+        if (args is None and read - {"value"}) or (value is _UNKNOWN and "value" in read):
+            return False, None
+        env = self.tables._env(ct.page, value=ct.tm.value_type)
+        try:
+            return True, compile_expr(node, env)[0](tuple(self.defaults), Ctx(args or {}, None if value is _UNKNOWN else value))
+        except Exception:  # noqa: BLE001 - an expression this instance cannot decide stays unknown
+            return False, None
+
+    def edge(self, ct: CTrans, inst: str, args: dict | None, value: Any) -> AbstractEdge | None:
+        req = req_val = 0
+        for part in conjuncts(ct.tm.guard):
+            negated = isinstance(part, Unary) and part.op == "not"
+            inner = part.operand if negated else part  # type: ignore[attr-defined]
+            if isinstance(inner, Binary) and inner.op == "not in":
+                negated, inner = not negated, Binary("in", inner.left, inner.right)
+            if inner in self.index:
+                bit = 1 << self.index[inner]
+                req |= bit
+                req_val |= 0 if negated else bit
+                continue
+            known, holds = self._const(part, ct, args, value)
+            if known and not holds:
+                return None  # the guard fails on this page instance or for this value
+        targets = self._targets(ct, inst, args, value)
+        return self._outcomes(ct, inst, targets, args, value, req, req_val)
+
+    def _targets(self, ct: CTrans, inst: str, args: dict | None, value: Any) -> tuple[str, ...]:
+        if ct.target is None:
+            return (inst,)
+        choices = self.instances.get(ct.target, [(ct.target, {})])
+        if len(choices) == 1:
+            return (choices[0][0],)
+        picked = []
+        for name, node in ct.tm.args:
+            known, arg = self._const(node, ct, args, value)
+            if not known:
+                return tuple(i for i, _ in choices)
+            picked.append(arg)
+        params = self.tables.params.get(ct.target, ())
+        converted = tuple(conv(a) for (_, conv), a in zip(ct.args, picked, strict=True)) if ct.args else ()
+        target = page_string(ct.target, converted) if params else ct.target
+        return (target,)
+
+    def _outcomes(self, ct: CTrans, inst: str, targets: tuple[str, ...], args: dict | None, value: Any,
+                  req: int, req_val: int) -> AbstractEdge:
+        plans = [p for p in ct.tm.plans if p.var in self.tables.position]
+        written = {p.var for p in plans}
+        constant = self._constant_vars(ct, plans, args, value)
+        if ct.toast:  # the toast variable: set by every transition, to a constant
+            written.add(TOAST_VAR)
+            constant.add(TOAST_VAR)
+        after = self._after(ct, args, value) if constant else None
+        keep = set_mask = set_val = up = down = 0
+        conds = []
+        for i, read in enumerate(self.atom_reads):
+            bit = 1 << i
+            if not read & written:
+                keep |= bit
+            elif after is not None and read <= constant:
+                set_mask |= bit
+                set_val |= bit if self.atom_fns[i](after, Ctx()) else 0
+            else:
+                kind, need = self._regress(i, ct, plans, args, value)
+                if kind == "keep":
+                    keep |= bit
+                elif kind == "up":
+                    up |= bit
+                elif kind == "down":
+                    down |= bit
+                elif kind == "cond":
+                    conds.append((i, need[0], need[1]))
+                # else: free either way
+        return AbstractEdge(inst, targets, req, req_val, keep, set_mask, set_val, up, down, tuple(conds), len(self.atoms))
+
+    def _constant_vars(self, ct: CTrans, plans: list, args: dict | None, value: Any) -> set[str]:
+        out: set[str] = set()
+        for plan in plans:
+            if plan.kind == "clear" or (plan.kind == "set" and isinstance(plan.target, Name)
+                                        and self._const(plan.expr, ct, args, value)[0]):
+                out.add(plan.var)
+            else:
+                out.discard(plan.var)
+        return out
+
+    def _after(self, ct: CTrans, args: dict | None, value: Any) -> tuple | None:
+        w = list(self.defaults)
+        try:
+            for effect in ct.effects:
+                effect(w, Ctx(args or {}, None if value is _UNKNOWN else value))
+            if ct.toast:
+                w[ct.toast[0]] = ct.toast[1]
+        except Exception:  # noqa: BLE001 - effects that need more than the defaults: not decided
+            return None
+        return tuple(w)
+
+    def _regress(self, i: int, ct: CTrans, plans: list, args: dict | None, value: Any) -> tuple[str, Any]:
+        """How an atom ``X in S`` / ``any(S, ...)`` changes through the effects on S."""
+        shape = self.shapes[i]
+        if shape is None or self.atom_reads[i] != {shape[0]}:
+            return "free", None
+        var, wanted = shape
+        mine = [p for p in plans if p.var == var]
+        if len(mine) != 1:
+            return "free", None
+        plan = mine[0]
+        if plan.kind in ("remove", "remove_where"):
+            return "down", None
+        if plan.kind != "add":
+            return "free", None
+        need = need_val = 0
+        for node, want in _field_nodes(plan.expr, wanted):
+            known, got = self._const(node, ct, args, value)
+            if known:
+                if got != want:
+                    return "keep", None  # this add makes another item: the atom is unchanged
+                continue
+            atom = Binary("==", node, Lit(want))
+            if atom not in self.index:
+                return "up", None
+            need |= 1 << self.index[atom]
+            need_val |= 1 << self.index[atom]
+        return ("cond", (need, need_val)) if need else ("up", None)
