@@ -202,21 +202,33 @@ class AbstractEdge:
     conds: tuple[tuple[int, int, int], ...]  # (bit, needs mask, needs values): may become true only then
     width: int
 
-    def predecessors(self, m2: int) -> Iterator[int]:
-        """Every mask from which this edge can lead to ``m2``."""
-        if m2 & self.set_mask != self.set_val:
-            return
+    def subs(self) -> list[int]:
+        """The values the changeable atoms may have had before, that meet the guard there."""
         free = ((1 << self.width) - 1) & ~self.keep
-        base = m2 & self.keep
-        sub = free
+        need, need_val = self.req_mask & free, self.req_val & free
+        out, sub = [], free
         while True:
-            m = base | sub
-            if (m & self.req_mask == self.req_val and not (m & ~m2 & self.up) and not (m2 & ~m & self.down)
-                    and self._conds_ok(m, m2)):
-                yield m
+            if sub & need == need_val:
+                out.append(sub)
             if sub == 0:
                 break
             sub = (sub - 1) & free
+        return out
+
+    def predecessors(self, m2: int, subs: list[int]) -> Iterator[int]:
+        """Every mask from which this edge can lead to ``m2`` (``subs``: from ``subs()``)."""
+        if m2 & self.set_mask != self.set_val:
+            return
+        base = m2 & self.keep
+        kept_req = self.req_mask & self.keep
+        if base & kept_req != self.req_val & kept_req:
+            return
+        up, down, conds = self.up, self.down, self.conds
+        for sub in subs:
+            m = base | sub
+            if (up and m & ~m2 & up) or (down and m2 & ~m & down) or (conds and not self._conds_ok(m, m2)):
+                continue
+            yield m
 
     def _conds_ok(self, m: int, m2: int) -> bool:
         for bit, need, need_val in self.conds:

@@ -25,6 +25,7 @@ from aiohttp import web
 
 from fsm_sites.server import error_response
 from fsm_sites.sessions import BadRequest, Session, SessionError, parse_event
+from fsm_sites.types import to_json
 
 if TYPE_CHECKING:
     from fsm_sites.server import SiteServer
@@ -35,7 +36,7 @@ _CREATE_FIELDS = {"site", "goal", "start_state", "seed"}
 def _state_json(session: Session) -> dict[str, Any]:
     state = session.state
     return {"state": state.key(), "page": state.page,
-            "vars": {k: list(v) if isinstance(v, tuple) else v for k, v in state.vars},
+            "vars": {k: to_json(v) for k, v in state.vars},
             "distance": session.distance(state), "goal_reached": session.goal_fn(state), "seq": session.seq}
 
 

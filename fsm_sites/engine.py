@@ -248,9 +248,61 @@ class Machine(FullGraphMixin):
             fn = self._conditions[key] = compile_expr(self.model.elements[(pid, element)].repeat, self.model.env(pid))[0]
         return fn
 
+    def text(self, state: State, template: str | None, *, element: str | None = None, item: Any = None,
+             page: str | None = None, raw: bool = False) -> str:
+        """A text with its ``{expr}`` holes filled from ``state`` (values as the page shows them:
+        enum labels, Yes/No); ``element`` names the repeated element whose copy ``item`` is."""
+        if not template:
+            return ""
+        if "{" not in template and "}" not in template:
+            return template
+        page_str = page or state.page
+        pid, args = self.full.page_of(page_str)
+        key = ("text", pid, element, template)
+        parts = self._conditions.get(key)
+        if parts is None:
+            from fsm_sites.check import compile_expr
+            from fsm_sites.expr import template_parts
+
+            em = self.model.elements.get((pid, element)) if element else None
+            env = self.model.env(pid, it=_item_type(em) if em is not None else None)
+            parts = [p if isinstance(p, str) else compile_expr(p, env) for p in template_parts(template)]
+            self._conditions[key] = parts
+        _, vals = self.node(state)
+        ctx = Ctx(args, None, item)
+        if raw:
+            from fsm_sites.model_goals import format_arg
+
+            return "".join(p if isinstance(p, str) else format_arg(p[0](vals, ctx)) for p in parts)
+        return "".join(p if isinstance(p, str) else p[1].show(p[0](vals, ctx)) for p in parts)
+
+    def route(self, state: State) -> str:
+        """The URL path the page shows: its ``route`` filled in, else ``/<page>/<parameters>``
+        (the start page: ``/``)."""
+        pid, args = self.full.page_of(state.page)
+        page = self.pages[pid]
+        if page.kind == "modal" and page.parent:
+            page = self.pages[page.parent]
+        if page.route:
+            return self.text(state, page.route, page=state.page, raw=True)
+        if page.id == self.spec.start_page:
+            return "/"
+        from fsm_sites.model_goals import format_arg
+
+        return "/" + "/".join([page.id, *(format_arg(a) for a in args.values())])
+
+    def toast(self, state: State) -> str | None:
+        """The message a transition left on the page, if any."""
+        from fsm_sites.schema import TOAST_VAR
+
+        tid = dict(state.vars).get(TOAST_VAR)
+        if not tid:
+            return None
+        return self.text(state, self.transitions[tid].toast)
+
     def options(self, page: str, element: str) -> tuple[Option, ...]:
         """The choices of a select or radio group (a select bound to an enum: its values)."""
-        return self.model.elements[(self.full.page_of(page)[0], element)].options
+        return self.model.elements[(page.split("(", 1)[0], element)].options
 
     def disabled(self, state: State, element: Element, value: str | None = None) -> bool:
         """Shown disabled: its ``disabled_when`` holds, or it is a button none of whose

@@ -26,7 +26,7 @@ from fsm_sites.expr import Binary, Lit, Node, Unary
 from fsm_sites.goals import GoalSpec
 from fsm_sites.tables import Tables
 
-_ABSTRACT_STATES = 20_000  # page instances x 2^atoms at most
+LEVELS = (1_500, 24_000)  # page instances x 2^atoms at most: a small abstraction first, a finer one if needed
 
 
 def kleene(node: Node, index: dict[Node, int], fixed: Callable[[Node], bool | None]) -> Callable[[int], bool | None]:
@@ -55,12 +55,14 @@ def kleene(node: Node, index: dict[Node, int], fixed: Callable[[Node], bool | No
 class AbstractHeuristic:
     """``h(page, values)``: a lower bound on the steps to the goal, or None where none exists."""
 
-    def __init__(self, tables: Tables, goal: GoalSpec, reference: tuple[str, tuple] | None = None) -> None:
+    def __init__(self, tables: Tables, goal: GoalSpec, reference: tuple[str, tuple] | None = None,
+                 level: int = 0) -> None:
         self.tables = tables
+        self.level = level
         compiled = [ct for cts in tables.by_page.values() for ct in cts]
         self.instances = page_instances(tables)
         count = sum(len(v) for v in self.instances.values())
-        limit = max(0, (_ABSTRACT_STATES // max(1, count)).bit_length() - 1)
+        limit = max(0, (LEVELS[level] // max(1, count)).bit_length() - 1)
         self.goal_node = relax(goal.node, tables)
         self.atoms = choose_atoms(tables, self.goal_node, compiled, limit, reference)
         env = tables.model.env("")
@@ -107,15 +109,16 @@ class AbstractHeuristic:
         for state in self._goal_states(goal):
             dist[state] = 0
             queue.append(state)
-        into: dict[str, list[AbstractEdge]] = {}
+        into: dict[str, list[tuple[AbstractEdge, list[int]]]] = {}
         for edge in edges:
+            subs = edge.subs()
             for target in edge.targets:
-                into.setdefault(target, []).append(edge)
+                into.setdefault(target, []).append((edge, subs))
         while queue:
             inst, m2 = queue.popleft()
             d = dist[(inst, m2)] + 1
-            for edge in into.get(inst, ()):
-                for m in edge.predecessors(m2):
+            for edge, subs in into.get(inst, ()):
+                for m in edge.predecessors(m2, subs):
                     key = (edge.source, m)
                     if key not in dist:
                         dist[key] = d

@@ -163,7 +163,7 @@ class _Resolver:
                 self.field_labels.setdefault(f.name, f.label)
         if len(out) != len(t.fields):
             return None
-        return RecordT(tuple(sorted(out)))
+        return RecordT(tuple(sorted(out)), tuple(n for n, _ in out))
 
 
 def _plain(f: FieldDef) -> TypeDef:

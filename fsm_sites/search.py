@@ -20,14 +20,19 @@ from typing import Any
 
 from fsm_sites.errors import SearchBudgetExceeded
 from fsm_sites.goals import GoalSpec
-from fsm_sites.heuristic import AbstractHeuristic
+from fsm_sites.heuristic import LEVELS, AbstractHeuristic
 from fsm_sites.tables import CTrans, Tables
 
 Node = tuple[str, tuple]
 Step = tuple[CTrans, Any, Node]  # (transition, event value, next state)
 DEFAULT_BUDGET = 2_000_000  # states one search may expand before it gives up
+REFINE_AFTER = 2_000  # expansions after which a search restarts with the finer abstraction
 _EXACT_CACHE = 500_000  # exact distances kept per goal
 _DAG_CACHE = 32
+
+
+class _Refine(Exception):
+    """A search is taking long: retry with the finer abstraction."""
 
 
 @dataclass
@@ -50,6 +55,7 @@ class GoalSearch:
         self.goal = goal
         self.budget = budget
         self.is_goal: Callable[[str, tuple], bool] = goal.compile(tables)
+        self.reference = reference
         self.h = AbstractHeuristic(tables, goal, reference)
         self.exact: OrderedDict[Node, int | None] = OrderedDict()
         self.dags: OrderedDict[Node, Dag] = OrderedDict()
@@ -69,7 +75,11 @@ class GoalSearch:
         if cached is not None and (cached.complete or not complete):
             self.dags.move_to_end(node)
             return cached
-        dag = self._astar(node, complete)
+        try:
+            dag = self._astar(node, complete, refine=self.h.level + 1 < len(LEVELS))
+        except _Refine:
+            self.h = AbstractHeuristic(self.tables, self.goal, self.reference, level=self.h.level + 1)
+            dag = self._astar(node, complete, refine=False)
         self._learn(dag)
         self.dags[node] = dag
         while len(self.dags) > _DAG_CACHE:
@@ -83,6 +93,8 @@ class GoalSearch:
             return True
         if self.h(*start) is None:
             return False
+        if self.h.level + 1 < len(LEVELS):
+            self.h = AbstractHeuristic(self.tables, self.goal, self.reference, level=len(LEVELS) - 1)
         seen = {start}
         heap: list[tuple[int, int, Node]] = [(0, 0, start)]
         counter = 0
@@ -104,7 +116,7 @@ class GoalSearch:
         return False
 
     # ---- A* ----------------------------------------------------------------------------
-    def _astar(self, start: Node, complete: bool) -> Dag:
+    def _astar(self, start: Node, complete: bool, refine: bool = False) -> Dag:
         if self.is_goal(*start):
             return Dag(start, 0, {})
         h0 = self.h(*start)
@@ -131,6 +143,8 @@ class GoalSearch:
                 goals.append(node)
                 continue
             self.expanded += 1
+            if refine and len(closed) > REFINE_AFTER:
+                raise _Refine()
             if len(closed) > self.budget:
                 raise SearchBudgetExceeded(self.budget, self.goal.key)
             ng = gn + 1

@@ -218,6 +218,7 @@ class TextT(VType):
 @dataclass(frozen=True)
 class RecordT(VType):
     fields: tuple[tuple[str, VType], ...] = ()  # sorted by name, as in the value
+    display: tuple[str, ...] = field(default=(), compare=False)  # the fields in the order the spec declares them
     kind: str = field(init=False, default="record")
 
     def field_type(self, name: str) -> VType | None:
@@ -248,7 +249,9 @@ class RecordT(VType):
         return "record {" + ", ".join(f"{n}: {t.describe()}" for n, t in self.fields) + "}"
 
     def show(self, value: Value) -> str:
-        return ", ".join(t.show(v) for (_, t), (_, v) in zip(self.fields, value, strict=True))
+        types, values = dict(self.fields), dict(value)
+        order = self.display or tuple(types)
+        return ", ".join(types[n].show(values[n]) for n in order)
 
     def sort_key(self, value: Value) -> Any:
         return tuple(t.sort_key(v) for (_, t), (_, v) in zip(self.fields, value, strict=True))
