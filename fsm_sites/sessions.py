@@ -180,8 +180,9 @@ class SessionStore:
             state = State.from_key(key)
             known = machine.is_reachable(state)
         except (ValueError, KeyError) as exc:
-            raise BadRequest(f"expected {name} as a reachable state key like 'page{{\"var\":1}}' or a start state "
-                             f"of {machine.spec.name!r} ({[s.id for s in machine.spec.starts]}), got {key!r}: {exc}") from exc
+            raise BadRequest(f"expected {name} reachable from the start of {machine.spec.name!r} (a state key like "
+                             f"'page{{\"var\":1}}' or a start state of {[s.id for s in machine.spec.starts]}), "
+                             f"got {key!r}: {exc}") from exc
         except SearchBudgetExceeded as exc:
             raise BadRequest(f"expected {name} reachable from the start of {machine.spec.name!r}, got {key!r}, "
                              f"which could not be checked: {exc}") from exc

@@ -55,10 +55,11 @@
   function swap(html, url) {
     var doc = new DOMParser().parseFromString(html, "text/html");
     if (!doc.body || !doc.body.hasAttribute("data-page")) throw new Error("not an FSM page: " + url);
+    var body = doc.body, address = shown(url, body);
     swapHead(doc.head);
-    document.body.replaceWith(doc.body);
+    document.body.replaceWith(body);
     document.title = doc.title;
-    history.replaceState(null, "", shown(url, doc.body));
+    history.replaceState(null, "", address);
     window.scrollTo(0, 0);
     fsm.page = document.body.getAttribute("data-page");
     fsm.swapped = true;
