@@ -118,10 +118,18 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option("--seed", help="synthesis seed and verification layout seed")] = 0,
         verify: Annotated[bool, typer.Option("--verify/--no-verify", help="replay each oracle in a browser")] = True,
         concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="tasks verified at once")] = 2,
+        start: Annotated[str | None, typer.Option(
+            "--start", help="where tasks start: a start state the spec names, a state key, or 'random' "
+                            "(a random reachable state per task); default: the site's initial state")] = None,
     ) -> None:
         """Synthesize tasks for a site and keep those whose oracle verifies in a real browser."""
         spec = resolve_sites([site])[0]
-        tasks = synthesize_tasks(spec, n=n, seed=seed)
+        try:
+            tasks = synthesize_tasks(spec, n=n, seed=seed, start=start)
+        except (ValueError, KeyError) as exc:
+            console.print(f"expected --start to name a start state of {spec.name!r} "
+                          f"({[s.id for s in spec.starts]}), a reachable state key or 'random', got {start!r}: {exc}")
+            raise typer.Exit(code=2) from None
         kept = tasks
         if verify:
             verdicts = asyncio.run(verify_tasks(tasks, [spec], seed=seed, concurrency=concurrency))
