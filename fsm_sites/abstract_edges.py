@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
-from fsm_sites.check import Ctx, compile_bool, compile_expr
-from fsm_sites.expr import Attr, Binary, Call, Const, Index, Lit, Name, Node, RecordLit, Unary, all_of, conjuncts, names
+from fsm_sites.check import Ctx, compile_bool, compile_expr, converter
+from fsm_sites.expr import (
+    Attr, Binary, Call, Const, Index, ListLit, Lit, Name, Node, RecordLit, Unary, all_of, children, conjuncts, names,
+)
 from fsm_sites.goals import GoalSpec
 from fsm_sites.model_goals import page_string
 from fsm_sites.schema import TOAST_VAR
@@ -110,6 +112,7 @@ def relax(node: Node | None, tables: Tables) -> Node | None:
         return None
     parts: list[Node] = []
     for part in conjuncts(node):
+        part = _constant_right(part, tables)
         if isinstance(part, Binary) and part.op == "==" and isinstance(part.left, Name) and isinstance(part.right, Const):
             vtype, value = part.right.vtype, part.right.value
             if isinstance(vtype, SeqT):
@@ -125,6 +128,24 @@ def relax(node: Node | None, tables: Tables) -> Node | None:
                 continue
         parts.append(part)
     return all_of(parts)
+
+
+def _constant_right(part: Node, tables: Tables) -> Node:
+    """``var == {a: 1, ...}`` (a literal that reads nothing) with the literal as a typed constant."""
+    if not (isinstance(part, Binary) and part.op == "==" and isinstance(part.left, Name)
+            and isinstance(part.right, (RecordLit, ListLit)) and not names(part.right)):
+        return part
+    vtype = tables.model.schema.variables.get(part.left.name)
+    if vtype is None:
+        return part
+    try:
+        fn, source = compile_expr(part.right, tables.model.env(""))
+        value = converter(vtype, source)(fn((), Ctx()))
+    except Exception:  # noqa: BLE001 - a literal that does not fit stays as written
+        return part
+    if isinstance(vtype, SeqT):
+        value = vtype.canonical(value)
+    return Binary("==", part.left, Const(value, vtype))
 
 
 def choose_atoms(tables: Tables, goal: Node | None, compiled: list[CTrans], limit: int,
@@ -174,6 +195,25 @@ def _regressed(atom: Node, tables: Tables, compiled: list[CTrans]) -> list[Node]
                     if isinstance(field_node, Name):
                         out.append(Binary("==", field_node, Lit(value)))
     return out
+
+
+def _entry_key(atom: Node) -> tuple[str, str] | None:
+    """(map variable, key) of an atom that reads one map entry only: ``m['k'] == 2``, ``m.k > 0``."""
+    found = []
+
+    def walk(node: Node) -> None:
+        if isinstance(node, Index) and isinstance(node.obj, Name) and isinstance(node.key, Lit):
+            found.append((node.obj.name, str(node.key.value)))
+        elif isinstance(node, Attr) and isinstance(node.obj, Name):
+            found.append((node.obj.name, node.name))
+        elif isinstance(node, Name):
+            found.append((node.name, None))
+        else:
+            for child in children(node):
+                walk(child)
+
+    walk(atom)
+    return found[0] if len(found) == 1 and found[0][1] is not None else None  # type: ignore[return-value]
 
 
 def _field_nodes(item: Node | None, wanted: dict[str | None, Any]) -> list[tuple[Node, Any]]:
@@ -262,6 +302,7 @@ class _Builder:
         self.atom_fns = [compile_bool(a, env) for a in atoms]
         self.atom_reads = [names(a) for a in atoms]
         self.shapes = [item_shape(a, tables) for a in atoms]
+        self.entry_keys = [_entry_key(a) for a in atoms]
         self.defaults = [tables.model.schema.defaults[n] for n in tables.layout]
 
     def _const(self, node: Node, ct: CTrans, args: dict | None, value: Any) -> tuple[bool, Any]:
@@ -364,8 +405,29 @@ class _Builder:
             return None
         return tuple(w)
 
+    def _entry_untouched(self, i: int, ct: CTrans, plans: list, args: dict | None, value: Any) -> bool:
+        """An atom on one map entry (``m['k'] ...``) that the effects leave alone: they set other
+        entries only (their keys known on this page instance)."""
+        key = self.entry_keys[i]
+        if key is None:
+            return False
+        var, wanted = key
+        for plan in plans:
+            if plan.var != var:
+                continue
+            target = plan.target
+            if plan.kind != "set" or not isinstance(target, (Index, Attr)) or not isinstance(target.obj, Name):
+                return False
+            node = target.key if isinstance(target, Index) else Lit(target.name)
+            known, got = self._const(node, ct, args, value)
+            if not known or got == wanted:
+                return False
+        return True
+
     def _regress(self, i: int, ct: CTrans, plans: list, args: dict | None, value: Any) -> tuple[str, Any]:
         """How an atom ``X in S`` / ``any(S, ...)`` changes through the effects on S."""
+        if self._entry_untouched(i, ct, plans, args, value):
+            return "keep", None
         shape = self.shapes[i]
         if shape is None or self.atom_reads[i] != {shape[0]}:
             return "free", None

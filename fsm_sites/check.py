@@ -221,6 +221,9 @@ def _call(node: Call, env: Env) -> tuple[Fn, VType]:
             raise CheckError(f"expected ints to add up in {text!r}, got {item_type.describe()}")
         return (lambda v, c: sum(items(v, c))), INT
     if len(node.args) == 1:  # count(items): how many items (a map: keys whose value is not the default)
+        fallback = item_type.default()
+        if isinstance(ctype, MapT):
+            return (lambda v, c: sum(1 for x in items(v, c) if x != fallback)), INT
         return (lambda v, c: len(items(v, c))), INT
     pred = compile_bool(node.args[1], env.with_it(item_type))
 
@@ -235,11 +238,10 @@ def _call(node: Call, env: Env) -> tuple[Fn, VType]:
 
 
 def _items(coll: Fn, ctype: VType) -> Fn:
-    """The items a function iterates: a list's or set's items; a map's values that are not the default."""
+    """The items a function iterates: a list's or set's items; a map's values (one per key)."""
     if isinstance(ctype, SeqT):
         return coll
-    fallback = ctype.value.default()  # type: ignore[attr-defined]
-    return lambda v, c: tuple(x for _, x in coll(v, c) if x != fallback)
+    return lambda v, c: tuple(x for _, x in coll(v, c))
 
 
 def _record(node: RecordLit, env: Env) -> tuple[Fn, VType]:
@@ -291,6 +293,13 @@ def compatible(a: VType, b: VType) -> str | None:
             return (f"{bad[0]!r}, which is not a text value that matters ({list(a.values)}); add it to the "
                     "variable's `values`") if bad else None
         return f"{b.describe()} and {a.describe()}"
+    if isinstance(a, RecordT) and isinstance(b, MapT):
+        a, b = b, a
+    if isinstance(a, MapT) and isinstance(b, RecordT):  # a map written as a record literal {key: value, ...}
+        if sorted(a.keys.values) != [n for n, _ in b.fields]:
+            return f"a map with keys {sorted(a.keys.values)} and a record with fields {[n for n, _ in b.fields]}"
+        bad = next((f"key {n!r}: {p}" for n, t in b.fields if (p := compatible(a.value, t))), None)
+        return bad
     if isinstance(a, RecordT) and isinstance(b, RecordT):
         if [n for n, _ in a.fields] != [n for n, _ in b.fields]:
             return f"records with fields {[n for n, _ in a.fields]} and {[n for n, _ in b.fields]}"
@@ -330,6 +339,9 @@ def converter(target: VType, source: VType) -> Callable[[Any], Any]:
         return str
     if isinstance(target, RecordT) and isinstance(source, RecordT):
         return _record_converter(target, source)
+    if isinstance(target, MapT) and isinstance(source, RecordT) and compatible(target, source) is None:
+        conv = {n: converter(target.value, t) for n, t in source.fields}
+        return lambda rec: Rec(tuple((n, conv[n](x)) for n, x in rec))
     problem = compatible(target, source)
     if problem is None and type(target) is type(source):
         return lambda x: x

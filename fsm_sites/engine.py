@@ -144,9 +144,14 @@ class Machine(FullGraphMixin):
     def _make_goal(self, key: str, node: Any, page: str | None = None, exact: bool = False,
                    params: tuple[str, ...] = ()) -> GoalSpec:
         goal = GoalSpec(key, node, page, exact, params=params)
-        test = goal.compile(self.full)
-        canon, node_of = self.full.canonical, self.node
-        goal.holds = lambda s: (lambda n: test(n[0], canon(n[1])))(node_of(s))
+        compiled: list = []  # compiled on first use, once ``goal.exact`` may be set
+
+        def holds(state: State) -> bool:
+            if not compiled:
+                compiled.append(goal.compile(self.full))
+            return compiled[0](*_canon(self, state))
+
+        goal.holds = holds
         return goal
 
     def goal_predicate(self, goal_id: str) -> GoalSpec:
@@ -173,7 +178,9 @@ class Machine(FullGraphMixin):
                 self._goals[key] = GoalSpec(key, None, fn=lambda s: False, holds=lambda s: False)
                 return self._goals[key]
             values = dict(zip(self.layout, self.full.canonical(vals), strict=True))
-            self._goals[key] = self._make_goal(key, exact_state_node(values, self.schema.variables), page, True)
+            goal = self._make_goal(key, exact_state_node(values, self.schema.variables), page, True)
+            goal.exact = values
+            self._goals[key] = goal
         return self._goals[key]
 
     def expr_goal(self, text: str, page: str | None = None) -> GoalSpec:
@@ -428,6 +435,11 @@ class Machine(FullGraphMixin):
         """Record a state known to be reachable (a session walked into it)."""
         page, vals = self.node(state)
         self._reachable.add((page, self.full.canonical(vals)))
+
+
+def _canon(machine: Machine, state: State) -> tuple[str, tuple]:
+    page, vals = machine.node(state)
+    return page, machine.full.canonical(vals)
 
 
 def _item_type(em: Any) -> Any:

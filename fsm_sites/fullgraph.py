@@ -93,7 +93,7 @@ class FullGraphMixin:
         while queue:
             node = queue.popleft()
             out = []
-            for ct, value, nxt in full.successors(*node):
+            for ct, value, nxt in full.expand(*node):
                 target = states.get(nxt)
                 if target is None:
                     if len(states) >= bound:
@@ -121,7 +121,8 @@ class FullGraphMixin:
             self._distances.move_to_end(key)
             return cached
         reverse = graph.predecessors()
-        dist = {s: 0 for s in graph.states if predicate(s)}
+        test = predicate.compile(self.full)  # type: ignore[attr-defined]
+        dist = {s: 0 for s in graph.states if test(s.page, tuple(v for _, v in s.vars))}
         queue = deque(dist)
         while queue:
             state = queue.popleft()
@@ -142,7 +143,7 @@ class FullGraphMixin:
         exact = True
         while queue:
             node = queue.popleft()
-            for _, _, nxt in full.successors(*node):
+            for _, _, nxt in full.expand(*node):
                 if nxt not in seen:
                     if len(seen) >= budget:
                         exact = False

@@ -32,6 +32,7 @@ class GoalSpec:
     fn: Callable[[State], bool] | None = None
     holds: Callable[[State], bool] = field(default=lambda s: False, repr=False)
     params: tuple[str, ...] = ()  # page parameters the condition names (a goal on one page)
+    exact: dict[str, Any] | None = None  # a target state's values: tested as one tuple comparison
 
     def __call__(self, state: State) -> bool:
         return self.holds(state)
@@ -50,6 +51,9 @@ class GoalSpec:
             fn = self.fn
             layout = tables.layout
             return lambda p, v: bool(fn(State(p, tuple(zip(layout, v)))))  # type: ignore[misc]
+        if self.exact is not None and page is not None and set(self.exact) >= set(tables.layout):
+            target = tuple(self.exact[n] for n in tables.layout)
+            return lambda p, v: p == page and v == target
         always = isinstance(self.node, Lit) and self.node.value is True
         env = tables.model.env(page_of(page)[0] if page and exact else (page or ""))
         env.position = tables.position

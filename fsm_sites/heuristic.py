@@ -24,6 +24,7 @@ from fsm_sites.abstract_edges import AbstractEdge, build_edges, choose_atoms, le
 from fsm_sites.check import Ctx, compile_bool
 from fsm_sites.expr import Binary, Lit, Node, Unary
 from fsm_sites.goals import GoalSpec
+from fsm_sites.numeric import NumericBound
 from fsm_sites.tables import Tables
 
 LEVELS = (1_500, 24_000)  # page instances x 2^atoms at most: a small abstraction first, a finer one if needed
@@ -71,6 +72,8 @@ class AbstractHeuristic:
         edges = build_edges(tables, compiled, self.atoms, self.instances)
         self.dist = self._solve(goal, edges)
         self._known = {inst for insts in self.instances.values() for inst, _ in insts}
+        self.numeric = NumericBound(tables, self.goal_node)
+        self._memo: dict[tuple[str, tuple], int | None] = {}
 
     def _goal_states(self, goal: GoalSpec) -> list[tuple[str, int]]:
         index = {atom: i for i, atom in enumerate(self.atoms)}
@@ -126,6 +129,15 @@ class AbstractHeuristic:
         return dist
 
     def __call__(self, page: str, vals: tuple) -> int | None:
+        key = (page, vals)
+        if key in self._memo:
+            return self._memo[key]
+        if len(self._memo) >= 200_000:
+            self._memo.clear()
+        self._memo[key] = h = self._compute(page, vals)
+        return h
+
+    def _compute(self, page: str, vals: tuple) -> int | None:
         pid, args = self.tables.page_of(page)
         inst = page if page in self._known else pid
         m = 0
@@ -133,7 +145,10 @@ class AbstractHeuristic:
         for i, fn in enumerate(self.atom_fns):
             if fn(vals, ctx):
                 m |= 1 << i
-        return self.dist.get((inst, m))
+        h = self.dist.get((inst, m))
+        if h is None or not self.numeric.parts:
+            return h
+        return max(h, self.numeric(vals))
 
 
 __all__ = ["AbstractHeuristic", "kleene", "leaves"]

@@ -108,13 +108,17 @@ class _Resolver:
 
     def _list(self, t: TypeDef, place: str) -> VType | None:
         if t.item is None and t.values:  # the older form: a set of enum items
-            return SeqT(EnumT(tuple(t.values)), t.max_len, ordered=False)
+            return self._enum_set(t, place)
         return self._seq(t, place, ordered=True)
 
     def _set(self, t: TypeDef, place: str) -> VType | None:
         if t.item is None and t.values:
-            return SeqT(EnumT(tuple(t.values)), t.max_len, ordered=False)
+            return self._enum_set(t, place)
         return self._seq(t, place, ordered=False)
+
+    def _enum_set(self, t: TypeDef, place: str) -> VType | None:
+        item = self._enum(t, place)
+        return None if item is None else SeqT(item, t.max_len, ordered=False)
 
     def _seq(self, t: TypeDef, place: str, *, ordered: bool) -> VType | None:
         item = self.ref(t.item, f"{place}.item", what="an item type (`item:`) or enum `values`")

@@ -20,6 +20,7 @@ from fsm_sites.schema import TOAST_VAR
 from fsm_sites.types import MapT, TextT
 
 Node = tuple[str, tuple]  # (page instance, values in layout order)
+_SUCCESSOR_CACHE = 100_000  # states whose successors are kept (cleared when full)
 
 
 @dataclass
@@ -68,6 +69,7 @@ class Tables:
                                     if isinstance(t := model.schema.variables[n], TextT))
         self._pages: dict[str, tuple[str, dict[str, Any]]] = {}
         self._visible: dict[tuple[str, str], Callable] = {}
+        self._successors: dict[Node, list] = {}  # searches for many goals revisit the same states
         for tm in model.transitions:
             if keep is not None and not (tm.moves or tm.writes & keep):
                 continue  # changes nothing the projection keeps: a self-loop there
@@ -136,7 +138,16 @@ class Tables:
         return page_string(ct.target, tuple(conv(fn(vals, ctx)) for fn, conv in ct.args)), vals
 
     def successors(self, page: str, vals: tuple) -> list[tuple[CTrans, str | None, Node]]:
-        """Every enabled (transition, event value, next state), in spec order."""
+        """Every enabled (transition, event value, next state), in spec order (cached)."""
+        key = (page, vals)
+        found = self._successors.get(key)
+        if found is None:
+            if len(self._successors) >= _SUCCESSOR_CACHE:
+                self._successors.clear()
+            found = self._successors[key] = self.expand(page, vals)
+        return found
+
+    def expand(self, page: str, vals: tuple) -> list[tuple[CTrans, str | None, Node]]:
         pid, args = self.page_of(page)
         out: list[tuple[CTrans, str | None, Node]] = []
         ctx = Ctx(args)

@@ -148,7 +148,7 @@ def _state_goals(machine: Machine, start: State, rng: random.Random, count: int,
         d += 1
         nxt = []
         for page, vals in frontier:
-            for _, _, node in machine.full.successors(page, vals):
+            for _, _, node in machine.full.expand(page, vals):
                 if node not in depth and len(depth) < budget:
                     depth[node] = d
                     nxt.append(node)

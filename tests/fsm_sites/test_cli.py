@@ -32,7 +32,7 @@ def test_list_json() -> None:
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert [r["name"] for r in rows] == list_sites()
-    assert all(r["pages"] >= 10 and r["goals"] >= 4 for r in rows)
+    assert all(r["pages"] >= 8 and r["goals"] >= 4 and r["states_exact"] for r in rows)
 
 
 def test_validate_ok_and_broken(tmp_path: Path) -> None:

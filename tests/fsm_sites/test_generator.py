@@ -93,7 +93,7 @@ def test_step_agrees_with_enabled(case: tuple[int, str], pick) -> None:
     enabled = machine.enabled(state)
     for edge, nxt in enabled:
         assert machine.step(state, edge.to_event()) == (edge, nxt)
-    for element in machine.pages[state.page].elements:
+    for element in machine.pages[state.page_id].elements:
         for event in ("click", "input", "select", "check", "uncheck"):
             fired = machine.step(state, _event(state.page, element.id, event, "no-such-value"))
             assert fired is None or fired in enabled

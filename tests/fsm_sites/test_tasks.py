@@ -45,10 +45,15 @@ def test_instructions_use_descriptions_and_several_phrasings(shop_tasks: list[Ta
     assert len({t.instruction.split()[0] for t in shop_tasks if t.goal_kind == "expr"}) >= 2
     openings = {t.instruction.split()[0] for t in state_tasks}
     assert len(openings) >= 3
+    from fsm_sites.tasks import describe_edge
+
     for task in state_tasks:
-        last = task.oracle_edges()[-1]
-        description = machine.transitions[last.transition_id].description.replace("$value", last.value or "")
+        state = task.start()
+        for edge in task.oracle_edges()[:-1]:
+            state = machine.step(state, edge.to_event())[1]
+        description = describe_edge(machine, task.oracle_edges()[-1], state)
         assert description.lower() in task.instruction.lower()
+        assert "{" not in task.instruction
     assert all("$value" not in t.instruction for t in shop_tasks)
 
 
