@@ -61,3 +61,29 @@ def write(spec_path: Path, spec: SiteSpec, data: dict[str, Any]) -> bool:
     except OSError:
         return False
     return True
+
+
+_PENDING: dict[Path, tuple[SiteSpec, Any]] = {}
+
+
+def remember_at_exit(spec_path: Path, spec: SiteSpec, machine: Any) -> None:
+    """Write what ``machine``'s searches learned beside the spec when the process ends, so
+    the next command starts from it (one file per spec hash: an edited spec starts afresh)."""
+    import atexit
+
+    if not enabled():
+        return
+    if not _PENDING:
+        atexit.register(_flush)
+    _PENDING[spec_path.resolve()] = (spec, machine)
+
+
+def _flush() -> None:
+    for path, (spec, machine) in list(_PENDING.items()):
+        data = read(path, spec) or {}
+        knowledge = data.get("distances", {})
+        knowledge.update(machine.export_knowledge())
+        if knowledge:
+            data["distances"] = knowledge
+            data.pop("format", None)
+            write(path, spec, data)

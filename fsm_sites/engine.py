@@ -92,11 +92,32 @@ class Machine(FullGraphMixin):
         self._reachable: set[tuple[str, tuple]] = set()
         self._lock = Lock()
         self.report: dict[str, Any] | None = None  # the validation report, once validated
+        self._known: dict[str, dict[tuple[str, tuple], int | None]] = {}  # imported exact distances per goal
         self._init_graphs()
 
     def import_report(self, report: dict[str, Any]) -> None:
         """Take a validation report (from the cache beside the spec) instead of validating again."""
         self.report = report
+
+    def export_knowledge(self, per_goal: int = 20_000) -> dict[str, list]:
+        """Exact distances the searches learned, per goal (for the cache beside the spec): a goal
+        key -> [[page, values as JSON, distance], ...] in its projection."""
+        from fsm_sites.types import to_json
+
+        out: dict[str, list] = {}
+        for key, (search, _) in list(self._searches.items()):
+            if key.startswith("fn:") or not search.exact:
+                continue
+            rows = list(search.exact.items())[-per_goal:]
+            out[key] = [[page, to_json(vals), d] for (page, vals), d in rows]
+        return out
+
+    def import_knowledge(self, data: dict[str, list]) -> None:
+        """Take exact distances learned in an earlier process (``export_knowledge``)."""
+        from fsm_sites.types import from_json
+
+        for key, rows in data.items():
+            self._known[key] = {(page, from_json(vals)): d for page, vals, d in rows}
 
     def named_start(self, start_id: str) -> State:
         """The state of a start state the spec names (``starts``)."""
@@ -377,7 +398,9 @@ class Machine(FullGraphMixin):
         index = [self.layout.index(n) for n in layout]
         project = (lambda vals: tuple(vals[i] for i in index))
         reference = (self.initial.page, project(self.full.canonical(self.node(self.initial)[1])))
-        found = (GoalSearch(tables, spec, reference=reference), project)
+        search = GoalSearch(tables, spec, reference=reference)
+        search.exact.update(self._known.pop(spec.key, {}))
+        found = (search, project)
         with self._lock:
             self._searches[spec.key] = found
             while len(self._searches) > _CACHE_SIZE:
@@ -395,9 +418,10 @@ class Machine(FullGraphMixin):
         return search.distance(node)
 
     def shortest_paths(self, start: State, goal: Goal | str, *, limit: int = 64) -> list[list[Edge]]:
-        """Up to ``limit`` distinct shortest edge sequences from ``start`` to the goal, in spec order."""
+        """Up to ``limit`` distinct shortest edge sequences from ``start`` to the goal, in spec order
+        (``limit=1``: one shortest path, not necessarily the first in spec order)."""
         search, node = self._projected(start, goal)
-        dag = search.dag(node)
+        dag = search.dag(node, complete=limit > 1)  # one path: the first the search finds
         if dag.distance is None:
             return []
         paths: list[list[Edge]] = []

@@ -75,6 +75,10 @@ class GoalSearch:
         if cached is not None and (cached.complete or not complete):
             self.dags.move_to_end(node)
             return cached
+        known = self._from_exact(node)
+        if known is not None:
+            self.dags[node] = known
+            return known
         try:
             dag = self._astar(node, complete, refine=self.h.level + 1 < len(LEVELS))
         except _Refine:
@@ -114,6 +118,35 @@ class GoalSearch:
             if len(seen) > self.budget:
                 raise SearchBudgetExceeded(self.budget, self.goal.key)
         return False
+
+    def _from_exact(self, start: Node) -> Dag | None:
+        """Every shortest path from ``start`` read off the exact distances already known, when
+        they settle every step (each successor's distance is known, or the heuristic rules it
+        out); None when a search is still needed."""
+        d0 = self.exact.get(start)
+        if d0 is None:
+            return None
+        steps: dict[Node, list[Step]] = {}
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            d = self.exact[node]
+            if d == 0 or node in steps:
+                continue
+            out = []
+            for ct, value, nxt in self.tables.successors(*node):
+                known = self.exact.get(nxt, -1)
+                if known == -1:
+                    h = self.h(*nxt)
+                    if h is not None and h <= d - 1:
+                        return None  # could lie on a shortest path: search
+                elif known == d - 1:
+                    out.append((ct, value, nxt))
+            if not out:
+                return None
+            steps[node] = sorted(out, key=step_order)
+            stack.extend(nxt for _, _, nxt in out)
+        return Dag(start, d0, steps)
 
     # ---- A* ----------------------------------------------------------------------------
     def _astar(self, start: Node, complete: bool, refine: bool = False) -> Dag:

@@ -91,17 +91,21 @@ def load_and_validate(path: str | Path, *, use_cache: bool = True) -> SiteSpec:
         spec = SiteSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecInvalid([_shape_problem(err, data) for err in exc.errors()], str(path)) from None
+    from fsm_sites.engine import compile_site
+
     cached = cache.read(path, spec) if use_cache else None
     if cached is not None and cached.get("report", {}).get("valid"):
-        from fsm_sites.engine import compile_site
-
-        compile_site(spec).import_report(cached["report"])
-        return spec
-    _, report = check_spec(spec)
-    if report.problems:
-        raise SpecInvalid(report.problems, str(path))
+        machine = compile_site(spec)
+        machine.import_report(cached["report"])
+        machine.import_knowledge(cached.get("distances", {}))
+    else:
+        _, report = check_spec(spec)
+        if report.problems:
+            raise SpecInvalid(report.problems, str(path))
+        if use_cache:
+            cache.write(path, spec, {"report": report.to_json()})
     if use_cache:
-        cache.write(path, spec, {"report": report.to_json()})
+        cache.remember_at_exit(path, spec, compile_site(spec))
     return spec
 
 
