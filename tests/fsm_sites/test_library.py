@@ -125,5 +125,5 @@ def test_doc_example_is_the_example_file() -> None:
     import yaml
 
     doc = (Path(__file__).parents[2] / "docs" / "fsm_spec.md").read_text()
-    block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    block = doc.split("## A complete small example", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     assert yaml.safe_load(block) == yaml.safe_load((EXAMPLES_DIR / "tiny_shop.yaml").read_text())
