@@ -81,7 +81,7 @@ def _pet_pages(p: str, page, transitions: list[dict[str, Any]], combos: list[str
     page(f"book_{p}", f"Book for {p}", elements, with_nav=False)
     clear = [{"op": "clear", "var": f"form_{f}"} for f, _ in fields]
     transitions += [{"id": f"{p}_pick_{f}", "page": f"book_{p}", "element": f, "event": "select",
-                     "effects": [{"op": "set", "var": f"form_{f}", "value": "$value"}], "description": f"pick $value"}
+                     "effects": [{"op": "set", "var": f"form_{f}", "value": "$value"}], "description": "pick $value"}
                     for f, _ in fields]
     for combo in combos:  # no copy of form values into the booking: one transition per combination
         s, d, t = combo.split("_")

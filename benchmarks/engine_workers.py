@@ -107,7 +107,7 @@ def big(path: str, goal: str, steps: int = 120) -> dict[str, Any]:
             edge = machine.shortest_paths(state, goal, limit=1)[0][0]
         else:
             edge = rng.choice(machine.enabled(state))[0]
-        seconds, record = _timed(lambda e=edge: store.apply(session.id, e.to_event()))
+        seconds, record = _timed(lambda e=edge, sid=session.id: store.apply(sid, e.to_event()))
         verdicts.append(seconds)
         on_path += record.verdict.on_shortest_path
     return {"oracle_seconds": oracle_s, "depth": len(paths[0]), "verdict_seconds": verdicts, "on_path_steps": on_path,

@@ -13,7 +13,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsm_sites.expr import Attr, Binary, Call, Const, Index, ListLit, Lit, Name, Node, RecordLit, Unary, unparse
+from fsm_sites.expr import (
+    Attr,
+    Binary,
+    Call,
+    Const,
+    Index,
+    ListLit,
+    Lit,
+    Name,
+    Node,
+    RecordLit,
+    Unary,
+    unparse,
+)
 from fsm_sites.types import BoolT, EnumT, IntT, MapT, Rec, RecordT, SeqT, TextT, VType, same_shape
 
 Fn = Callable[[Any, Any], Any]

@@ -30,12 +30,25 @@ class StateGraph:
     states: list[State]
     edges: dict[State, list[tuple[Edge, State]]]
     _reverse: dict[State, list[State]] | None = field(default=None, repr=False)
+    _by_index: list[list[int]] | None = field(default=None, repr=False)
+    nodes: list[tuple[str, tuple]] = field(default_factory=list, repr=False)  # (page, values) of each state
 
     def __len__(self) -> int:
         return len(self.states)
 
     def __contains__(self, state: object) -> bool:
         return state in self.edges
+
+    def reverse_index(self) -> list[list[int]]:
+        """For each state (by its position in ``states``), the positions of its predecessors."""
+        if self._by_index is None:
+            position = {s: i for i, s in enumerate(self.states)}
+            reverse: list[list[int]] = [[] for _ in self.states]
+            for i, state in enumerate(self.states):
+                for _, target in self.edges[state]:
+                    reverse[position[target]].append(i)
+            self._by_index = reverse
+        return self._by_index
 
     def predecessors(self) -> dict[State, list[State]]:
         """For each state, the states with an edge into it (computed once)."""
@@ -102,7 +115,7 @@ class FullGraphMixin:
                     queue.append(nxt)
                 out.append((Edge(ct.id, node[0], ct.element, ct.event, value), target))
             edges[states[node]] = out
-        graph = StateGraph(start, list(states.values()), edges)
+        graph = StateGraph(start, list(states.values()), edges, nodes=list(states))
         _remember(self._graphs, start, graph)
         return graph
 
@@ -120,16 +133,22 @@ class FullGraphMixin:
         if cached is not None:
             self._distances.move_to_end(key)
             return cached
-        reverse = graph.predecessors()
+        reverse = graph.reverse_index()
         test = predicate.compile(self.full)  # type: ignore[attr-defined]
-        dist = {s: 0 for s in graph.states if test(s.page, tuple(v for _, v in s.vars))}
-        queue = deque(dist)
+        far: list[int | None] = [None] * len(graph.states)
+        queue = deque()
+        nodes = graph.nodes or [(s.page, tuple(v for _, v in s.vars)) for s in graph.states]
+        for i, node in enumerate(nodes):
+            if test(*node):
+                far[i] = 0
+                queue.append(i)
         while queue:
-            state = queue.popleft()
-            for prev in reverse[state]:
-                if prev not in dist:
-                    dist[prev] = dist[state] + 1
+            i = queue.popleft()
+            for prev in reverse[i]:
+                if far[prev] is None:
+                    far[prev] = far[i] + 1  # type: ignore[operator]
                     queue.append(prev)
+        dist = {s: d for s, d in zip(graph.states, far, strict=True) if d is not None}
         _remember(self._distances, key, dist)
         return dist
 

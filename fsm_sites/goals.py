@@ -50,7 +50,7 @@ class GoalSpec:
         if self.node is None:
             fn = self.fn
             layout = tables.layout
-            return lambda p, v: bool(fn(State(p, tuple(zip(layout, v)))))  # type: ignore[misc]
+            return lambda p, v: bool(fn(State(p, tuple(zip(layout, v, strict=True)))))  # type: ignore[misc]
         if self.exact is not None and page is not None and set(self.exact) >= set(tables.layout):
             target = tuple(self.exact[n] for n in tables.layout)
             return lambda p, v: p == page and v == target

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from fsm_sites.abstract_edges import AbstractEdge, build_edges, choose_atoms, leaves, page_instances, relax
+from fsm_sites.abstract_edges import AbstractEdge, build_edges, page_instances
+from fsm_sites.atoms import choose_atoms, leaves, relax
 from fsm_sites.check import Ctx, compile_bool
 from fsm_sites.expr import Binary, Lit, Node, Unary
 from fsm_sites.goals import GoalSpec
@@ -92,7 +93,7 @@ class AbstractHeuristic:
 
     def _param_leaf(self, pid: str, args: dict | None) -> Callable[[Node], bool | None]:
         """A leaf that reads only page parameters, decided on this page instance."""
-        from fsm_sites.abstract_edges import reads_vars
+        from fsm_sites.atoms import reads_vars
 
         def decide(node: Node) -> bool | None:
             if args is None or reads_vars(node, self.tables) or not self.tables.model.schema.params.get(pid):

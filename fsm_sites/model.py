@@ -16,9 +16,18 @@ from fsm_sites.check import CheckError, Env, StrT, compile_bool, compile_expr, c
 from fsm_sites.conditions import condition_node
 from fsm_sites.effects import Plan, compile_plan, plan_of
 from fsm_sites.errors import SpecProblem
-from fsm_sites.expr import SPECIAL_NAMES, ExprSyntaxError, Lit, Node, all_of, names, parse_expr, template_parts
+from fsm_sites.expr import (
+    SPECIAL_NAMES,
+    ExprSyntaxError,
+    Lit,
+    Node,
+    all_of,
+    names,
+    parse_expr,
+    template_parts,
+)
 from fsm_sites.schema import Schema, build_schema
-from fsm_sites.spec import EVENTS_BY_KIND, Element, Option, Page, SiteSpec, Transition, When
+from fsm_sites.spec import Element, Option, Page, SiteSpec, Transition, When
 from fsm_sites.types import EnumT, MapT, SeqT, TextT, VType
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")

@@ -22,6 +22,13 @@ class State:
     page: str
     vars: tuple[tuple[str, VarValue], ...] = ()
 
+    def __hash__(self) -> int:  # cached: states are dict keys everywhere, and their values are deep
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.page, self.vars))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     def get(self, name: str) -> VarValue:
         for key, value in self.vars:
             if key == name:

@@ -15,7 +15,7 @@ from fsm_sites.check import Ctx, compile_bool, compile_expr, converter
 from fsm_sites.effects import Apply, compile_plan
 from fsm_sites.expr import Lit, names
 from fsm_sites.model import ElementModel, SiteModel, TransitionModel
-from fsm_sites.model_goals import page_string, split_page, parse_arg
+from fsm_sites.model_goals import page_string, parse_arg, split_page
 from fsm_sites.schema import TOAST_VAR
 from fsm_sites.types import MapT, TextT
 

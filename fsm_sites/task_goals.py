@@ -12,8 +12,8 @@ import random
 from typing import Any
 
 from fsm_sites.engine import Machine
-from fsm_sites.expr import unparse
 from fsm_sites.expr import Lit as _Lit
+from fsm_sites.expr import unparse
 from fsm_sites.state import State
 from fsm_sites.types import BoolT, EnumT, IntT, MapT, Rec, RecordT, SeqT, TextT, VType, to_json
 

@@ -20,7 +20,6 @@ from fsm_sites.expr import Binary, Const, Lit, Node, Unary, all_of, conjuncts, n
 from fsm_sites.model import TransitionModel
 from fsm_sites.spec import SiteSpec
 
-
 SEARCH_BUDGET = 50_000  # states one validation search may expand before the check is left undecided
 
 

@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsm_sites.generator.builder import SiteBuilder, cond, split_target
-from fsm_sites.generator.structured import BookingsPart, FoldersPart, bookings, folders, quantity_cart
+from fsm_sites.generator.structured import (
+    BookingsPart,
+    FoldersPart,
+    bookings,
+    folders,
+    quantity_cart,
+)
 from fsm_sites.generator.templates import (
     FieldDef,
     Item,

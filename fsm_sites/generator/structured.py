@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fsm_sites.generator.builder import SiteBuilder
-from fsm_sites.generator.templates import FieldDef, Item, option_label
+from fsm_sites.generator.templates import FieldDef, option_label
 
 
 @dataclass(frozen=True)

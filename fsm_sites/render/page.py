@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from html import escape
 from importlib import resources
-from typing import Protocol
+from typing import Any, Protocol
 
 from fsm_sites.render.distractors import distractors
-from dataclasses import replace
-from typing import Any
-
 from fsm_sites.render.elements import Ctx, group_of, radio_checked, render_element, render_group
 from fsm_sites.render.themes import Layout, Theme, choose_style
 from fsm_sites.spec import Element, Option, Page, SiteSpec, VarValue

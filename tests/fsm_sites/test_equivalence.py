@@ -75,18 +75,20 @@ def _full_paths(full: Machine, dist: dict, start: State, limit: int) -> list[lis
 
 
 @pytest.mark.parametrize("name", list_sites())
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(pick=st.randoms(use_true_random=False))
 def test_search_equals_the_full_graph(name: str, pick) -> None:
     full, searched, states = _reference(name)
     for goal in _goals(full, states, pick):
         dist = full.distances(goal)
-        for state in pick.sample(states, 4):
+        for state in pick.sample(states, 3):
             assert searched.distance(state, goal) == dist.get(state), (name, goal, state.key())
             if state in dist:
                 want = _full_paths(full, dist, state, 16)
                 assert searched.shortest_paths(state, goal, limit=16) == want, (name, goal, state.key())
-            for _, after in full.enabled(state):
+            steps = full.enabled(state)
+            on_path = [a for _, a in steps if a in dist and state in dist and dist[a] == dist[state] - 1]
+            for after in on_path[:2] + [a for _, a in pick.sample(steps, min(3, len(steps)))]:
                 assert _verdict(searched, state, after, goal) == _full_verdict(full, dist, state, after, goal)
 
 

@@ -77,7 +77,7 @@ def test_at_least_three_sites_hold_records_or_structures_a_flat_spec_could_not()
 
     def structured(name: str) -> set[str]:
         kinds = set()
-        for var, vtype in load_machine(name).schema.variables.items():
+        for vtype in load_machine(name).schema.variables.values():
             if isinstance(vtype, MapT) and not isinstance(vtype.value, EnumT):
                 kinds.add("quantities")
             elif isinstance(vtype, MapT):
