@@ -163,8 +163,9 @@ class Machine(FullGraphMixin, PageViewMixin):
         page, vals = self.node(state)
         return bool(fn(self.full.canonical(vals), Ctx(self.full.page_of(page)[1])))
 
-    def _make_goal(self, key: str, node: Any, page: str | None = None, exact: bool = False,
-                   params: tuple[str, ...] = ()) -> GoalSpec:
+    def make_goal(self, key: str, node: Any, page: str | None = None, exact: bool = False,
+                  params: tuple[str, ...] = ()) -> GoalSpec:
+        """A goal from a condition AST (``key`` names it in the caches), on ``page`` if given."""
         goal = GoalSpec(key, node, page, exact, params=params)
         compiled: list = []  # compiled on first use, once ``goal.exact`` may be set
 
@@ -186,7 +187,7 @@ class Machine(FullGraphMixin, PageViewMixin):
                                   f"({[g.id for g in self.spec.goals]}), got {goal_id!r}")
             exact = goal.page is not None and "(" in goal.page
             params = () if exact or goal.page is None else tuple(p for p, _ in self.schema.params.get(goal.page, ()))
-            self._goals[key] = self._make_goal(key, self.model.goals[goal_id], goal.page, exact, params)
+            self._goals[key] = self.make_goal(key, self.model.goals[goal_id], goal.page, exact, params)
         return self._goals[key]
 
     def state_goal(self, target: State | str) -> GoalSpec:
@@ -200,7 +201,7 @@ class Machine(FullGraphMixin, PageViewMixin):
                 self._goals[key] = GoalSpec(key, None, fn=lambda s: False, holds=lambda s: False)
                 return self._goals[key]
             values = dict(zip(self.layout, self.full.canonical(vals), strict=True))
-            goal = self._make_goal(key, exact_state_node(values, self.schema.variables), page, True)
+            goal = self.make_goal(key, exact_state_node(values, self.schema.variables), page, True)
             goal.exact = values
             self._goals[key] = goal
         return self._goals[key]
@@ -216,7 +217,7 @@ class Machine(FullGraphMixin, PageViewMixin):
                     parse_page(self.model, page, any_args=True)
             except (ExprSyntaxError, ValueError) as exc:
                 raise UnknownGoal(f"expected a goal expression over the variables of {self.spec.name!r}, got {text!r}: {exc}") from None
-            self._goals[key] = self._make_goal(key, node, page, page is not None and "(" in page)
+            self._goals[key] = self.make_goal(key, node, page, page is not None and "(" in page)
         return self._goals[key]
 
     def resolve_goal(self, goal: Goal | str) -> GoalSpec:
@@ -343,6 +344,8 @@ class Machine(FullGraphMixin, PageViewMixin):
     def mark_reachable(self, state: State) -> None:
         """Record a state known to be reachable (a session walked into it)."""
         page, vals = self.node(state)
+        if len(self._reachable) >= 200_000:
+            self._reachable.clear()
         self._reachable.add((page, self.full.canonical(vals)))
 
 

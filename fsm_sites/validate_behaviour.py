@@ -83,7 +83,7 @@ def _both_enabled(machine: Machine, a: TransitionModel, b: TransitionModel, valu
         return None
     page = a.t.page
     params = tuple(p for p, _ in machine.schema.params.get(page, ()))
-    goal = machine._make_goal(f"both:{a.t.id}:{b.t.id}:{value}", guard, page, False, params)
+    goal = machine.make_goal(f"both:{a.t.id}:{b.t.id}:{value}", guard, page, False, params)
     try:
         with _bounded(machine, goal):
             paths = machine.shortest_paths(machine.initial, goal, limit=1)
@@ -135,7 +135,7 @@ def _contradict(x: Node, y: Node) -> bool:
 def _reachability(machine: Machine, report) -> None:
     spec = machine.spec
     for page in spec.pages:
-        goal = machine._make_goal(f"page:{page.id}", Lit(True), page.id, False)
+        goal = machine.make_goal(f"page:{page.id}", Lit(True), page.id, False)
         if _distance(machine, goal, report, f"page {page.id!r}") is None:
             report.problems.append(SpecProblem(f"pages.{page.id}", f"page {page.id!r} is unreachable from start page "
                                                f"{spec.start_page!r}; add a transition that leads to it"))
