@@ -101,8 +101,8 @@ class SiteApp:
         fg = "#888888" if spec["disabled"] else "#000000"
         if kind in CLICKABLE:
             text = spec["label"] + (f"\n{spec['description']}" if spec.get("description") else "")
-            relief = "flat" if kind == "link" else "raised"
-            widget: tk.Widget = tk.Button(parent, text=text, fg=fg, relief=relief, justify="left",
+            widget: tk.Widget = tk.Button(parent, text=text, fg=fg, justify="left",
+                                          relief="flat" if kind == "link" else "raised",
                                           command=lambda: self.send(spec["id"], "click", spec["value"]))
         elif kind == "text_input":
             widget = self._entry(parent, spec)
@@ -162,10 +162,13 @@ class SiteApp:
         choice = tk.StringVar(value=(spec["checked"] or [""])[0])
         for option in options:
             button = tk.Radiobutton(box, text=option["label"], variable=choice, value=option["value"],
-                                    command=lambda v=option["value"]: self.send(spec["id"], "click", v))
+                                    command=self._sender(spec["id"], "click", option["value"]))
             button.pack(anchor="w")
             self.widgets.append((spec, button, "option:" + option["value"]))
         return box
+
+    def _sender(self, element: str, event: str, value: str | None) -> Any:
+        return lambda: self.send(element, event, value)
 
     # ---- the app's own state -----------------------------------------------------------
     def write_state(self) -> None:
@@ -179,6 +182,7 @@ class SiteApp:
             if part == "field":
                 entry["text"] = widget.get()  # type: ignore[attr-defined]
                 entry["focused"] = widget is focus
+                entry["selected"] = bool(widget.selection_present())  # type: ignore[attr-defined]
             if part == "listbox":
                 entry["items"] = [[o["value"], *_item_box(widget, i)]
                                   for i, o in enumerate(spec.get("options", []))]

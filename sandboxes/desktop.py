@@ -142,10 +142,16 @@ class DesktopSandbox:
         shutil.rmtree(self._root, ignore_errors=True)
 
     # ---- the desktop interface --------------------------------------------------------
+    @property
+    def state_dir(self) -> Path:
+        """A directory for the task's own files this episode, outside the home directory."""
+        path = self._root / f"run-{self._episode}"
+        path.mkdir(mode=0o700, exist_ok=True)
+        return path
+
     def app_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment apps run with: this display, the episode's home, UTF-8."""
-        runtime = self._root / f"run-{self._episode}"
-        runtime.mkdir(mode=0o700, exist_ok=True)
+        runtime = self.state_dir
         env = {"DISPLAY": self.display_name, "HOME": str(self.home), "USER": os.environ.get("USER", "cua"),
                "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
                "XDG_RUNTIME_DIR": str(runtime), "XDG_CONFIG_HOME": str(self.home / ".config"),

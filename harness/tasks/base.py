@@ -11,7 +11,7 @@ browser asks for one with ``require_browser``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -81,6 +81,15 @@ class Task(ABC):
     async def teardown(self, sandbox: Sandbox) -> None:
         """Release per-episode resources (server sessions, temp files)."""
         return None
+
+
+class PageReader(Protocol):
+    """What a task reads of a web page: a browser sandbox, or a desktop's windowed Chromium."""
+
+    @property
+    def url(self) -> str: ...
+
+    async def evaluate(self, expression: str) -> object: ...
 
 
 def require_browser(sandbox: Sandbox, task_id: str) -> Browser:

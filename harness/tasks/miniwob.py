@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.actions import Action, Click
 from harness.errors import TaskError
-from harness.tasks.base import Task, TaskSetup, Validation, require_browser
-from sandboxes.base import Browser, Sandbox, SandboxRequest
+from harness.tasks.base import PageReader, Task, TaskSetup, Validation, require_browser
+from sandboxes.base import Sandbox, SandboxRequest
 from sandboxes.origins import origin_of
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class MiniWoBTask(Task):
         return TaskSetup(instruction=instruction, start_url=url,
                          allowed_origins=(origin,) if origin else ())
 
-    async def start_episode(self, sandbox: Browser, *, seed: int | None) -> str:
+    async def start_episode(self, sandbox: PageReader, *, seed: int | None) -> str:
         """Start a seeded episode on the already loaded page; return its instruction."""
         await self._wait_for(sandbox, _READY_JS, "the page to load (core.js and genProblem)")
         seed_js = "Math.seedrandom();" if seed is None else f"Math.seedrandom({json.dumps(seed)});"
@@ -157,7 +157,7 @@ class MiniWoBTask(Task):
             raise TaskError(f"expected the oracle target of {self.id} on the page, got none")
         return Click(x=int(center[0]), y=int(center[1]))
 
-    async def _wait_for(self, sandbox: Browser, expression: str, what: str) -> None:
+    async def _wait_for(self, sandbox: PageReader, expression: str, what: str) -> None:
         # Poll inside the page (one round trip in the common case), in slices shorter
         # than the sandbox's own evaluate timeout, until our deadline.
         deadline = time.monotonic() + self.config.ready_timeout_s
