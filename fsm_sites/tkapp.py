@@ -187,7 +187,8 @@ class SiteApp:
                 entry["items"] = [[o["value"], *_item_box(widget, i)]
                                   for i, o in enumerate(spec.get("options", []))]
             elements.append(entry)
-        state = {"seq": self.seq, "page": self.view.get("page"), "pid": os.getpid(), "elements": elements}
+        state = {"seq": self.seq, "page": self.view.get("page"), "pid": os.getpid(),
+                 "viewable": bool(self.root.winfo_viewable()), "elements": elements}
         tmp = f"{self.state_file}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(state, fh)
@@ -212,6 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     app = SiteApp(HttpSiteClient(args.control, args.control), args.session, args.state_file, args.geometry)
     app.refresh()
+    app.root.bind("<Map>", lambda _e: app.write_state())
     app.root.mainloop()
 
 

@@ -181,12 +181,12 @@ class DesktopSandbox:
 
     async def wait_for_window(self, match: Callable[[Window], bool], what: str,
                               timeout_s: float | None = None) -> Window:
-        """The first client window ``match`` accepts, once it is shown."""
+        """The first client window ``match`` accepts, once it is viewable (takes input)."""
         limit = timeout_s or self.config.start_timeout_s
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
         while True:
-            found = [w for w in await self.windows() if match(w)]
+            found = [w for w in await self.windows() if w.viewable and match(w)]
             if found:
                 return found[0]
             if loop.time() > deadline:

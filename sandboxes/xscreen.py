@@ -32,6 +32,7 @@ class Window:
     y: int
     width: int
     height: int
+    viewable: bool  # mapped, and so are its ancestors: input reaches it
 
 
 class Screen:
@@ -91,8 +92,10 @@ class Screen:
             try:
                 geometry = window.get_geometry()
                 origin = window.translate_coords(root, 0, 0)
+                viewable = window.get_attributes().map_state == X.IsViewable
                 out.append(Window(id=int(wid), title=self._title(window), pid=self._pid(window),
-                                  x=-origin.x, y=-origin.y, width=geometry.width, height=geometry.height))
+                                  x=-origin.x, y=-origin.y, width=geometry.width, height=geometry.height,
+                                  viewable=viewable))
             except Exception:  # noqa: BLE001 - a window that closed while we looked
                 continue
         return out

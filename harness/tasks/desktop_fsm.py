@@ -147,7 +147,7 @@ class TkFSMTask(_DesktopFSMTask):
         deadline = loop.time() + timeout_s
         while True:
             state = self._app_state()
-            if state is not None and state["seq"] == seq:
+            if state is not None and state["seq"] == seq and state.get("viewable"):
                 return
             if loop.time() > deadline:
                 shown = state["seq"] if state else None
