@@ -23,24 +23,14 @@ from typing import TYPE_CHECKING
 
 from harness.actions import Action, Click, Done, Key, TypeText
 from harness.errors import ConfigError
-from harness.tasks.base import Task, TaskSetup, Validation
+from harness.tasks.base import Task, TaskSetup, Validation, require_desktop
 from sandboxes.base import Sandbox, SandboxRequest
-from sandboxes.desktop import DesktopSandbox
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
 
 #: How long validate waits for the shell to finish a command the agent entered.
 COMMAND_WAIT_S = 2.0
-
-
-def require_desktop(sandbox: Sandbox, task_id: str) -> DesktopSandbox:
-    """``sandbox`` as a desktop sandbox, or a ConfigError naming the task that needs one."""
-    if not isinstance(sandbox, DesktopSandbox):
-        raise ConfigError(f"expected a desktop sandbox for task {task_id}, got a "
-                          f"{getattr(sandbox, 'kind', type(sandbox).__name__)} sandbox; "
-                          "run it with --sandbox desktop")
-    return sandbox
 
 
 @dataclass(frozen=True)

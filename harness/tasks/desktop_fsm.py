@@ -27,8 +27,7 @@ from fsm_sites.client import SessionView, SiteClient
 from fsm_sites.engine import Edge
 from harness.actions import Action, Click, Drag, Key, TypeText, Wait
 from harness.errors import TaskError
-from harness.tasks.base import Task, TaskSetup, Validation
-from harness.tasks.desktop import require_desktop
+from harness.tasks.base import Task, TaskSetup, Validation, require_desktop
 from harness.tasks.fsm import FSMTask, _library_tasks, _site_call, step_budget
 from harness.tasks.fsm_oracle import next_action, probe_expression
 from harness.tasks.miniwob import _ORACLE_TARGETS, _STATE_JS, MiniWoBTask
