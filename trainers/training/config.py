@@ -38,6 +38,18 @@ class DataConfig(_Strict):
         default="advancing", description="SFT rows: 'advancing' (steps verified to advance toward "
         "the goal) or 'all' (every step of every successful path)")
 
+    @field_validator("prompt")
+    @classmethod
+    def _known_codec(cls, prompt: PromptConfig) -> PromptConfig:
+        from harness.codecs import get_codec
+        from harness.errors import ConfigError
+
+        try:
+            get_codec(prompt.codec)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return prompt
+
 
 class CollectSpec(_Strict):
     """Verified data to collect with the oracle when the store is empty."""

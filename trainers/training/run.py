@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -46,9 +47,14 @@ class Run:
         if self.config.resume and previous is None:
             raise ConfigError(f"--resume: expected a checkpoint under {self.checkpoints}, got none; "
                               "run without --resume to start this run")
-        if not self.config.resume and (previous is not None or self.metrics.path.exists()):
+        if not self.config.resume and previous is not None:
             raise ConfigError(f"--out: expected a new run directory, got {self.out} holding a "
-                              "previous run; pass --resume to continue it or pick another out")
+                              "previous run's checkpoints; pass --resume to continue it or pick "
+                              "another out")
+        if not self.config.resume:  # what a run that never reached a checkpoint left behind
+            self.metrics.path.unlink(missing_ok=True)
+            for stale in ("data", "eval", "collect"):
+                shutil.rmtree(self.out / stale, ignore_errors=True)
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "config.yaml").write_text(
             yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
@@ -139,6 +145,8 @@ class Run:
         """Run TRL's loop (from the last checkpoint with --resume) and log its totals."""
         started = time.perf_counter()
         resume = str(self.last_checkpoint()) if self.config.resume else None
+        if resume and self.config.model.finetune == "full":
+            trainer._load_from_checkpoint = _load_full_checkpoint(trainer)
         result = trainer.train(resume_from_checkpoint=resume)
         self.metrics.write("run", kind=self.kind, rows=rows, steps=trainer.state.global_step,
                            resumed_from=resume, train_loss=result.training_loss,
@@ -153,3 +161,17 @@ class Run:
         write_agent_file(self.model_dir, self.config.data.prompt)
         self.evaluate("after", self.model_dir, with_prompt=False)
         return write_report(self.out, self.config, self.kind, self.metrics.read())
+
+
+def _load_full_checkpoint(trainer: Any) -> Any:
+    """Trainer's resume loader, fixed for Qwen-VL. transformers 5 saves these models under the
+    hub's key names (``visual.*``, ``model.layers.*``) but Trainer reloads a checkpoint with a
+    plain ``load_state_dict(strict=False)``, which then matches no key and silently keeps the
+    current weights; ``from_pretrained`` maps the names back."""
+
+    def load(checkpoint: str, model: Any = None) -> None:
+        model = model or trainer.model
+        saved = type(model).from_pretrained(checkpoint, dtype=next(model.parameters()).dtype)
+        model.load_state_dict(saved.state_dict(), strict=True)
+
+    return load
