@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.prompts import PromptConfig
 from trainers.errors import TrainingDataError
-from trainers.training.config import CollectSpec
+from trainers.training.config import CollectSpec, task_ids
 
 
 def store_is_empty(store_dir: Path) -> bool:
@@ -57,7 +57,7 @@ async def _oracle_episodes(store_dir: Path, spec: CollectSpec, elements: bool, l
     from harness.store.store import TrajectoryStore
 
     specs = [EpisodeSpec(task_id=task, seed=seed, index=i)
-             for task in spec.tasks for i, seed in enumerate(spec.seeds)]
+             for task in task_ids(spec.tasks) for i, seed in enumerate(spec.seeds)]
     store = TrajectoryStore(store_dir)
     try:
         runner = EpisodeRunner(make_agent("oracle"), RunnerConfig(
@@ -82,7 +82,7 @@ async def _grow_trees(store_dir: Path, spec: CollectSpec, elements: bool) -> dic
 
     totals = {"trees": 0, "episodes": 0, "env_steps": 0}
     async with LocalProvider() as provider, TaskResources() as resources:
-        for task in spec.tasks:
+        for task in task_ids(spec.tasks):
             for seed in spec.seeds:
                 config = CollectConfig(suite=task, store=store_dir, budget=spec.budget, agent="oracle",
                                        explore="tree", candidates=spec.candidates, seed=seed,

@@ -20,11 +20,29 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.prompts import PromptConfig
+from trainers.errors import ConfigError
 from trainers.models.policy import PolicyConfig
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def task_ids(tasks: list[str]) -> list[str]:
+    """Every task id the entries name (a suite such as ``fsm:TASKS.jsonl`` stands for all of
+    its tasks); an unknown one is a ``ValueError`` with the registry's suggestions."""
+    from harness.errors import HarnessError
+    from harness.tasks.registry import suite_task_ids
+
+    try:
+        return suite_task_ids("+".join(tasks))
+    except (HarnessError, ConfigError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _known_tasks(tasks: list[str]) -> list[str]:
+    task_ids(tasks)
+    return tasks
 
 
 class DataConfig(_Strict):
@@ -54,8 +72,8 @@ class DataConfig(_Strict):
 class CollectSpec(_Strict):
     """Verified data to collect with the oracle when the store is empty."""
 
-    tasks: list[str] = Field(min_length=1, description="task ids to collect on, e.g. "
-                             "fsm:shop/open_mug (never the held-out evaluation tasks)")
+    tasks: list[str] = Field(min_length=1, description="task ids (or suites) to collect on, "
+                             "e.g. fsm:shop/open_mug (never the held-out evaluation tasks)")
     seeds: list[int] = Field(default=[0], min_length=1, description="layout seeds: one oracle "
                              "episode (or one explored tree) per task and seed")
     explore: Literal["episodes", "tree"] = Field(
@@ -67,12 +85,14 @@ class CollectSpec(_Strict):
                             "node (explore=tree): the oracle's, then random ones")
     concurrency: int = Field(default=2, ge=1, description="episodes at once (explore=episodes)")
 
+    _tasks = field_validator("tasks")(_known_tasks)
+
 
 class EvalSpec(_Strict):
     """The evaluation before and after training (through the `hf:` agent and `cua eval`'s runner)."""
 
-    tasks: list[str] = Field(min_length=1, description="task ids to evaluate on (held out: "
-                             "goals absent from the training data)")
+    tasks: list[str] = Field(min_length=1, description="task ids (or suites) to evaluate on "
+                             "(held out: goals absent from the training data)")
     seed: int = Field(default=100, description="episode i of each task is seeded seed+i (the "
                       "layout seed: pick seeds absent from the training data)")
     episodes: int = Field(default=1, ge=1, description="episodes per task")
@@ -84,6 +104,8 @@ class EvalSpec(_Strict):
     temperature: float = Field(default=0.0, ge=0.0, description="sampling temperature; 0: greedy")
     before: bool = Field(default=True, description="evaluate the starting model")
     after: bool = Field(default=True, description="evaluate the trained model")
+
+    _tasks = field_validator("tasks")(_known_tasks)
 
 
 class LoopConfig(_Strict):

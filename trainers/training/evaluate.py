@@ -18,7 +18,7 @@ import yaml
 
 from harness.prompts import PromptConfig
 from trainers.agents.options import AGENT_FILE
-from trainers.training.config import EvalSpec
+from trainers.training.config import EvalSpec, task_ids
 
 
 def agent_spec(model_dir: Path, spec: EvalSpec, prompt: PromptConfig | None = None) -> str:
@@ -61,7 +61,7 @@ def evaluate(model_dir: Path, spec: EvalSpec, out: Path, *, prompt: PromptConfig
 
     agent_text = agent_spec(model_dir, spec, prompt)
     specs = [EpisodeSpec(task_id=task, seed=spec.seed + i, index=i)
-             for task in spec.tasks for i in range(spec.episodes)]
+             for task in task_ids(spec.tasks) for i in range(spec.episodes)]
     runner = EpisodeRunner(make_agent(agent_text), RunnerConfig(
         concurrency=spec.concurrency, max_steps=spec.max_steps, screenshot_max_side=480),
         out_dir=out)

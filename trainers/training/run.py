@@ -86,9 +86,11 @@ class Run:
         data = self.config.data
         export_file = self.out / "data" / f"{fmt}.parquet"
         if not (self.config.resume and export_file.is_file()):  # a resumed run keeps its rows
+            started = time.perf_counter()
             collected = ensure_data(data.store, self.config.collect, data.prompt, self.out / "collect")
             if collected is not None:
-                self.metrics.write("collect", **collected)
+                self.metrics.write("collect", **collected,
+                                   seconds=round(time.perf_counter() - started, 2))
             export_file = export_rows(data.store, fmt, self.out / "data", data.prompt, data.steps)
         return read_export(export_file)
 
@@ -104,9 +106,16 @@ class Run:
 
     def trainer_args(self, args_class: type, policy: Policy, **extra: Any) -> Any:
         """TRL's SFTConfig or DPOConfig from the loop config (``train.trl`` passed as is)."""
+        import dataclasses
+
         import torch
 
         loop = self.config.train
+        # transformers 5.23 renamed gradient_checkpointing (older versions know only that name)
+        fields = {f.name for f in dataclasses.fields(args_class)}
+        name = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
+        checkpointing = {name: self.config.model.gradient_checkpointing,
+                         f"{name}_kwargs": {"use_reentrant": False}}
         return args_class(
             output_dir=str(self.checkpoints), max_steps=loop.max_steps,
             per_device_train_batch_size=loop.batch_size, gradient_accumulation_steps=loop.grad_accum,
@@ -117,8 +126,7 @@ class Run:
             save_total_limit=loop.save_total_limit, seed=loop.seed, report_to=[],
             remove_unused_columns=False, max_length=None, dataloader_num_workers=0,
             bf16=policy.dtype == torch.bfloat16, use_cpu=policy.device.type == "cpu",
-            gradient_checkpointing=self.config.model.gradient_checkpointing,
-            gradient_checkpointing_kwargs={"use_reentrant": False}, **extra, **loop.trl)
+            **checkpointing, **extra, **loop.trl)
 
     def callbacks(self) -> list[Any]:
         return [make_callback(self.metrics)]
