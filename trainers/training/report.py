@@ -82,7 +82,9 @@ def bar_chart(evals: dict[str, dict[str, Any]]) -> str:
         x += 30
     return (f'<svg width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}">'
             f'<line x1="{PAD - 4}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" '
-            f'stroke="#555"/>{"".join(bars)}</svg>')
+            f'stroke="#555"/><line x1="{PAD - 4}" y1="{PAD}" x2="{WIDTH - PAD}" y2="{PAD}" '
+            f'stroke="#bbb" stroke-dasharray="4 3"/><text x="{WIDTH - PAD + 3}" y="{PAD + 4}" '
+            f'class="a">100%</text>{"".join(bars)}</svg>')
 
 
 def _eval_section(evals: dict[str, dict[str, Any]]) -> str:
@@ -120,7 +122,7 @@ code{{font-size:.75rem}}svg{{margin:.3rem}}.f{{fill:#fafafa;stroke:#ddd}}
 </style></head><body><h1>cua train {kind} · {html.escape(str(config.out))}</h1>{totals}
 <h2>Evaluation before and after training</h2>{_eval_section(evals)}
 <h2>Training curves</h2><div>{charts or '<p>No training step was logged.</p>'}</div>
-<h2>Config</h2><pre>{html.escape(config_text)}</pre></body></html>"""
+<details><summary>Config</summary><pre>{html.escape(config_text)}</pre></details></body></html>"""
 
 
 def write_report(out: Path, config: Any, kind: str, records: Sequence[dict[str, Any]]) -> Path:
