@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import StoreError
 from harness.prompts import Message, Prompt, PromptConfig
@@ -27,7 +27,7 @@ from trainers.models.inputs import Policy, completion_ids, encode_completions
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from harness.store.export import ExportFormat
+    from harness.store.export import ExportFormat, StepSelection
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class PreferenceExample:
 
 
 def export_rows(store_dir: Path, fmt: ExportFormat, out_dir: Path, prompt: PromptConfig,
-                steps: Literal["advancing", "all"] = "advancing") -> Path:
+                steps: StepSelection = "advancing") -> Path:
     """Write the store's ``fmt`` export (Parquet) under ``out_dir``; a lost screenshot is a
     ``TrainingDataError`` that says what to do."""
     from harness.store.export import ExportConfig, export
