@@ -250,7 +250,9 @@ class DesktopSandbox:
                 wm_home.mkdir(exist_ok=True)
                 self._display_procs.spawn(["openbox", "--sm-disable"],
                                           env=self.app_env({"HOME": str(wm_home), "XDG_CACHE_HOME": str(wm_home)}))
-                wait_until(self._screen.wm_running, cfg.start_timeout_s, "openbox to manage the display")
+                wait_until(self._screen.wm_manages_windows, cfg.start_timeout_s, "openbox to manage the display")
+                screen = self._screen
+                wait_until(lambda: not screen.windows(), cfg.start_timeout_s, "openbox to forget its probe window")
         except BaseException:
             self._stop_display()
             raise

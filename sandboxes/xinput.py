@@ -3,8 +3,9 @@
 Typing handles the keyboard layout: each character maps to a keysym, the keysym to the
 keycode and shift level the server's current keymap gives it; a character the layout
 lacks (``é`` on a US layout, ``€``, CJK) is bound to a spare keycode (one with no keysym)
-for as long as it is needed, the way xdotool does it. Clients see the ``MappingNotify``
-before the key press, in order, so each press reads the mapping it was sent with.
+(bindings are kept, least recently used rebound first), the way xdotool does it. All of
+a text's bindings are made before its first key press, so clients see every
+``MappingNotify`` before any of its keys and refresh to one keymap that holds them all.
 """
 
 from __future__ import annotations
@@ -119,8 +120,14 @@ class XInput:
         self.sync()
 
     def type_text(self, text: str) -> None:
-        """Type ``text`` character by character, with shift where the layout needs it."""
+        """Type ``text`` character by character, with shift where the layout needs it.
+
+        Every character the layout lacks is bound before the first key is sent: a client
+        then refreshes its keymap once, to one that holds them all (rebinding between key
+        presses raced with Tk, which dropped some of those characters)."""
         shift = self._shift()
+        for keysym in dict.fromkeys(char_keysym(c) for c in text):
+            self._keycode(keysym)
         for char in text:
             keycode, level = self._keycode(char_keysym(char))
             if level == 1:

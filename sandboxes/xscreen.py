@@ -82,6 +82,26 @@ class Screen:
         prop = self._x.screen().root.get_full_property(self._atoms["_NET_SUPPORTING_WM_CHECK"], X.AnyPropertyType)
         return prop is not None and len(prop.value) > 0
 
+    def wm_manages_windows(self, wait_s: float = 0.2) -> bool:
+        """Whether the window manager takes a new window now: map a probe window and see
+        it reparented within ``wait_s``. openbox announces itself (``wm_running``) before it
+        redirects maps; a client that maps its window in between is never reparented and
+        waits out its toolkit's timeout (Xt's 5 s for xterm)."""
+        root = self._x.screen().root
+        probe = root.create_window(0, 0, 8, 8, 0, self._x.screen().root_depth, override_redirect=False)
+        try:
+            probe.map()
+            self._x.sync()
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                if probe.query_tree().parent.id != root.id:
+                    return True
+                time.sleep(0.005)
+            return False
+        finally:
+            probe.destroy()
+            self._x.sync()
+
     def windows(self) -> list[Window]:
         """The window manager's client windows, oldest first."""
         root = self._x.screen().root

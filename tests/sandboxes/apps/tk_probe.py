@@ -23,6 +23,7 @@ canvas = tk.Canvas(root, width=580, height=300, bg="white")
 canvas.pack()
 entry.bind("<Return>", lambda e: record(kind="text", text=entry.get()))
 entry.bind("<Control-a>", lambda e: record(kind="combo", keys="ctrl+a"))
+entry.bind("<FocusIn>", lambda e: record(kind="focus"))
 # Tk 8.6 binds no <Button-6>: it turns wheel buttons 6/7 (left/right) into shift + 4/5.
 WHEEL = {(4, False): "up", (5, False): "down", (4, True): "left", (5, True): "right",
          (6, False): "left", (7, False): "right"}
