@@ -17,6 +17,7 @@ from harness.rollout import rollout
 from harness.tasks.desktop import task_names
 from harness.tasks.registry import make_task, suite_task_ids
 from sandboxes.desktop_config import DesktopConfig
+from sandboxes.procs import is_alive
 from sandboxes.providers import LocalProvider
 from tests.harness.test_eval import _app
 
@@ -78,3 +79,17 @@ def test_cua_eval_oracle_solves_every_desktop_task(tmp_path) -> None:
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     fsm = [r for r in records if "-miniwob-" not in r["task"] and not r["task"].startswith("desktop:xterm")]
     assert fsm and all(step["verdict"] for r in fsm for step in r["trajectory"])
+
+
+async def test_reset_after_a_chromium_episode_leaves_no_browser_process(envs) -> None:
+    env = await envs.open("desktop:chromium-miniwob-click-button", EnvOptions())
+    try:
+        await env.reset(seed=0)
+        desktop = env.sandbox
+        browser = desktop.app_pids()
+        assert len(browser) >= 3  # the browser, its zygote, renderers
+        await desktop.reset()
+        assert desktop.app_pids() == set() and not [pid for pid in browser if is_alive(pid)]
+        assert list(desktop.home.iterdir()) == []  # the profile went with the old home
+    finally:
+        await envs.release(env)
