@@ -2,16 +2,20 @@
 processes started on it, all ended together.
 
 Every process starts in a session of its own, so a terminal's shell or a browser's
-renderers are found again as its descendants (by parent pid) and killed with it.
+renderers are found again as its descendants (by parent pid) and killed with it; and with
+``PR_SET_PDEATHSIG``, so that it dies with the thread that started it should this process
+die without closing its sandboxes (no Xvfb outlives a crashed harness).
 Waiting is always on a condition (the X server writing its display number, the window
 manager's ``_NET_SUPPORTING_WM_CHECK``, a process being gone), never a fixed sleep.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import select
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +25,17 @@ from sandboxes.procs import descendants, is_alive, kill_pids
 
 #: How often conditions are polled while waiting.
 POLL_S = 0.005
+_PR_SET_PDEATHSIG = 1
+_prctl: Callable[..., int] | None
+try:  # looked up now: the child between fork and exec must not import or load anything
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux
+    _prctl = None
+
+
+def _die_with_parent() -> None:
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -47,7 +62,8 @@ class Processes:
                                     "(`make setup` installs xvfb, openbox, xterm)")
         proc = subprocess.Popen([binary, *argv[1:]], env=dict(env), cwd=cwd, pass_fds=tuple(pass_fds),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+                                stderr=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_die_with_parent)
         self.started.append(proc)
         return proc
 

@@ -4,8 +4,11 @@ clean desktop, and a dead X server is an infrastructure error."""
 
 from __future__ import annotations
 
+import ast
+import asyncio
 import json
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -148,3 +151,27 @@ async def test_a_dead_x_server_is_an_infrastructure_error_and_reset_recovers() -
             await desktop.execute(Click(x=5, y=5))
         await desktop.reset()
         assert await desktop.health() and (await desktop.screenshot()).width == 640
+
+
+CRASHING_HARNESS = """
+import asyncio, os
+from sandboxes.desktop import DesktopSandbox
+async def main():
+    desktop = DesktopSandbox()
+    await desktop.start()
+    proc = desktop.launch(["xterm"])
+    await desktop.wait_for_window(lambda w: w.pid == proc.pid, "xterm")
+    print(repr((sorted(desktop.display_pids() | desktop.app_pids()), str(desktop.home.parent))), flush=True)
+    os._exit(1)  # dies without closing the sandbox
+asyncio.run(main())
+"""
+
+
+async def test_a_harness_that_dies_leaves_no_x_server_or_app_behind() -> None:
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", CRASHING_HARNESS,
+                                                stdout=asyncio.subprocess.PIPE)
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    pids, root = ast.literal_eval(out.decode().strip())
+    shutil.rmtree(root)  # the sandbox's folder: only close() removes it
+    assert len(pids) >= 3  # Xvfb, openbox, xterm (and its shell)
+    assert await wait_until(lambda: not [pid for pid in pids if is_alive(pid)])
