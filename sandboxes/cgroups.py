@@ -45,6 +45,15 @@ def _v1_mount(controller: str) -> str | None:
     return None
 
 
+def parent_dirs() -> list[str]:
+    """The directories this process's sandbox cgroups are made in (one per hierarchy)."""
+    own = _own_paths()
+    mounts = {c: _v1_mount(c) for c in ("memory", "pids")}
+    if any(mounts.values()):
+        return [os.path.join(m, own.get(c, "/").lstrip("/")) for c, m in mounts.items() if m]
+    return [os.path.join(CGROUP_ROOT, own.get("", "/").lstrip("/"))]
+
+
 def _write(path: str, value: str) -> None:
     with open(path, "w") as fh:
         fh.write(value)
