@@ -190,6 +190,16 @@ def check_provider(spec: str) -> None:
             f"{did_you_mean(name, provider_names())}; pass --provider NAME or NAME:ARG")
 
 
+def provider_spec(provider: str, ray: bool) -> str:
+    """The provider spec a run uses: ``provider``, spread over Ray actors when ``ray``."""
+    if not ray:
+        return provider
+    if provider.partition(":")[0] == "ray":
+        raise ConfigError(f"expected either --ray or --provider ray:..., got both (--provider "
+                          f"{provider}); drop one")
+    return f"ray:{provider}"
+
+
 def make_env_provider(spec: str, context: ProviderContext | None = None) -> EnvProvider:
     """The env provider ``spec`` names (``NAME`` or ``NAME:ARG``)."""
     check_provider(spec)
