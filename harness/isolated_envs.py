@@ -7,9 +7,10 @@ page server, never the site server's control app) are the only ports a sandbox's
 network namespace may reach. Every sandbox has its own Chromium, temporary home, cgroup
 and rlimits (``sandboxes.isolation``); closing the provider ends all of them.
 
-Sandboxes are reused between episodes like local ones; ``sandbox_episodes`` closes a
-sandbox (its Chromium and its jail) after that many episodes, so long runs start fresh
-browsers now and then.
+Sandboxes are reused between episodes like local ones; ``sandbox_episodes`` (200 by
+default) closes a sandbox (its Chromium and its jail) after that many episodes and makes a
+fresh one, because a long-lived Chromium's memory creeps up (about 12% over 450 FSM
+episodes here; see BENCHMARKS.md), while a launch costs a second or two.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class IsolatedEnvs:
 
     def __init__(self, isolation: IsolationConfig | None = None,
                  browser: BrowserConfig | None = None, *,
-                 sandbox_episodes: int | None = None) -> None:
+                 sandbox_episodes: int | None = 200) -> None:
         self.sandboxes = IsolatedProvider(browser, isolation)
         self.sandbox_episodes = sandbox_episodes
         self.resources: TaskResources | None = None

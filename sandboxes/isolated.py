@@ -117,6 +117,11 @@ class IsolatedProvider:
                               "await provider.start() before asking for its service address")
         return self._network.address
 
+    @property
+    def open_sandboxes(self) -> int:
+        """How many sandboxes made here are open now."""
+        return len(self._sandboxes)
+
     async def start(self) -> None:
         """Add the service address. Idempotent."""
         if self._closed:
