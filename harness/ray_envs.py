@@ -293,7 +293,10 @@ class RayEnvs:
         actor.busy -= 1
         if actor.dead:
             return  # its envs died with it
-        await self.ask(actor, actor.handle.finish.remote(env.env_id, how))
+        try:
+            await self.ask(actor, actor.handle.finish.remote(env.env_id, how))
+        except EnvHostLost:
+            pass  # it died after the episode ended: the episode stands, the actor is replaced
 
 
 @cache
