@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+import socket
 import uuid
 from dataclasses import dataclass, field
 from functools import cache
@@ -49,6 +50,27 @@ class RayConfig(BaseModel):
                                 "$RAY_ADDRESS if set, else a local Ray")
     start_timeout_s: float = Field(default=300.0, gt=0, description="limit for an actor to "
                                    "start and open its provider")
+
+
+CLUSTER_HINT = ("check RAY_ADDRESS (the head's GCS host:port, or ray://host:10001), and on a "
+                "cluster with token authentication set RAY_AUTH_MODE=token with its token in "
+                "~/.ray/auth_token or RAY_AUTH_TOKEN")
+
+
+def check_cluster_address(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse a cluster address (``host:port`` or ``ray://host:port``) that no server
+    answers on: ``ray.init`` would wait for it without end. ``auto`` and ``local`` pass."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep:
+        if address in ("auto", "local"):
+            return
+        raise ConfigError(f"expected RAY_ADDRESS as host:port, ray://host:port, auto or local, "
+                          f"got {address!r}; {CLUSTER_HINT}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"expected a Ray cluster answering at {address}, got "
+                          f"{type(exc).__name__}: {exc}; {CLUSTER_HINT}") from exc
 
 
 def _ray() -> Any:
@@ -192,8 +214,14 @@ class RayEnvs:
         ray = _ray()
         if not ray.is_initialized():
             address = self.config.address or os.environ.get("RAY_ADDRESS") or None
-            await asyncio.to_thread(ray.init, address=address, include_dashboard=False,
-                                    logging_level="ERROR", log_to_driver=False)
+            if address is not None:
+                await asyncio.to_thread(check_cluster_address, address)
+            try:
+                await asyncio.to_thread(ray.init, address=address, include_dashboard=False,
+                                        logging_level="ERROR", log_to_driver=False)
+            except (ConnectionError, RuntimeError) as exc:
+                raise ConfigError(f"expected to join the Ray cluster at {address}, got "
+                                  f"{type(exc).__name__}: {exc}; {CLUSTER_HINT}") from exc
             self._owns_ray = True
 
     async def open(self, task_id: str, options: EnvOptions) -> Env:

@@ -4,14 +4,16 @@ starts (and ends) itself, real actors with real Chromium, every write on the dri
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 import ray
 import typer
 from typer.testing import CliRunner
 
+from harness.errors import ConfigError
 from harness.evaluation.cli import register as register_eval
-from harness.ray_envs import RayEnvs
+from harness.ray_envs import RayEnvs, check_cluster_address
 from harness.store.cli import register as register_store
 from harness.store.store import TrajectoryStore
 
@@ -72,3 +74,19 @@ def test_cua_collect_with_ray_grows_the_tree_on_the_driver(tmp_path, ray_opens) 
     assert counts["nodes"] >= 2 and counts["trees"] == 1, counts
     assert ray_opens == ["fsm:shop"]
     assert not ray.is_initialized()
+
+
+def test_a_ray_address_nothing_answers_on_is_refused_at_once(tmp_path, monkeypatch) -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    result = CliRunner().invoke(_app(), ["eval", "--suite", "fsm:shop/open_mug", "--agent", "oracle",
+                                         "--ray", "--no-progress", "--out", str(tmp_path / "out")])
+    assert result.exit_code != 0
+    assert f"expected a Ray cluster answering at 127.0.0.1:{port}" in result.output, result.output
+    assert "RAY_AUTH_MODE=token" in result.output
+    assert not ray.is_initialized()
+    with pytest.raises(ConfigError, match="expected RAY_ADDRESS as host:port"):
+        check_cluster_address("head-without-port")
+    check_cluster_address("auto")  # Ray finds it itself
