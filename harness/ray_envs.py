@@ -220,6 +220,8 @@ class RayEnvs:
                 await asyncio.to_thread(ray.init, address=address, include_dashboard=False,
                                         logging_level="ERROR", log_to_driver=False)
             except (ConnectionError, RuntimeError) as exc:
+                if address is None:
+                    raise
                 raise ConfigError(f"expected to join the Ray cluster at {address}, got "
                                   f"{type(exc).__name__}: {exc}; {CLUSTER_HINT}") from exc
             self._owns_ray = True
