@@ -70,6 +70,8 @@ async def leak_run(episodes: int = 500, *, concurrency: int = 2, sandbox_episode
 
     ``seeds``: cycle over this many seeds (None: every episode its own seed)."""
     before = leftovers()
+    # What was there before the run (another test's zombies, say) is not this run's.
+    old = {int(p.split()[0]) for p in before.processes}
     envs = IsolatedEnvs(sandbox_episodes=sandbox_episodes)
     samples: list[dict[str, Any]] = []
     done = {"episodes": 0}
@@ -79,10 +81,13 @@ async def leak_run(episodes: int = 500, *, concurrency: int = 2, sandbox_episode
         # Sampled once every slot has its sandbox: not while one is being replaced.
         due = done["episodes"] >= sample_every * (len(samples) + 1)
         if due and envs.sandboxes.open_sandboxes == concurrency:
-            live = sandbox_processes()
+            live = [p for p in sandbox_processes() if p.pid not in old]
             samples.append({"episode": done["episodes"], "processes": len(live),
                             "chromium": sum(p.comm == "chromium" for p in live),
-                            "zombies": sum(p.state == "Z" for p in live), **tree_memory_mb()})
+                            "zombies": sum(p.state == "Z" for p in live),
+                            "zombie_processes": [f"{p.pid} {p.comm} parent {p.ppid}"
+                                                 for p in live if p.state == "Z"],
+                            **tree_memory_mb()})
 
     config = RunnerConfig(concurrency=concurrency, progress=progress, save_screenshots=False)
     runner = EpisodeRunner(make_agent("oracle"), config, envs=envs, on_episode=on_episode)
@@ -94,7 +99,6 @@ async def leak_run(episodes: int = 500, *, concurrency: int = 2, sandbox_episode
     wall = time.perf_counter() - start
     after = leftovers()
     first, last = samples[0], samples[-1]
-    old = {p.split()[0] for p in before.processes}
     return {
         "episodes": episodes, "concurrency": concurrency, "sandbox_episodes": sandbox_episodes,
         "succeeded": sum(r.success for r in records),
@@ -107,7 +111,7 @@ async def leak_run(episodes: int = 500, *, concurrency: int = 2, sandbox_episode
         "pss_last_over_first": last["tree_pss_mb"] / first["tree_pss_mb"] - 1,
         "python_rss_last_over_first": last["python_rss_mb"] / first["python_rss_mb"] - 1,
         "seeds": seeds,
-        "leftover_processes": [p for p in after.processes if p.split()[0] not in old],
+        "leftover_processes": [p for p in after.processes if int(p.split()[0]) not in old],
         "leftover_other": {k: list(getattr(after, k)) for k in
                            ("namespaces", "interfaces", "service_addresses", "homes", "cgroups")},
         "load_average": [round(x, 2) for x in os.getloadavg()],

@@ -27,8 +27,14 @@ async def test_isolated_episodes_leave_nothing_behind() -> None:
     # Chromium's process count varies a little (a spare renderer, a fresh browser still
     # starting its helpers), but it must not climb: no sample above the first ones' most.
     assert max(s["processes"] for s in samples) <= max(s["processes"] for s in samples[:3]), samples
-    assert all(s["zombies"] == 0 for s in samples)
-    assert result["pss_growth"] < 0.10, samples
+    # A process that just ended may be caught before its parent reaps it, but a zombie
+    # must not stay: none in two samples running, none at the end (leftover_processes).
+    zombies = [set(s["zombie_processes"]) for s in samples]
+    assert not any(a & b for a, b in zip(zombies, zombies[1:], strict=False)), zombies
+    # RSS, not PSS: PSS splits pages shared with other programs' Chromium on a shared
+    # machine and swings by 15% with them over a run this short (the benchmark's 500
+    # episodes record PSS too).
+    assert result["rss_growth"] < 0.10, samples
     assert result["python_rss_growth"] < 0.10, samples
     assert result["leftover_processes"] == []
     assert all(not left for left in result["leftover_other"].values()), result["leftover_other"]
