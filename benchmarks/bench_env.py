@@ -3,7 +3,7 @@
     .venv/bin/python -m benchmarks.bench_env [--quick]
 
 Systems: (a) the floor, a bare Playwright+CDP click+screenshot loop; (b) this env
-(``AsyncBrowserEnv`` + ``BrowserSandbox`` + ``MiniWoBTask``); (c) the ``miniwob`` package's
+(``AsyncEnv`` + ``BrowserSandbox`` + ``MiniWoBTask``); (c) the ``miniwob`` package's
 gymnasium env (Selenium + Debian's chromedriver); (d) BrowserGym's MiniWoB env in its own
 venv, with its delays off (``slow_mo=0, pre_observation_delay=0``) and, with fewer steps,
 as shipped (``slow_mo=100`` ms per Playwright call, ``pre_observation_delay=0.5`` s per step).
@@ -43,7 +43,8 @@ from benchmarks.common import (
     write_results,
 )
 from benchmarks.env_variants import CHROMIUM, VARIANTS
-from harness.tasks.miniwob import VIEWPORT, server_url, stop_server
+from harness.resources import TaskResources
+from harness.tasks.miniwob import VIEWPORT
 from sandboxes.chromium import CHROMIUM_FLAGS
 
 SYSTEMS = ("floor", "floor-judged", "harness", "miniwob", "browsergym", "browsergym-default")
@@ -61,8 +62,9 @@ def click_points(n: int, seed: int = 0) -> list[tuple[int, int]]:
     return [(rng.randint(8, 152), rng.randint(6, 44)) for _ in range(n)]
 
 
-async def inprocess_cell(system: str, task: str, n: int, plan: dict[str, Any]) -> dict[str, Any]:
-    variant = VARIANTS[system]()
+async def inprocess_cell(system: str, task: str, n: int, plan: dict[str, Any],
+                         resources: TaskResources) -> dict[str, Any]:
+    variant = VARIANTS[system](resources)
     await variant.open(task, n)
     try:
         resets: list[float] = []
@@ -103,11 +105,12 @@ async def inprocess_cell(system: str, task: str, n: int, plan: dict[str, Any]) -
             "steps_per_s": steps / wall, "ended": ended, "memory": memory}
 
 
-def browsergym_cell(system: str, task: str, n: int, plan: dict[str, Any]) -> dict[str, Any]:
+def browsergym_cell(system: str, task: str, n: int, plan: dict[str, Any],
+                    pages_url: str) -> dict[str, Any]:
     slow_mo, delay = BG_DELAYS[system]
     steps = plan["steps"] if system == "browsergym" else plan["default_steps"]
     job = {
-        "task": task, "miniwob_url": f"{server_url()}miniwob/", "chromium": CHROMIUM,
+        "task": task, "miniwob_url": f"{pages_url}miniwob/", "chromium": CHROMIUM,
         "flags": list(CHROMIUM_FLAGS), "viewport": list(VIEWPORT), "slow_mo": slow_mo,
         "pre_observation_delay": delay, "points": plan["points"], "warmup": plan["warmup"],
         "steps": steps, "reset_seeds": plan["reset_seeds"] if n == 1 else plan["reset_seeds"][:1],
@@ -216,7 +219,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if unknown:
         parser.error(f"expected systems among {', '.join(SYSTEMS)}, got {', '.join(unknown)}")
     cells = asyncio.run(_run_cells(systems, tasks, repeats, plan))
-    stop_server()
     summary = summarize(cells, systems)
     report(summary, systems)
     met = targets(summary)
@@ -234,24 +236,33 @@ async def _run_cells(systems: list[str], tasks: list[str], repeats: int,
                      plan: dict[str, Any]) -> list[dict[str, Any]]:
     cells: list[dict[str, Any]] = []
     combos = [(rep, task, n) for rep in range(repeats) for task in tasks for n in (1, 4)]
-    with Progress(console=console, transient=True) as progress:
-        bar = progress.add_task("cells", total=len(combos) * len(systems))
-        for rep, task, n in combos:
-            order = systems[rep % len(systems):] + systems[: rep % len(systems)]
-            for system in order:
-                progress.update(bar, description=f"{system} {task} c{n}")
-                cell = {"system": system, "task": task, "n": n, "rep": rep}
-                try:
-                    if system.startswith("browsergym"):
-                        cell.update(await asyncio.to_thread(browsergym_cell, system, task, n, plan))
-                    else:
-                        cell.update(await inprocess_cell(system, task, n, plan))
-                except Exception as exc:  # a system that cannot run is reported, not fatal
-                    cell["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-                    console.print(f"[red]{system} {task} c{n}: {cell['error']}")
-                cells.append(cell)
-                progress.advance(bar)
+    # One page server for every system and cell, on this loop: the other systems' blocking
+    # calls run on threads (or in subprocesses), so the loop is free to serve them.
+    async with TaskResources() as resources:
+        with Progress(console=console, transient=True) as progress:
+            bar = progress.add_task("cells", total=len(combos) * len(systems))
+            for rep, task, n in combos:
+                order = systems[rep % len(systems):] + systems[: rep % len(systems)]
+                for system in order:
+                    progress.update(bar, description=f"{system} {task} c{n}")
+                    cells.append(await _run_cell(system, task, n, rep, plan, resources))
+                    progress.advance(bar)
     return cells
+
+
+async def _run_cell(system: str, task: str, n: int, rep: int, plan: dict[str, Any],
+                    resources: TaskResources) -> dict[str, Any]:
+    cell: dict[str, Any] = {"system": system, "task": task, "n": n, "rep": rep}
+    try:
+        if system.startswith("browsergym"):
+            pages_url = await resources.miniwob_url()
+            cell.update(await asyncio.to_thread(browsergym_cell, system, task, n, plan, pages_url))
+        else:
+            cell.update(await inprocess_cell(system, task, n, plan, resources))
+    except Exception as exc:  # a system that cannot run is reported, not fatal
+        cell["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        console.print(f"[red]{system} {task} c{n}: {cell['error']}")
+    return cell
 
 
 if __name__ == "__main__":
