@@ -10,6 +10,12 @@ navigation the action requested reach us. Should one ever trail, the route handl
 still blocks it and the next ``execute`` reports it. New windows are reported the same
 way: the renderer emits ``Page.windowOpen`` while it handles the input, long before
 Playwright announces the new page.
+
+A ``javascript:`` URL (a link's href) loads no document: the renderer queues a task that
+runs it, announced by ``Page.frameScheduledNavigation`` while it handles the input. The
+renderer may answer our next calls before that task runs (often a frame later, after an
+input), so when the flush has seen one, the watcher also waits for a task queued after it
+(``setTimeout(0)`` in the page), and the script's effects are visible to the next call.
 """
 
 from __future__ import annotations
@@ -18,11 +24,17 @@ import asyncio
 from typing import Any
 
 from playwright.async_api import CDPSession
+from playwright.async_api import Error as PlaywrightError
 
 from sandboxes.origins import is_allowed
 
 #: Action types that cannot start a navigation and so skip the CDP round trip.
 NON_NAVIGATING = frozenset({"done", "wait", "move", "scroll"})
+#: Settles once the page has run the tasks queued before it (a javascript: URL's among them).
+_NEXT_TASK = "new Promise(resolve => setTimeout(resolve, 0))"
+#: How Chromium answers a round trip whose document a navigation replaced meanwhile; every
+#: event of the old document has arrived before this answer, which is all a flush is for.
+_REPLACED = ("Inspected target navigated or closed", "Execution context was destroyed")
 
 
 class NavigationWatcher:
@@ -33,6 +45,7 @@ class NavigationWatcher:
         self._allowed = allowed
         self._main_frame_id: str | None = None
         self._requested: str | None = None
+        self._script_url_queued = False
         self._settled = asyncio.Event()
         self._settled.set()
         #: Disallowed main-frame navigations seen since the last ``take_blocked``.
@@ -43,6 +56,7 @@ class NavigationWatcher:
     async def attach(self) -> None:
         """Subscribe to the page's navigation events."""
         self._cdp.on("Page.frameRequestedNavigation", self._on_requested)
+        self._cdp.on("Page.frameScheduledNavigation", self._on_scheduled)
         self._cdp.on("Page.windowOpen", lambda params: self.opened.append(params.get("url", "")))
         for event in (
             "Page.domContentEventFired",
@@ -60,14 +74,26 @@ class NavigationWatcher:
             self.blocked.append(url)
 
     async def after_action(self, action_type: str) -> None:
-        """Flush events the action caused, then wait for an allowed navigation to settle
-        (its new document's DOMContentLoaded, a same-document change, or a stop)."""
+        """Flush events the action caused, then wait for a javascript: URL it queued to
+        run, and for an allowed navigation to settle (its new document's
+        DOMContentLoaded, a same-document change, or a stop)."""
         if action_type in NON_NAVIGATING:
             return
-        await self._cdp.send("Runtime.evaluate", {"expression": "0"})
+        await self._round_trip("0")
+        if self._script_url_queued:
+            self._script_url_queued = False
+            await self._round_trip(_NEXT_TASK)
         if self._requested is not None:
             self._requested = None
             await self._settled.wait()
+
+    async def _round_trip(self, expression: str) -> None:
+        try:
+            await self._cdp.send("Runtime.evaluate", {"expression": expression,
+                                                      "awaitPromise": expression != "0"})
+        except PlaywrightError as exc:
+            if not any(marker in str(exc) for marker in _REPLACED):
+                raise
 
     def take_blocked(self) -> list[str]:
         """The blocked navigations since the last call, oldest first."""
@@ -87,12 +113,18 @@ class NavigationWatcher:
             return
         url = params.get("url", "")
         if url.lower().startswith("javascript:"):
-            return  # runs script in place; no document load will follow
+            self._script_url_queued = True  # runs script in place; no document load follows
+            return
         if is_allowed(url, self._allowed):
             self._requested = url
             self._settled.clear()
         else:
             self.note_blocked(url)
+
+    def _on_scheduled(self, params: dict[str, Any]) -> None:
+        url = str(params.get("url", ""))
+        if params.get("frameId") == self._main_frame_id and url.lower().startswith("javascript:"):
+            self._script_url_queued = True
 
     def _on_settled(self, params: dict[str, Any]) -> None:
         frame = params.get("frameId")
