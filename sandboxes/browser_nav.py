@@ -30,8 +30,10 @@ from sandboxes.origins import is_allowed
 
 #: Action types that cannot start a navigation and so skip the CDP round trip.
 NON_NAVIGATING = frozenset({"done", "wait", "move", "scroll"})
+#: The cheapest round trip to the renderer's main thread: a flush of the events before it.
+_FLUSH = {"expression": "0"}
 #: Settles once the page has run the tasks queued before it (a javascript: URL's among them).
-_NEXT_TASK = "new Promise(resolve => setTimeout(resolve, 0))"
+_NEXT_TASK = {"expression": "new Promise(resolve => setTimeout(resolve, 0))", "awaitPromise": True}
 #: How Chromium answers a round trip whose document a navigation replaced meanwhile; every
 #: event of the old document has arrived before this answer, which is all a flush is for.
 _REPLACED = ("Inspected target navigated or closed", "Execution context was destroyed")
@@ -79,7 +81,7 @@ class NavigationWatcher:
         DOMContentLoaded, a same-document change, or a stop)."""
         if action_type in NON_NAVIGATING:
             return
-        await self._round_trip("0")
+        await self._round_trip(_FLUSH)
         if self._script_url_queued:
             self._script_url_queued = False
             await self._round_trip(_NEXT_TASK)
@@ -87,10 +89,9 @@ class NavigationWatcher:
             self._requested = None
             await self._settled.wait()
 
-    async def _round_trip(self, expression: str) -> None:
+    async def _round_trip(self, params: dict[str, Any]) -> None:
         try:
-            await self._cdp.send("Runtime.evaluate", {"expression": expression,
-                                                      "awaitPromise": expression != "0"})
+            await self._cdp.send("Runtime.evaluate", params)
         except PlaywrightError as exc:
             if not any(marker in str(exc) for marker in _REPLACED):
                 raise
