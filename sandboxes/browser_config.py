@@ -50,6 +50,13 @@ class BrowserConfig(BaseModel):
         gt=0,
         description="limit for reset's page load and for a navigation an action starts",
     )
+    prepare_next: bool = Field(
+        default=True,
+        description="after a fresh reset(url), open the next episode's context and load url in "
+        "it in the background, so that the next fresh reset to the same url and origins only "
+        "swaps contexts (each episode still gets a context no other episode used); costs one "
+        "more context and renderer per sandbox while an episode runs",
+    )
     settle_ms: int = Field(
         default=0,
         ge=0,
