@@ -144,26 +144,32 @@ async def restart_in_page(sandbox: BrowserSandbox, seed: int) -> None:
     await sandbox.screenshot()
 
 
-async def play(env: AsyncEnv, steps: int, times: Timer | None = None, name: str = "") -> None:
-    """``steps`` clicks in the instruction box (they never end an episode)."""
+async def play(env: AsyncEnv, steps: int, times: Timer | None = None, first: int = 0,
+               label: str = "") -> None:
+    """``steps`` clicks in the instruction box (they never end an episode); the first
+    ``first`` of them timed into ``times``."""
     await env.sandbox.evaluate("core.clearTimer()")  # type: ignore[attr-defined]
-    for x, y in click_points(steps, seed=7):
+    for k, (x, y) in enumerate(click_points(steps, seed=7)):
         op = env.step(Click(x=x, y=y))
-        await (timed(times, name, op) if times is not None else op)
+        await (timed(times, f"first {first} steps after a reset, {label}", op)
+               if times is not None and k < first else op)
 
 
 async def env_resets(envs: dict[bool, AsyncEnv], repeats: int, episode_steps: int) -> Timer:
-    """``env.reset`` with prepare_next off and on, interleaved, each after an episode; and
-    the first steps of each episode."""
+    """Episodes of ``episode_steps`` steps with prepare_next off and on, interleaved: the
+    reset, the first steps after it, and the whole episode (reset + steps)."""
     times: Timer = {}
     for env in envs.values():
         await env.reset(seed=0)  # a sandbox's first reset always opens its context
+        await play(env, episode_steps)
     for rep in range(repeats):
-        for prepare_next, env in envs.items():
-            await play(env, episode_steps)
-            label = "on" if prepare_next else "off"
-            await timed(times, f"env.reset, prepare_next {label}", env.reset(seed=rep))
-            await play(env, 10, times, f"first 10 steps after a reset, prepare_next {label}")
+        for prepare_next, env in list(envs.items())[rep % 2:] + list(envs.items())[:rep % 2]:
+            label = f"prepare_next {'on' if prepare_next else 'off'}"
+            start = time.perf_counter()
+            await timed(times, f"env.reset, {label}", env.reset(seed=rep))
+            await play(env, episode_steps, times, min(10, episode_steps), label)
+            times.setdefault(f"episode: reset + {episode_steps} steps, {label}", []).append(
+                time.perf_counter() - start)
     return times
 
 

@@ -15,15 +15,16 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Literal, TypeVar
 
-from playwright.async_api import Browser, Page
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
 
 from sandboxes.actions import Action, Wait
 from sandboxes.base import Screenshot
 from sandboxes.browser_actions import outside_viewport, perform
 from sandboxes.browser_config import BrowserConfig
-from sandboxes.browser_context import EpisodeContext, SpareContext
+from sandboxes.browser_context import EpisodeContext, SpareContext, load
 from sandboxes.browser_host import BrowserHost, first_line
+from sandboxes.browser_nav import NOT_READ
 from sandboxes.errors import (
     SandboxClosed,
     SandboxCrashed,
@@ -69,6 +70,8 @@ class BrowserSandbox:
         #: Earlier episodes' contexts being closed in the background.
         self._retiring: set[asyncio.Task[None]] = set()
         self._last_url: str | None = None  # of the last fresh reset: the guess for the next
+        self._after_read: str | None = None  # see read_after_actions
+        self._read_value: object = NOT_READ
 
     @property
     def blocked_requests(self) -> list[str]:
@@ -108,6 +111,7 @@ class BrowserSandbox:
         context and renderer a fresh reset pays for (see docs/sandboxes.md).
         """
         self._check_open()
+        self._after_read, self._read_value = None, NOT_READ
         if url is None:
             url, allowed_origins, keep_page = _BLANK, (), False
         allowed = normalize_origins(tuple(allowed_origins), url)
@@ -127,7 +131,7 @@ class BrowserSandbox:
             self._episode = episode
         else:
             self._episode = await self._guarded(
-                "reset", lambda: self._open_context(browser, allowed, generation),
+                "reset", lambda: EpisodeContext.open(browser, self.config, allowed, generation),
                 self.config.navigation_timeout_s,
             )
             await self._guarded("reset", lambda: self._goto(url), self.config.navigation_timeout_s)
@@ -137,6 +141,7 @@ class BrowserSandbox:
     async def screenshot(self) -> Screenshot:
         """Capture the viewport through CDP ``Page.captureScreenshot``."""
         self._require_page()
+        self._read_value = NOT_READ
         data = await self._guarded("screenshot", self._capture, self.config.action_timeout_s)
         cfg = self.config  # every context is created with this viewport
         return Screenshot(
@@ -146,15 +151,17 @@ class BrowserSandbox:
     async def execute(self, action: Action) -> str | None:
         """Perform ``action``; None on success, or the agent's error as a message."""
         page = self._require_page()
+        self._read_value = NOT_READ
         error = outside_viewport(action, self.config.viewport_width, self.config.viewport_height)
         if error is not None:
             return error
         limit = self.config.action_timeout_s + (action.seconds if isinstance(action, Wait) else 0.0)
         await self._guarded(action.type, lambda: perform(page, action), limit)
         assert self._episode is not None  # _guarded raised if the page went away
-        nav = self._episode.nav
-        await self._guarded(
-            action.type, lambda: nav.after_action(action.type), self.config.navigation_timeout_s
+        nav, read = self._episode.nav, self._after_read
+        self._read_value = await self._guarded(
+            action.type, lambda: nav.after_action(action.type, read),
+            self.config.navigation_timeout_s,
         )
         if self.config.settle_ms:
             await asyncio.sleep(self.config.settle_ms / 1000)
@@ -163,6 +170,9 @@ class BrowserSandbox:
     async def evaluate(self, expression: str) -> object:
         """Evaluate a JavaScript expression in the page and return its JSON value."""
         page = self._require_page()
+        value, self._read_value = self._read_value, NOT_READ
+        if value is not NOT_READ and expression == self._after_read:
+            return value  # read by the action's own last round trip (read_after_actions)
         try:
             return await self._guarded(
                 "evaluate", lambda: page.evaluate(expression), self.config.action_timeout_s
@@ -179,6 +189,15 @@ class BrowserSandbox:
         return await self._guarded(
             "evaluate", lambda: page.evaluate(expression), self.config.action_timeout_s
         )
+
+    def read_after_actions(self, expression: str | None) -> None:
+        """Evaluate ``expression`` (read-only, with a JSON value) in the round trip that ends
+        every action (the navigation flush), and answer ``evaluate(expression)`` from it
+        when that is the next call after the action: a task that judges each step by
+        reading the page (MiniWoB's reward globals) saves a round trip per step. The value
+        is read again when the action ran a script URL or navigated. None, or the next
+        ``reset``, stops it."""
+        self._after_read, self._read_value = expression, NOT_READ
 
     @property
     def url(self) -> str:
@@ -219,33 +238,14 @@ class BrowserSandbox:
 
     # ---- internals -------------------------------------------------------------------
 
-    async def _open_context(self, browser: Browser, allowed: frozenset[str],
-                            generation: int) -> EpisodeContext:
-        return await EpisodeContext.open(browser, self.config, allowed, generation)
-
     def _prepare_next(self, url: str, allowed: frozenset[str], after: asyncio.Task[None] | None) -> None:
         """Guess that the next fresh reset opens ``url`` again (a MiniWoB task does) and
         prepare its context now, once ``after`` (the previous context closing) is done;
         after a wrong guess, guess again only once a URL repeats."""
         guess = self.config.prepare_next and url != _BLANK and self._last_url in (None, url)
         self._last_url = url
-        if not guess:
-            return
-        generation = self.host.generation
-
-        async def open_context() -> EpisodeContext:
-            if after is not None:
-                await after
-            if self.host.generation != generation or not self.host.is_alive():
-                raise SandboxCrashed("the browser died; the next reset restarts it", shared=True)
-            browser = await self.host.ensure_browser()  # alive: never a relaunch from here
-            return await self._open_context(browser, allowed, generation)
-
-        async def load(episode: EpisodeContext) -> None:
-            await _load(episode.page, url)
-
-        self._spare = SpareContext(url, allowed, self.config.navigation_timeout_s,
-                                   open_context, load)
+        if guess:
+            self._spare = SpareContext(self.host, self.config, url, allowed, after)
 
     async def _drop_spare(self) -> None:
         spare, self._spare = self._spare, None
@@ -286,7 +286,7 @@ class BrowserSandbox:
     async def _goto(self, url: str) -> None:
         assert self._episode is not None
         try:
-            await _load(self._episode.page, url)
+            await load(self._episode.page, url)
         except PlaywrightError as exc:
             if self._crashed():
                 raise
@@ -326,7 +326,8 @@ class BrowserSandbox:
         if self._crashed():
             await self._raise_crashed(what, None)
         try:
-            return await asyncio.wait_for(op(), timeout)
+            async with asyncio.timeout(timeout):  # no task per call, unlike wait_for
+                return await op()
         except TimeoutError as exc:
             if self._crashed():
                 await self._raise_crashed(what, exc)
@@ -388,6 +389,3 @@ class BrowserSandbox:
             )
         return self._episode.page
 
-
-async def _load(page: Page, url: str) -> None:
-    await page.goto(url, wait_until="domcontentloaded")

@@ -13,14 +13,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from playwright.async_api import Browser, BrowserContext, CDPSession, Page, Request, Route
 from playwright.async_api import Error as PlaywrightError
 
 from sandboxes.browser_config import BrowserConfig
 from sandboxes.browser_nav import NavigationWatcher
+from sandboxes.errors import SandboxCrashed
 from sandboxes.origins import is_allowed, outside_pattern, web_origin
+
+if TYPE_CHECKING:
+    from sandboxes.browser_host import BrowserHost
 
 _NOT_PAINTED = "Unable to capture screenshot"
 _CAPTURE_ATTEMPTS = 5
@@ -168,13 +172,13 @@ class SpareContext:
     created would leak); closing a spare closes its context, which stops a load at once.
     """
 
-    def __init__(self, url: str, allowed: frozenset[str], timeout: float,
-                 open_context: Callable[[], Awaitable[EpisodeContext]],
-                 load: Callable[[EpisodeContext], Awaitable[None]]) -> None:
-        self.url, self.allowed, self._timeout = url, allowed, timeout
+    def __init__(self, host: BrowserHost, config: BrowserConfig, url: str,
+                 allowed: frozenset[str], after: asyncio.Task[None] | None) -> None:
+        """Start preparing, once ``after`` (the previous context closing) is done."""
+        self.url, self.allowed, self._timeout = url, allowed, config.navigation_timeout_s
         self._opened: EpisodeContext | None = None
         self._closed = False
-        self._task = asyncio.ensure_future(self._prepare(open_context, load))
+        self._task = asyncio.ensure_future(self._prepare(host, config, after))
         self._task.add_done_callback(_retrieve)
 
     async def take(self, url: str, allowed: frozenset[str], generation: int) -> EpisodeContext | None:
@@ -200,14 +204,20 @@ class SpareContext:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(self._task), self._timeout)
 
-    async def _prepare(self, open_context: Callable[[], Awaitable[EpisodeContext]],
-                       load: Callable[[EpisodeContext], Awaitable[None]]) -> EpisodeContext:
-        episode = await open_context()
+    async def _prepare(self, host: BrowserHost, config: BrowserConfig,
+                       after: asyncio.Task[None] | None) -> EpisodeContext:
+        generation = host.generation
+        if after is not None:
+            await after
+        if host.generation != generation or not host.is_alive():
+            raise SandboxCrashed("the browser died; the next reset restarts it", shared=True)
+        browser = await host.ensure_browser()  # alive: never a relaunch from here
+        episode = await EpisodeContext.open(browser, config, self.allowed, generation)
         if self._closed:
             await episode.close(self._timeout)
             raise _SpareClosed
         self._opened = episode
-        await load(episode)
+        await load(episode.page, self.url)
         return episode
 
 
@@ -219,6 +229,11 @@ def _retrieve(task: asyncio.Task[EpisodeContext]) -> None:
     """Mark a spare's failure as seen: ``take`` and ``close`` treat it as no spare."""
     if not task.cancelled():
         task.exception()
+
+
+async def load(page: Page, url: str) -> None:
+    """Navigate ``page`` to ``url`` and wait for its DOMContentLoaded."""
+    await page.goto(url, wait_until="domcontentloaded")
 
 
 async def _close_quietly(page: Page) -> None:

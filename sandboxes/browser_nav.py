@@ -16,6 +16,10 @@ runs it, announced by ``Page.frameScheduledNavigation`` while it handles the inp
 renderer may answer our next calls before that task runs (often a frame later, after an
 input), so when the flush has seen one, the watcher also waits for a task queued after it
 (``setTimeout(0)`` in the page), and the script's effects are visible to the next call.
+
+The flush can carry a read: a read-only expression the caller evaluates after every action
+(a task's reward globals) is evaluated by the flush itself, saving that read its own round
+trip; the value counts only when nothing (a javascript: URL, a navigation) ran after it.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ NON_NAVIGATING = frozenset({"done", "wait", "move", "scroll"})
 _FLUSH = {"expression": "0"}
 #: Settles once the page has run the tasks queued before it (a javascript: URL's among them).
 _NEXT_TASK = {"expression": "new Promise(resolve => setTimeout(resolve, 0))", "awaitPromise": True}
+#: What ``after_action`` returns when it read nothing that still holds.
+NOT_READ = object()
 #: How Chromium answers a round trip whose document a navigation replaced meanwhile; every
 #: event of the old document has arrived before this answer, which is all a flush is for.
 _REPLACED = ("Inspected target navigated or closed", "Execution context was destroyed")
@@ -75,26 +81,34 @@ class NavigationWatcher:
         if url not in self.blocked:
             self.blocked.append(url)
 
-    async def after_action(self, action_type: str) -> None:
+    async def after_action(self, action_type: str, read: str | None = None) -> object:
         """Flush events the action caused, then wait for a javascript: URL it queued to
         run, and for an allowed navigation to settle (its new document's
-        DOMContentLoaded, a same-document change, or a stop)."""
+        DOMContentLoaded, a same-document change, or a stop).
+
+        ``read``, a read-only expression, is evaluated by the flush; its JSON value is
+        returned, or ``NOT_READ`` when the page ran a script URL or navigated after it, or
+        when it threw or has no JSON value."""
         if action_type in NON_NAVIGATING:
-            return
-        await self._round_trip(_FLUSH)
+            return NOT_READ
+        answer = await self._round_trip(
+            _FLUSH if read is None else {"expression": read, "returnByValue": True})
+        value = NOT_READ if read is None else _json_value(answer)
         if self._script_url_queued:
-            self._script_url_queued = False
+            self._script_url_queued, value = False, NOT_READ
             await self._round_trip(_NEXT_TASK)
         if self._requested is not None:
-            self._requested = None
+            self._requested, value = None, NOT_READ
             await self._settled.wait()
+        return value
 
-    async def _round_trip(self, params: dict[str, Any]) -> None:
+    async def _round_trip(self, params: dict[str, Any]) -> dict[str, Any] | None:
         try:
-            await self._cdp.send("Runtime.evaluate", params)
+            return await self._cdp.send("Runtime.evaluate", params)
         except PlaywrightError as exc:
             if not any(marker in str(exc) for marker in _REPLACED):
                 raise
+            return None
 
     def take_blocked(self) -> list[str]:
         """The blocked navigations since the last call, oldest first."""
@@ -131,3 +145,13 @@ class NavigationWatcher:
         frame = params.get("frameId")
         if frame is None or frame == self._main_frame_id:
             self._settled.set()
+
+
+def _json_value(answer: dict[str, Any] | None) -> object:
+    """The value of a ``Runtime.evaluate`` answer made with ``returnByValue``, or NOT_READ."""
+    if answer is None or "exceptionDetails" in answer:
+        return NOT_READ
+    result = answer["result"]
+    if result.get("type") == "undefined":
+        return None
+    return result["value"] if "value" in result else NOT_READ  # NaN, Infinity, -0, bigint

@@ -130,6 +130,9 @@ class MiniWoBTask(Task):
         url = f"{await resources.miniwob_url()}miniwob/{self.name}.html"
         await browser.reset(url)  # the start URL's origin is allowed, and no other
         instruction = await self.start_episode(browser, seed=seed)
+        read_after_actions = getattr(browser, "read_after_actions", None)
+        if read_after_actions is not None:  # validate's read rides on each action's last trip
+            read_after_actions(_STATE_JS)
         origin = origin_of(url)
         return TaskSetup(instruction=instruction, start_url=url,
                          allowed_origins=(origin,) if origin else ())
