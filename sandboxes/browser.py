@@ -239,10 +239,11 @@ class BrowserSandbox:
     # ---- internals -------------------------------------------------------------------
 
     def _prepare_next(self, url: str, allowed: frozenset[str], after: asyncio.Task[None] | None) -> None:
-        """Guess that the next fresh reset opens ``url`` again (a MiniWoB task does) and
-        prepare its context now, once ``after`` (the previous context closing) is done;
-        after a wrong guess, guess again only once a URL repeats."""
-        guess = self.config.prepare_next and url != _BLANK and self._last_url in (None, url)
+        """Once two fresh resets in a row opened ``url`` (every episode of a MiniWoB task
+        does), guess that the next one opens it again and prepare its context now, once
+        ``after`` (the previous context closing) is done. A sandbox used for one episode,
+        or for a new URL each time, never prepares one."""
+        guess = self.config.prepare_next and url != _BLANK and url == self._last_url
         self._last_url = url
         if guess:
             self._spare = SpareContext(self.host, self.config, url, allowed, after)

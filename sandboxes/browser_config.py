@@ -52,10 +52,10 @@ class BrowserConfig(BaseModel):
     )
     prepare_next: bool = Field(
         default=True,
-        description="after a fresh reset(url), open the next episode's context and load url in "
-        "it in the background, so that the next fresh reset to the same url and origins only "
-        "swaps contexts (each episode still gets a context no other episode used); costs one "
-        "more context and renderer per sandbox while an episode runs",
+        description="once two fresh resets in a row opened the same url, open the next "
+        "episode's context and load url in it in the background, so that the next fresh reset "
+        "to that url and origins only swaps contexts (each episode still gets a context no "
+        "other episode used); costs one more context and renderer per sandbox meanwhile",
     )
     settle_ms: int = Field(
         default=0,
