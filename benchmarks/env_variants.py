@@ -64,6 +64,9 @@ class Variant:
         a slow system does not see its episodes expire mid-measurement. Not timed."""
         raise NotImplementedError
 
+    async def settle(self) -> None:
+        """Wait for background work the env does between episodes (none by default)."""
+
     def memory_roots(self) -> list[int]:
         """Pids whose descendants are this variant's browsers and drivers."""
         return [os.getpid()]
@@ -160,6 +163,13 @@ class HarnessVariant(Variant):
 
     async def disarm(self, i: int) -> None:
         await self._envs[i].sandbox.evaluate("core.clearTimer()")
+
+    async def settle(self) -> None:
+        """Let each sandbox finish preparing the next episode's context (prepare_next)."""
+        for env in self._envs:
+            spare = env.sandbox._spare  # noqa: SLF001 - the benchmark waits for its work
+            if spare is not None:
+                await asyncio.wait({spare._task})  # noqa: SLF001
 
     async def close(self) -> None:
         for env in self._envs:
