@@ -11,8 +11,8 @@
 - **Reset parts.** A fresh MiniWoB reset done step by step with the sandbox's own parts
   (close the old context, new context with its route, new page, CDP session + watcher,
   load, episode start, screenshot); ``env.reset`` whole with ``prepare_next`` off and on
-  (each after an episode of ``--episode-steps`` steps, during which the next context is
-  prepared); and the floor's in-page restart (``core.startEpisodeReal()`` in the same page +
+  (each after an episode of each ``--lengths`` steps, during which the next context is
+  prepared: the reset is hidden once the episode outlasts the preparation); and the floor's in-page restart (``core.startEpisodeReal()`` in the same page +
   a screenshot: what an env without per-episode isolation pays).
 - **Steps right after a reset.** The first steps of each episode with ``prepare_next`` off
   and on: what preparing the next context meanwhile costs the running episode.
@@ -25,6 +25,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
+from itertools import product
 from typing import Any
 
 from benchmarks.bench_env import click_points
@@ -155,20 +156,21 @@ async def play(env: AsyncEnv, steps: int, times: Timer | None = None, first: int
                if times is not None and k < first else op)
 
 
-async def env_resets(envs: dict[bool, AsyncEnv], repeats: int, episode_steps: int) -> Timer:
-    """Episodes of ``episode_steps`` steps with prepare_next off and on, interleaved: the
-    reset, the first steps after it, and the whole episode (reset + steps)."""
+async def env_resets(envs: dict[bool, AsyncEnv], repeats: int, lengths: list[int]) -> Timer:
+    """Episodes of each length (steps) with prepare_next off and on, interleaved: the reset
+    after such an episode, the first steps after a reset, and the whole episode."""
     times: Timer = {}
     for env in envs.values():
-        await env.reset(seed=0)  # a sandbox's first reset always opens its context
-        await play(env, episode_steps)
-    for rep in range(repeats):
+        for seed in range(2):  # a sandbox prepares a context once a URL repeats
+            await env.reset(seed=seed)
+            await play(env, 5)
+    for rep, length in product(range(repeats), lengths):
         for prepare_next, env in list(envs.items())[rep % 2:] + list(envs.items())[:rep % 2]:
             label = f"prepare_next {'on' if prepare_next else 'off'}"
             start = time.perf_counter()
-            await timed(times, f"env.reset, {label}", env.reset(seed=rep))
-            await play(env, episode_steps, times, min(10, episode_steps), label)
-            times.setdefault(f"episode: reset + {episode_steps} steps, {label}", []).append(
+            await timed(times, f"env.reset after {length} steps, {label}", env.reset(seed=rep))
+            await play(env, length, times, min(10, length), label)
+            times.setdefault(f"episode: reset + {length} steps, {label}", []).append(
                 time.perf_counter() - start)
     return times
 
@@ -181,9 +183,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for task in args.tasks:
             envs = {flag: await open_env(provider, resources, task, flag) for flag in (False, True)}
             steps = await step_parts(envs[False], points, args.rounds)
-            resets = await env_resets(envs, args.repeats, args.episode_steps)
+            resets = await env_resets(envs, args.repeats, args.lengths)
             parts = await reset_parts(envs[False], envs[False].sandbox.config,  # type: ignore[attr-defined]
-                                      args.repeats, args.episode_steps)
+                                      args.repeats, max(args.lengths))
             for env in envs.values():
                 await env.close()
                 await env.sandbox.close()  # type: ignore[attr-defined]
@@ -216,13 +218,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds of steps")
     parser.add_argument("--steps", type=int, default=None, help="steps per system per round")
     parser.add_argument("--repeats", type=int, default=None, help="resets per kind")
-    parser.add_argument("--episode-steps", type=int, default=20, help="steps of each episode between resets")
+    parser.add_argument("--lengths", default="5,10,20,40",
+                        help="comma-separated episode lengths (steps) before the timed resets")
     parser.add_argument("--out", default=None, help="JSON results path")
     args = parser.parse_args(argv)
     args.tasks = (args.tasks or ("click-button" if args.quick else "click-button,click-link")).split(",")
     args.rounds = args.rounds or (2 if args.quick else 4)
     args.steps = args.steps or (20 if args.quick else 40)
     args.repeats = args.repeats or (4 if args.quick else 8)
+    args.lengths = [int(n) for n in args.lengths.split(",")]
     result = asyncio.run(run(args))
     report(result)
     path = write_results("bench_breakdown", {"args": vars(args), **result}, out=args.out, quick=args.quick)
