@@ -220,6 +220,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats of every cell")
     parser.add_argument("--steps", type=int, default=None, help="timed steps per env per cell")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="which systems to run")
+    parser.add_argument("--episode-steps", type=int, default=30,
+                        help="steps of the episode before each timed reset but the first")
     parser.add_argument("--out", default=None, help="JSON results path (default: benchmarks/results/"
                         "<name>.json, or runs/bench-quick/<name>.json with --quick)")
     args = parser.parse_args(argv)
@@ -227,8 +229,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                             "click-button,click-link,click-checkboxes")).split(",")
     repeats = args.repeats or (1 if args.quick else 3)
     plan = {"steps": args.steps or (15 if args.quick else 30), "default_steps": 4 if args.quick else 8,
-            "warmup": 2, "reset_seeds": [1000, 1001, 1002, 1003, 1004], "episode_steps": 10}
-    plan["points"] = click_points(plan["steps"] + plan["warmup"])
+            "warmup": 2, "reset_seeds": [1000, 1001, 1002, 1003, 1004],
+            "episode_steps": args.episode_steps}
+    plan["points"] = click_points(max(plan["steps"] + plan["warmup"], plan["episode_steps"]))
     systems = [s for s in args.systems.split(",") if s]
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown:
