@@ -143,7 +143,7 @@ class MiniWoBTask(Task):
         start = _START_JS.format(ready=_READY_JS, seed=seed_js, utterance=_UTTERANCE_JS,
                                  mode=json.dumps(self.config.data_mode))
         deadline = time.monotonic() + self.config.ready_timeout_s
-        while not (state := await sandbox.evaluate(start))["started"]:
+        while not (state := await self._start(sandbox, start))["started"]:
             if time.monotonic() > deadline:
                 raise TaskError(
                     f"expected the page to load (core.js and genProblem) within "
@@ -154,6 +154,13 @@ class MiniWoBTask(Task):
             await self._wait_for(sandbox, "WOB_TASK_READY === true", "WOB_TASK_READY")
             state["utterance"] = await sandbox.evaluate(_UTTERANCE_JS)
         return str(state["utterance"] or "")
+
+    async def _start(self, sandbox: Browser, start: str) -> dict:
+        state = await sandbox.evaluate(start)
+        if not isinstance(state, dict):
+            raise TaskError(f"expected the episode start of {self.id} to report its state, got "
+                            f"{state!r}; is this a MiniWoB page?")
+        return state
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
         state = await require_browser(sandbox, self.id).evaluate(_STATE_JS)
