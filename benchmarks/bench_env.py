@@ -53,6 +53,7 @@ LABELS = {
     "browsergym": "(d) BrowserGym, delays off",
     "browsergym-default": "(d') BrowserGym as shipped",
 }
+ONE_FRAME_S = 0.025  # between one 60 Hz frame (16.7 ms) and two (33.3 ms)
 BG_DELAYS = {"browsergym": (0, 0.0), "browsergym-default": (100, 0.5)}
 
 
@@ -144,12 +145,17 @@ def summarize(cells: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]
             mine = [c for c in cells if c["system"] == system and c["n"] == n and "error" not in c]
             row[f"c{n}_steps_per_s"] = median(c["steps_per_s"] for c in mine)
             row[f"c{n}_step_ms_p50"] = median(1000 * t for c in mine for t in c["latencies"])
+            pooled = [t for c in mine for t in c["latencies"]]
+            # A capture waits for the next 60 Hz frame: a step takes about 17 ms or about 33.
+            row[f"c{n}_one_frame_share"] = (sum(t < ONE_FRAME_S for t in pooled) / len(pooled)
+                                            if pooled else None)
             row[f"c{n}_rss_mb_per_env"] = median(c["memory"]["rss_mb"] / n for c in mine)
             row[f"c{n}_pss_mb_per_env"] = median(c["memory"]["pss_mb"] / n for c in mine)
             row[f"c{n}_ended"] = sum(c["ended"] for c in mine)
         mine = [c for c in cells if c["system"] == system and "error" not in c and c["resets"]]
         row["first_reset_ms_p50"] = median(1000 * c["resets"][0] for c in mine)
-        row["reset_ms_p50"] = median(1000 * t for c in mine for t in c["resets"][1:])
+        row["second_reset_ms_p50"] = median(1000 * c["resets"][1] for c in mine if len(c["resets"]) > 1)
+        row["reset_ms_p50"] = median(1000 * t for c in mine for t in c["resets"][2:])
         row["errors"] = sorted({c["error"] for c in cells if c["system"] == system and "error" in c})
         out[system] = row
     out["paired_ratios"] = {
@@ -185,17 +191,25 @@ def report(summary: dict[str, Any], systems: list[str]) -> None:
     for system in systems:
         s = summary[system]
         rows.append([LABELS[system], fmt(s["c1_steps_per_s"]), fmt(s["c4_steps_per_s"]),
-                     fmt(s["c1_step_ms_p50"]), fmt(s["first_reset_ms_p50"], 0), fmt(s["reset_ms_p50"], 0),
+                     fmt(s["c1_step_ms_p50"]), fmt(_percent(s["c1_one_frame_share"]), 0, "%"),
+                     fmt(s["first_reset_ms_p50"], 0),
+                     fmt(s["second_reset_ms_p50"], 0), fmt(s["reset_ms_p50"], 0),
                      fmt(s["c1_rss_mb_per_env"], 0), fmt(s["c4_rss_mb_per_env"], 0),
                      fmt(s["c4_pss_mb_per_env"], 0), "; ".join(s["errors"])[:60] or "-"])
     print_table("MiniWoB++ env speed (medians)",
-                ["system", "steps/s c1", "steps/s c4", "step ms c1", "1st reset ms", "reset ms", "RSS MB/env c1",
+                ["system", "steps/s c1", "steps/s c4", "step ms c1", "c1 steps in 1 frame",
+                 "1st reset ms", "2nd reset ms",
+                 "later resets ms", "RSS MB/env c1",
                  "RSS MB/env c4", "PSS MB/env c4", "errors"], rows)
     ratios = summary["paired_ratios"]
     print_table("this env's steps/s divided by each system's (paired medians)",
                 ["vs", "c1", "c4"],
                 [[LABELS[o], fmt(ratios.get(f"harness_vs_{o}_c1"), 2), fmt(ratios.get(f"harness_vs_{o}_c4"), 2)]
                  for o in systems if o != "harness"])
+
+
+def _percent(share: float | None) -> float | None:
+    return None if share is None else 100 * share
 
 
 def targets(summary: dict[str, Any]) -> dict[str, Any]:
@@ -220,6 +234,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats of every cell")
     parser.add_argument("--steps", type=int, default=None, help="timed steps per env per cell")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="which systems to run")
+    parser.add_argument("--concurrency", default="1,4", help="comma-separated envs at once per cell")
     parser.add_argument("--episode-steps", type=int, default=30,
                         help="steps of the episode before each timed reset but the first")
     parser.add_argument("--out", default=None, help="JSON results path (default: benchmarks/results/"
@@ -229,13 +244,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                             "click-button,click-link,click-checkboxes")).split(",")
     repeats = args.repeats or (1 if args.quick else 3)
     plan = {"steps": args.steps or (15 if args.quick else 30), "default_steps": 4 if args.quick else 8,
-            "warmup": 2, "reset_seeds": [1000, 1001, 1002, 1003, 1004],
+            "warmup": 2, "reset_seeds": [1000, 1001, 1002, 1003, 1004, 1005],
             "episode_steps": args.episode_steps}
     plan["points"] = click_points(max(plan["steps"] + plan["warmup"], plan["episode_steps"]))
     systems = [s for s in args.systems.split(",") if s]
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown:
         parser.error(f"expected systems among {', '.join(SYSTEMS)}, got {', '.join(unknown)}")
+    plan["concurrency"] = [int(n) for n in args.concurrency.split(",")]
     cells = asyncio.run(_run_cells(systems, tasks, repeats, plan))
     summary = summarize(cells, systems)
     report(summary, systems)
@@ -253,7 +269,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 async def _run_cells(systems: list[str], tasks: list[str], repeats: int,
                      plan: dict[str, Any]) -> list[dict[str, Any]]:
     cells: list[dict[str, Any]] = []
-    combos = [(rep, task, n) for rep in range(repeats) for task in tasks for n in (1, 4)]
+    combos = [(rep, task, n) for rep in range(repeats) for task in tasks for n in plan["concurrency"]]
     # One page server for every system and cell, on this loop: the other systems' blocking
     # calls run on threads (or in subprocesses), so the loop is free to serve them.
     async with TaskResources() as resources:
