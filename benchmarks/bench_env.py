@@ -215,8 +215,12 @@ def _percent(share: float | None) -> float | None:
 def targets(summary: dict[str, Any]) -> dict[str, Any]:
     r = summary["paired_ratios"]
     floor = [r.get("harness_vs_floor_c1"), r.get("harness_vs_floor_c4")]
+    reset = summary.get("harness", {}).get("reset_ms_p50")
     return {
         "within_15pct_of_floor": None if None in floor else all(x >= 0.85 for x in floor),
+        # issue 8: a step in one frame as the floor's (c1, paired), and resets hidden
+        "c1_at_least_0.95x_floor": None if floor[0] is None else floor[0] >= 0.95,
+        "reset_under_50ms": None if reset is None else reset < 50,
         "2x_faster_than_miniwob": _at_least(r, "miniwob", 2.0),
         "2x_faster_than_browsergym": _at_least(r, "browsergym", 2.0),
     }
