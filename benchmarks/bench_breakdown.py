@@ -5,9 +5,9 @@
 - **Step parts.** The env's step (``AsyncEnv.step``: execute = the click + the navigation
   watcher's flush, the task's reward read, the screenshot) timed whole, and the same calls
   timed one by one; beside them the floor (``page.mouse.click`` + ``Page.captureScreenshot``)
-  and the floor with the reward read, on the same page. The systems are interleaved per
-  round (the order rotating); a step that fits in one 60 Hz frame takes about 17 ms, one
-  that misses the frame about 33 ms, so the share of steps under 25 ms is reported too.
+  and the floor with the reward read, on the same page. The systems take turns step by step
+  (the order rotating); a step that fits in one 60 Hz frame takes about 17 ms, one that
+  misses the frame about 33 ms, so the share of steps under 25 ms is reported too.
 - **Reset parts.** A fresh MiniWoB reset done step by step with the sandbox's own parts
   (close the old context, new context with its route, new page, CDP session + watcher,
   load, episode start, screenshot); ``env.reset`` whole with ``prepare_next`` off and on
@@ -94,9 +94,12 @@ async def step_parts(env: AsyncEnv, points: list[tuple[int, int]], rounds: int) 
 
     systems: list[Callable[[int, int], Awaitable[None]]] = [
         env_step, env_parts, lambda x, y: floor(x, y, False), lambda x, y: floor(x, y, True)]
+    # Step by step, the systems taking turns (the order rotating), so that load that comes
+    # and goes on a shared machine hits them alike.
     for rnd in range(rounds):
-        for system in systems[rnd % 4:] + systems[: rnd % 4]:
-            for x, y in points:
+        for k, (x, y) in enumerate(points):
+            turn = (rnd + k) % len(systems)
+            for system in systems[turn:] + systems[:turn]:
                 await system(x, y)
     return times
 
