@@ -198,6 +198,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def summarize(times: Timer) -> dict[str, dict[str, float | None]]:
     return {name: {"ms_p50": 1000 * (median(values) or 0.0),
+                   "ms_mean": 1000 * sum(values) / len(values),
                    "one_frame_share": sum(v < ONE_FRAME_S for v in values) / len(values),
                    "n": len(values)} for name, values in times.items()}
 
@@ -208,8 +209,10 @@ def report(result: dict[str, Any]) -> None:
         print_table(f"{task}: where a step's time goes (medians)", ["part", "ms", "steps under 25 ms"],
                     [[name, fmt(s["ms_p50"], 2), fmt(100 * s["one_frame_share"], 0, "%")]
                      for name, s in steps.items()])
-        console.print(f"env.step / floor step time: "
-                      f"{fmt(ratio(steps['env.step']['ms_p50'], steps['floor: click + capture']['ms_p50']), 2)}")
+        env, floor = steps["env.step"], steps["floor: click + capture"]
+        judged = steps["floor + reward read"]
+        console.print(f"steps/s, env / floor: {fmt(ratio(floor['ms_mean'], env['ms_mean']), 2)} "
+                      f"(env / floor + reward read: {fmt(ratio(judged['ms_mean'], env['ms_mean']), 2)})")
         print_table(f"{task}: where a reset's time goes (medians)", ["part", "ms"],
                     [[name, fmt(s["ms_p50"], 1)] for name, s in parts["resets"].items()])
 
