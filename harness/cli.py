@@ -1,8 +1,14 @@
-"""The `cua` command line. Each area registers its own commands from its own module."""
+"""The `cua` command line. Each area registers its own commands from its own module.
+
+Packages that `harness` may not import (``trainers``, or a user's own) add commands through
+an entry point in the group ``cua.commands`` whose value is ``module:register``; the
+function takes the typer app, as the modules below do.
+"""
 
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import entry_points
 
 import typer
 
@@ -14,6 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+COMMAND_GROUP = "cua.commands"
 # Each module exposes `register(app: typer.Typer) -> None`.
 COMMAND_MODULES = (
     "harness.evaluation.cli",  # cua eval
@@ -25,11 +32,32 @@ COMMAND_MODULES = (
 
 for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
+for _entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
+    _entry.load()(app)
 
 
 def main() -> None:
-    app()
+    """Run ``cua``. A user's mistake in any command (a bad option, name, path or store) is
+    one line on stderr, ``error: ...``, and a non-zero exit: never a traceback or a box."""
+    import sys
 
+    from harness.cli_config import cli_errors, one_line
+
+    try:
+        with cli_errors():
+            code = app(standalone_mode=False)
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except typer.Abort:
+        typer.echo("Aborted.", err=True)
+        code = 1
+    except typer.TyperException as exc:  # click's usage errors, as typer vendors them
+        code = exc.exit_code
+        if type(exc).__name__ != "NoArgsIsHelpError":  # that one printed the help already
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "cua"
+            typer.echo(one_line(f"{exc.format_message()}; see {where} --help"), err=True)
+    sys.exit(code if isinstance(code, int) else 0)
 
 if __name__ == "__main__":
     main()

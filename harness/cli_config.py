@@ -20,7 +20,9 @@ import functools
 import inspect
 import json
 import os
+import shutil
 import sys
+import tempfile
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,15 +40,22 @@ M = TypeVar("M", bound=BaseModel)
 
 # ---- one-line errors -------------------------------------------------------------------------
 
+def one_line(message: str) -> str:
+    """``error: message`` on one line (newlines and runs of spaces become one space)."""
+    return f"error: {' '.join(str(message).split())}"
+
+
 def fail(message: str, code: int = 2) -> None:
     """Print ``error: message`` as one line on stderr and exit with ``code``."""
-    typer.echo(f"error: {' '.join(str(message).split())}", err=True)
+    typer.echo(one_line(message), err=True)
     raise typer.Exit(code=code)
 
 
 @contextmanager
 def cli_errors() -> Iterator[None]:
-    """Report a user's mistake as one line (exit 2) instead of a traceback."""
+    """Report a user's mistake as one line (exit 2) instead of a traceback: a bad config
+    value or name, a damaged store, an FSM site that does not exist or validate, a path
+    that cannot be used (a file where a folder belongs, a place that cannot be written)."""
     from fsm_sites.errors import FsmSiteError
 
     try:
@@ -54,8 +63,10 @@ def cli_errors() -> Iterator[None]:
     except (ConfigError, HarnessError, FsmSiteError) as exc:
         fail(str(exc).splitlines()[0] if isinstance(exc, FsmSiteError) and len(str(exc)) > 300
              else str(exc))
-    except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError) as exc:
-        fail(f"expected a usable path, got {exc.filename!r}: {exc.strerror}")
+    except OSError as exc:
+        if exc.filename is None:  # e.g. a port in use
+            fail(f"expected the system to allow this, got: {exc.strerror or exc}")
+        fail(f"expected a usable path, got {exc.filename!r}: {exc.strerror or exc}")
 
 
 def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -71,19 +82,60 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def check_output_dir(path: Path, option: str) -> None:
     """Refuse an output folder that is a file, lies under a file, or cannot be written,
-    before anything is written (nothing is created here)."""
+    before anything is written (nothing is left behind here)."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{option}: expected a folder, got {path}, which is a file; pick another path")
-    probe = path
+    _check_writable_place(path, option)
+
+
+def check_output_file(path: Path, option: str) -> None:
+    """Refuse an output file that is a folder, lies under a file, or cannot be written."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{option}: expected a file, got {path}, which is a folder; "
+                          "pick a file name")
+    _check_writable_place(path.parent, option, target=path)
+
+
+def _check_writable_place(folder: Path, option: str, target: Path | None = None) -> None:
+    target = target or folder
+    probe = folder
     while not probe.exists():
         probe = probe.parent
     if not probe.is_dir():
-        raise ConfigError(f"{option}: expected a folder, got {path}, under the file {probe}; "
-                          "pick another path")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"{option}: expected a writable place, got {path} ({probe} is not "
-                          "writable); pick another path")
+        raise ConfigError(f"{option}: expected a folder there, got {target}, under the file "
+                          f"{probe}; pick another path")
+    # os.access is no test: root passes it everywhere, /proc and read-only mounts included.
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".cua-probe-", dir=probe))
+    except OSError as exc:
+        raise ConfigError(f"{option}: expected a writable place, got {target} ({probe}: "
+                          f"{exc.strerror or exc}); pick another path") from None
+
+
+@contextmanager
+def removed_on_failure(*paths: Path) -> Iterator[None]:
+    """Remove what a failing command created at ``paths`` (those that did not exist before
+    it), so that a mistake found half-way (a store damaged deep inside) leaves nothing."""
+    new = [_first_missing(Path(p)) for p in paths if not Path(p).exists()]
+    try:
+        yield
+    except BaseException as exc:
+        if not (isinstance(exc, typer.Exit) and exc.exit_code == 0):
+            for path in new:
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                elif path.exists():
+                    path.unlink()
+        raise
+
+
+def _first_missing(path: Path) -> Path:
+    """The outermost folder of ``path`` that does not exist yet (what creating it makes)."""
+    while not path.parent.exists() and path.parent != path:
+        path = path.parent
+    return path
 
 
 # ---- configs from files, --set and options ----------------------------------------------------

@@ -113,6 +113,10 @@ def demo_command(
     quick: Annotated[bool, typer.Option("--quick/--full", help="fewer episodes and a smaller budget")] = True,
 ) -> None:
     """Run the pipeline end to end on embedded defaults and print where its report is."""
+    from harness.cli_config import check_output_dir, cli_errors
+
+    with cli_errors():
+        check_output_dir(out, "--out")
     out.mkdir(parents=True, exist_ok=True)
     results = []
     for stage in demo_stages(out, quick=quick):

@@ -16,22 +16,37 @@ The reward of a step is the task's judgement under the env's reward mode
 from __future__ import annotations
 
 import asyncio
+import difflib
 import threading
 import time
 import uuid
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import gymnasium
+import numpy as np
+from gymnasium import spaces
 from pydantic import ValidationError
 
-from harness.actions import Action, Done, outside, parse_action
+from harness.actions import (
+    Action,
+    AgentAction,
+    Click,
+    ClickElement,
+    Done,
+    duration_s,
+    outside,
+    parse_agent_action,
+    replace_surrogates,
+    short_repr,
+)
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
 from harness.resources import TaskResources
 from harness.rewards import REWARD_MODES, RewardMode, step_reward
 from harness.tasks.base import Task, TaskSetup, Validation
-from sandboxes.base import Browser, Sandbox, SandboxProvider, Screenshot
+from sandboxes.base import Browser, Sandbox, SandboxProvider, Screenshot, UIElement
 
 T = TypeVar("T")
 StepResult = tuple[Observation, float, bool, bool, StepInfo]
@@ -50,6 +65,42 @@ def resolve_codec(codec: Any) -> Any:
     return codec
 
 
+@runtime_checkable
+class Env(Protocol):
+    """What the rollout, the explorer and the trainers drive: an env, here or remote.
+
+    ``AsyncEnv`` (a task in a local sandbox) implements it; so does the env-server client
+    (an env served over HTTP, in another process, container or machine).
+    """
+
+    @property
+    def task_id(self) -> str:
+        """The id of the task the env runs."""
+
+    @property
+    def can_jump(self) -> bool:
+        """Whether the live episode can move straight to a state (FSM tasks)."""
+
+    async def reset(self, *, seed: int | None = None,
+                    options: dict[str, Any] | None = None) -> tuple[Observation, ResetInfo]:
+        """Start an episode."""
+
+    async def step(self, action: AgentAction | str | dict, *, codec: Any = None) -> StepResult:
+        """Act, judge, observe."""
+
+    async def oracle_action(self) -> Action | None:
+        """The task's oracle action for the current state, or None."""
+
+    async def jump(self, state_key: str, *, steps: int) -> tuple[Observation, str]:
+        """Move the live episode straight to a state."""
+
+    async def observe(self) -> Observation:
+        """A fresh observation without a step."""
+
+    async def close(self) -> None:
+        """End the episode and release what the env holds for it."""
+
+
 class AsyncEnv:
     """One task in one sandbox. ``reset`` starts an episode; ``step`` acts and judges.
 
@@ -66,6 +117,7 @@ class AsyncEnv:
         codec: Any = None,
         max_steps: int | None = None,
         reward: RewardMode = "outcome",
+        elements: bool = False,
         step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
         reset_timeout_s: float = DEFAULT_RESET_TIMEOUT_S,
     ) -> None:
@@ -81,6 +133,8 @@ class AsyncEnv:
         self.task = task
         self.sandbox = sandbox
         self.reward_mode: RewardMode = reward
+        #: Observe the page's interactive elements too (observation modes with elements).
+        self.elements = elements
         self._owns_resources = resources is None
         self.resources = resources or TaskResources()
         self._start_distance: int | None = None
@@ -97,6 +151,11 @@ class AsyncEnv:
         self._steps = 0
         self._ended = True
         self._last_obs: Observation | None = None
+
+    @property
+    def task_id(self) -> str:
+        """The id of the task this env runs."""
+        return self.task.id
 
     @property
     def codec(self) -> Any:
@@ -130,8 +189,9 @@ class AsyncEnv:
             self.task.setup(self.sandbox, seed=seed, resources=self.resources),
             self.reset_timeout_s, "reset",
         )
-        shot = await self._timed(self.sandbox.screenshot(), self.step_timeout_s, "screenshot")
-        self._setup, self._steps, self._ended = setup, 0, False
+        self._setup = setup
+        shot = await self._timed(self._capture(), self.step_timeout_s, "screenshot")
+        self._steps, self._ended = 0, False
         self._start_distance = setup.start_distance
         self.max_steps = self._max_steps_arg or setup.max_steps or DEFAULT_MAX_STEPS
         self._episode_id = uuid.uuid4().hex[:12]
@@ -143,20 +203,26 @@ class AsyncEnv:
             reset_seconds=time.perf_counter() - start,
             fsm_state=setup.fsm_state,
             start_distance=setup.start_distance,
+            goal=setup.goal,
         )
         return obs, info
 
-    async def step(self, action: Action | str | dict, *, codec: Any = None) -> StepResult:
+    async def step(self, action: AgentAction | str | dict, *, codec: Any = None) -> StepResult:
         """Act, judge, observe. Text is decoded with ``codec`` (default: the env's codec);
-        agent errors don't raise."""
+        an element action is resolved to a click at its element's centre; agent errors
+        don't raise."""
         if self._setup is None or self._last_obs is None:
             raise RuntimeError("expected reset() before step(), got step() first; call reset()")
         if self._ended:
             raise RuntimeError("expected reset() after the episode ended, got another step()")
         start = time.perf_counter()
-        parsed, text, error = self._decode(action, resolve_codec(codec) if codec is not None else self.codec)
+        requested, text, error = self._decode(action, resolve_codec(codec) if codec is not None else self.codec)
+        parsed, resolve_error = resolve_element_action(requested, self._last_obs)
+        error = error if error is not None else resolve_error
+        # A wait or a long text takes its time by design: it never counts as a timeout.
+        allowance = duration_s(parsed) if parsed is not None and error is None else 0.0
         validation, shot, agent_error = await self._timed(
-            self._act_and_judge(parsed, error), self.step_timeout_s, "step"
+            self._act_and_judge(parsed, error), self.step_timeout_s + allowance, "step"
         )
         self._steps += 1
         error = error if error is not None else agent_error
@@ -176,6 +242,7 @@ class AsyncEnv:
             verdict=validation.verdict,
             success=validation.success,
             action_text=text,
+            requested=requested.model_dump() if isinstance(requested, ClickElement) else None,
         )
         return obs, float(reward), terminated, truncated, info
 
@@ -206,7 +273,7 @@ class AsyncEnv:
         store restore moved the task's state)."""
         if self._setup is None:
             raise RuntimeError("expected reset() before observe(), got none")
-        shot = await self._timed(self.sandbox.screenshot(), self.step_timeout_s, "screenshot")
+        shot = await self._timed(self._capture(), self.step_timeout_s, "screenshot")
         return self._observe(shot, None)
 
     async def close(self) -> None:
@@ -223,42 +290,57 @@ class AsyncEnv:
 
     async def _act_and_judge(
         self, action: Action | None, error: str | None
-    ) -> tuple[Validation, Screenshot, str | None]:
-        """Execute (unless the agent already erred), validate, screenshot."""
+    ) -> tuple[Validation, _Capture, str | None]:
+        """Execute (unless the agent already erred), validate, capture."""
         agent_error = None
         if action is not None and error is None:
             agent_error = await self.sandbox.execute(action)
         judged = action if error is None else None
         validation = await self.task.validate(self.sandbox, judged)
-        return validation, await self.sandbox.screenshot(), agent_error
+        return validation, await self._capture(), agent_error
 
-    def _decode(self, action: Action | str | dict,
-                codec: Any) -> tuple[Action | None, str | None, str | None]:
+    async def _capture(self) -> _Capture:
+        """The screenshot, and the elements of the same page when the env observes them."""
+        shot = await self.sandbox.screenshot()
+        if not self.elements:
+            return _Capture(shot, None)
+        if not isinstance(self.sandbox, Browser):
+            raise ConfigError(f"expected a sandbox that lists its elements for elements=True, got "
+                              f"a {self.sandbox.kind} sandbox; observe screenshots only")
+        return _Capture(shot, tuple(await self.sandbox.elements()))
+
+    def _decode(self, action: AgentAction | str | dict,
+                codec: Any) -> tuple[AgentAction | None, str | None, str | None]:
         """(action, source text, agent error) for whatever the agent handed over."""
         assert self._last_obs is not None
         size = (self._last_obs.width, self._last_obs.height)
         text: str | None = None
         try:
             if isinstance(action, str):
-                text = action
-                parsed = codec.decode(action, size=size)
+                text = replace_surrogates(action)  # so that every sink can store and print it
+                parsed = codec.decode(text, size=size)
             elif isinstance(action, dict):
-                parsed = parse_action(action)
+                parsed = parse_agent_action(action)
             else:
                 parsed = action
         except ActionParseError as exc:
             return None, text, str(exc)
         except ValidationError as exc:
-            return None, text, f"expected an action dict, got {action!r}: {exc.errors()[0]['msg']}"
+            return None, text, (f"expected an action dict, got {short_repr(action, 200)}: "
+                                f"{exc.errors()[0]['msg']}")
+        if isinstance(parsed, ClickElement):
+            return parsed, text, None
         return parsed, text, outside(parsed, *size)
 
-    def _observe(self, shot: Screenshot, error: str | None) -> Observation:
+    def _observe(self, capture: _Capture, error: str | None) -> Observation:
         assert self._setup is not None
+        shot = capture.shot
         obs = Observation(
             screenshot=shot.data,
             image_format=shot.format,
             width=shot.width,
             height=shot.height,
+            elements=capture.elements,
             instruction=self._setup.instruction,
             url=self.sandbox.url if isinstance(self.sandbox, Browser) else None,
             step=self._steps,
@@ -275,6 +357,35 @@ class AsyncEnv:
                 f"expected {what} of {self.task.id} within {limit}s, got a timeout; "
                 "raise the timeout or check the sandbox"
             ) from exc
+
+
+@dataclass(frozen=True)
+class _Capture:
+    shot: Screenshot
+    elements: tuple[UIElement, ...] | None
+
+
+def resolve_element_action(action: AgentAction | None,
+                           obs: Observation) -> tuple[Action | None, str | None]:
+    """(the pixel action to execute, an agent error): an element action becomes a click at
+    its element's centre, matched by label (whitespace and case ignored), then by id."""
+    if not isinstance(action, ClickElement):
+        return action, None
+    if obs.elements is None:
+        return None, ("click_element needs an element list, and this observation has none; "
+                      "act by coordinates or observe elements")
+    wanted = " ".join(action.element.split()).casefold().strip("\"'")
+    matches = [e for e in obs.elements if " ".join(e.label.split()).casefold() == wanted]
+    matches = matches or [e for e in obs.elements if e.id.casefold() == wanted]
+    if not matches:
+        labels = [e.label for e in obs.elements if e.label]
+        close = difflib.get_close_matches(action.element, labels, n=3, cutoff=0.5)
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        return None, (f"expected an element label or id of the element list, got "
+                      f"{action.element!r}{hint}")
+    x, y = matches[0].center
+    click = Click(x=min(max(x, 0), obs.width - 1), y=min(max(y, 0), obs.height - 1))
+    return click, None
 
 
 # ---- the sync wrapper --------------------------------------------------------------------
@@ -299,11 +410,20 @@ class _LoopThread:
 
 
 class GymEnv(gymnasium.Env):
-    """A gymnasium env over ``AsyncEnv`` with its own sandbox provider and task resources.
+    """A ``gymnasium.Env`` over ``AsyncEnv``, with its own sandbox provider and task resources.
 
-    Observations are ``Observation`` models and actions are ``Action`` models or model
-    text (decoded with ``codec``); rather than Box/Discrete spaces, the typed models are
-    the contract (docs/evaluation.md says which gymnasium checks that leaves out).
+    It speaks gymnasium's contract so that third-party code (and
+    ``gymnasium.utils.env_checker.check_env``, which it passes) can drive it:
+
+    - observation: ``{"screenshot": uint8 array (height, width, 3), "instruction": str}``,
+      in ``observation_space`` (a ``Dict`` of a ``Box`` and a ``Text``);
+    - action: model text (decoded with ``codec``), in ``action_space`` (a ``Text``), or an
+      ``Action`` model or dict, which it also takes;
+    - info: a dict of the step's judgement (task, executed action, raw reward, message,
+      verdict, success), the same for the same seed and actions.
+
+    The typed results of the last call (``Observation``, ``ResetInfo``/``StepInfo``, with
+    timings and the episode id) are ``last_observation`` and ``last_info``.
     """
 
     metadata = {"render_modes": []}
@@ -328,6 +448,7 @@ class GymEnv(gymnasium.Env):
         try:
             self._resources = self._loop.run(_new_resources())
             sandbox = self._loop.run(self._provider.new_sandbox(self.task.sandbox_request))
+            width, height = self._loop.run(_surface_size(sandbox))
         except BaseException:
             self._loop.run(self._provider.close())
             self._loop.stop()
@@ -337,16 +458,30 @@ class GymEnv(gymnasium.Env):
             self.task, sandbox, resources=self._resources, codec=codec, max_steps=max_steps,
             reward=reward, step_timeout_s=step_timeout_s,
         )
+        self.observation_space = spaces.Dict({
+            "screenshot": spaces.Box(0, 255, (height, width, 3), dtype=np.uint8),
+            "instruction": spaces.Text(MAX_INSTRUCTION_CHARS, min_length=0, charset=TEXT_CHARSET),
+        })
+        self.action_space = spaces.Text(MAX_ACTION_CHARS, min_length=1, charset=TEXT_CHARSET)
+        self.last_observation: Observation | None = None
+        self.last_info: ResetInfo | StepInfo | None = None
         self._closed = False
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Observation, ResetInfo]:
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
-        return self._loop.run(self.env.reset(seed=seed, options=options))
+        obs, info = self._loop.run(self.env.reset(seed=seed, options=options))
+        self.last_observation, self.last_info = obs, info
+        return _gym_observation(obs), {"task": info.task, "seed": info.seed,
+                                       "fsm_state": info.fsm_state, "start_distance": info.start_distance}
 
-    def step(self, action: Action | str | dict) -> StepResult:
-        return self._loop.run(self.env.step(action))
+    def step(self, action: Action | str | dict) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self._loop.run(self.env.step(action))
+        self.last_observation, self.last_info = obs, info
+        gym_info = info.model_dump(mode="json", exclude={"episode_id", "step_seconds"})
+        gym_info["last_action_error"] = obs.last_action_error
+        return _gym_observation(obs), reward, terminated, truncated, gym_info
 
     def oracle_action(self) -> Action | None:
         return self._loop.run(self.env.oracle_action())
@@ -363,6 +498,27 @@ class GymEnv(gymnasium.Env):
                 self._loop.run(self._provider.close())
         finally:
             self._loop.stop()
+
+
+#: what the Text spaces hold: printable ASCII, whitespace, Latin-1 and common typography
+TEXT_CHARSET = frozenset(
+    [chr(c) for c in range(32, 127)] + ["\n", "\t"] + [chr(c) for c in range(0xA0, 0x180)]
+    + list("‘’“”–—…•→←↑↓✓✗€£¥©®™°±×÷")
+)
+MAX_INSTRUCTION_CHARS = 4096
+MAX_ACTION_CHARS = 2048
+
+
+def _gym_observation(obs: Observation) -> dict[str, Any]:
+    pixels = np.asarray(obs.image().convert("RGB"), dtype=np.uint8)
+    return {"screenshot": pixels, "instruction": obs.instruction}
+
+
+async def _surface_size(sandbox: Sandbox) -> tuple[int, int]:
+    """The (width, height) of a sandbox's screenshots: one blank reset, one capture."""
+    await sandbox.reset()
+    shot = await sandbox.screenshot()
+    return shot.width, shot.height
 
 
 async def _new_resources() -> TaskResources:

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from fsm_sites.verdict import StepVerdict
+from sandboxes.base import UIElement
 
 
 class Observation(BaseModel):
@@ -22,6 +23,8 @@ class Observation(BaseModel):
     instruction: str = Field(description="the task instruction in natural language")
     url: str | None = Field(default=None, description="the page URL after the step (browsers only)")
     step: int = Field(description="number of steps taken so far in this episode")
+    elements: tuple[UIElement, ...] | None = Field(
+        default=None, description="the interactive elements on screen, where the env observes them")
     last_action_error: str | None = Field(
         default=None, description="why the last action failed (agent error), or None"
     )
@@ -45,6 +48,7 @@ class ResetInfo(BaseModel):
     fsm_state: str | None = Field(default=None, description="FSM state key, for FSM tasks")
     start_distance: int | None = Field(
         default=None, description="shortest distance from the start state to the goal, where known")
+    goal: str | None = Field(default=None, description="the FSM goal (an id or a state key), for FSM tasks")
 
 
 class StepInfo(BaseModel):
@@ -65,3 +69,6 @@ class StepInfo(BaseModel):
     action_text: str | None = Field(
         default=None, description="the model text the action was decoded from, if any"
     )
+    requested: dict | None = Field(
+        default=None, description="the element action the agent asked for, where the env "
+        "resolved one into the executed `action`")

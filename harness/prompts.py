@@ -7,9 +7,13 @@ theirs from a tree path (``harness.store.export``). Both go through
 
 - a system message: the codec's action-space description (in the chosen coordinate space);
 - one user message: the last ``history_images`` screenshots (oldest first, the current one
-  last) as ``{"type": "image"}`` parts, then the text::
+  last) as ``{"type": "image"}`` parts (none in the ``elements`` observation mode), then
+  the text::
 
       Instruction: <instruction>
+      Elements:                                   (observation modes with elements)
+      - button "Add to cart"
+      - textbox "Search" = "lamp"
       Previous actions:
       1. <action 1 in the codec's syntax>
       2. ...
@@ -23,6 +27,7 @@ reads ``(no valid action)``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -30,16 +35,21 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.actions import Action, parse_action
+from harness.actions import AgentAction, Click, ClickElement, parse_agent_action
 from harness.codecs import ActionCodec, get_codec
 from harness.codecs.base import Size
+from sandboxes.base import UIElement
 
 T = TypeVar("T")
+ObservationMode = Literal["screenshot", "screenshot+elements", "elements"]
+#: the codec's action space in each observation mode
+ACTION_SPACES = {"screenshot": "pixels", "screenshot+elements": "pixels+elements", "elements": "elements"}
 #: A chat message: {"role": ..., "content": [{"type": "text", "text": ...} | {"type": "image"}]}
 Message = dict[str, Any]
 NO_ACTION = "(no valid action)"
-#: (the executed action as a dict, or None; the size of the screenshot it was taken on)
-HistoryEntry = tuple[dict[str, Any] | None, Size]
+#: (the executed action as a dict, or None; the size of the screenshot it was taken on;
+#: the elements that screenshot showed, where they were observed)
+HistoryEntry = tuple[dict[str, Any] | None, Size, "Sequence[UIElement | dict[str, Any]] | None"]
 
 
 class PromptConfig(BaseModel):
@@ -55,6 +65,9 @@ class PromptConfig(BaseModel):
     history_actions: int | None = Field(
         default=None, ge=0, description="previous actions listed; None: all of them")
     system_prompt: bool = Field(default=True, description="send the codec's action-space description")
+    observation: ObservationMode = Field(
+        default="screenshot", description="what the prompt shows of the screen: 'screenshot', "
+        "'screenshot+elements' (and the element list) or 'elements' (the list only, no image)")
 
 
 @dataclass(frozen=True)
@@ -72,43 +85,95 @@ class PromptBuilder:
     def __init__(self, config: PromptConfig | None = None) -> None:
         self.config = config or PromptConfig()
 
+    @property
+    def with_elements(self) -> bool:
+        """Whether the prompt shows the element list (and offers element actions)."""
+        return self.config.observation != "screenshot"
+
     @cached_property
     def codec(self) -> ActionCodec:
-        return get_codec(self.config.codec, coordinates=self.config.coordinates)
+        return get_codec(self.config.codec, coordinates=self.config.coordinates,
+                         action_space=ACTION_SPACES[self.config.observation])
 
     @cached_property
     def system_text(self) -> str:
         return self.codec.prompt()
 
-    def action_text(self, action: dict[str, Any] | Action | None, size: Size) -> str:
-        """An action in the codec's syntax (a training target, or a line of history)."""
+    def action_text(self, action: dict[str, Any] | AgentAction | None, size: Size,
+                    elements: Sequence[UIElement | dict[str, Any]] | None = None) -> str:
+        """An action in the codec's syntax (a training target, or a line of history); in the
+        modes with elements, a click on an element reads as an element action."""
         if action is None:
             return NO_ACTION
-        parsed = parse_action(action) if isinstance(action, dict) else action
+        parsed = parse_agent_action(action) if isinstance(action, dict) else action
+        if self.with_elements and elements:
+            parsed = as_element_action(parsed, elements)
         return self.codec.encode(parsed, size=size)
 
     def build(self, *, instruction: str, history: Sequence[HistoryEntry], images: Sequence[T],
-              image_steps: Sequence[int], error: str | None) -> Prompt[T]:
+              image_steps: Sequence[int], error: str | None,
+              elements: Sequence[UIElement | dict[str, Any]] | None = None) -> Prompt[T]:
         """The prompt at one step: ``history`` is every earlier step of the episode (or tree
-        path), ``images`` and ``image_steps`` its screenshots so far, the current one last."""
-        k = self.config.history_images
+        path), ``images`` and ``image_steps`` its screenshots so far, the current one last,
+        ``elements`` the current observation's element list (where it was observed)."""
+        k = 0 if self.config.observation == "elements" else self.config.history_images
         limit = self.config.history_actions
         first = 0 if limit is None else max(0, len(history) - limit)
-        lines = [f"{i + 1}. {self.action_text(action, size)}"
-                 for i, (action, size) in enumerate(history) if i >= first]
-        text = f"Instruction: {instruction}\nPrevious actions:\n" + ("\n".join(lines) or "(none)")
+        lines = [f"{i + 1}. {self.action_text(action, size, shown)}"
+                 for i, (action, size, shown) in enumerate(history) if i >= first]
+        text = f"Instruction: {instruction}\n"
+        if self.with_elements:
+            text += "Elements:\n" + element_lines(elements) + "\n"
+        text += "Previous actions:\n" + ("\n".join(lines) or "(none)")
         if error:
             text += f"\nLast action error: {error}"
         text += "\nNext action:"
-        shown = list(images)[-k:]
+        shown = list(images)[-k:] if k else []
         content: list[dict[str, Any]] = [{"type": "image"} for _ in shown]
         content.append({"type": "text", "text": text})
         messages: list[Message] = []
         if self.config.system_prompt:
             messages.append({"role": "system", "content": [{"type": "text", "text": self.system_text}]})
         messages.append({"role": "user", "content": content})
-        return Prompt(messages, shown, list(image_steps)[-k:])
+        return Prompt(messages, shown, list(image_steps)[-k:] if k else [])
 
     def assistant(self, text: str) -> list[Message]:
         """The assistant turn holding a target action's text."""
         return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
+
+
+def element_lines(elements: Sequence[UIElement | dict[str, Any]] | None) -> str:
+    """The element list as the prompt shows it: one ``- role "label"`` line per element,
+    its value (``= "text"``) and ``(disabled)`` where they apply."""
+    if not elements:
+        return "(none)"
+    lines = []
+    for item in elements:
+        element = item if isinstance(item, UIElement) else UIElement.model_validate(item)
+        line = f"- {element.role} {json.dumps(element.label, ensure_ascii=False)}"
+        if element.value:
+            line += f" = {json.dumps(element.value, ensure_ascii=False)}"
+        if not element.enabled:
+            line += " (disabled)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def as_element_action(action: AgentAction,
+                      elements: Sequence[UIElement | dict[str, Any]]) -> AgentAction:
+    """A click inside an element's box as the element action that names it (its label, or
+    its id where an earlier element has the same label); any other action as it is."""
+    if not isinstance(action, Click):
+        return action
+    listed = [e if isinstance(e, UIElement) else UIElement.model_validate(e) for e in elements]
+    inside = [e for e in listed if e.x <= action.x < e.x + e.width and e.y <= action.y < e.y + e.height]
+    if not inside:
+        return action
+    target = min(inside, key=lambda e: e.width * e.height)
+    first_with_label = next(e for e in listed if _same(e.label, target.label))
+    name = target.label if target.label.strip() and first_with_label is target else target.id
+    return ClickElement(element=name)
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()

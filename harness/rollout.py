@@ -26,13 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.actions import duration_s, parse_action
 from harness.agents.base import Agent, AgentContext, AgentStep, Turn
 from harness.errors import EpisodeTimeout, InfrastructureError
 from harness.observation import Observation, ResetInfo, StepInfo
 from harness.rewards import episode_progress
 
 if TYPE_CHECKING:
-    from harness.env import AsyncEnv
+    from harness.env import Env
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Episode:
     task_id: str
     seed: int | None
     index: int
-    env: AsyncEnv
+    env: Env
     first: Observation  # the observation the episode started from
     reset_info: ResetInfo | None  # None when it started from a restored state
     history: list[Turn] = field(default_factory=list)  # steps before ``first`` (a restored path)
@@ -123,7 +124,7 @@ class RolloutSink:
         ``episode`` is None when the failure came before its first observation."""
 
 
-async def rollout(env: AsyncEnv, agent: Agent, sinks: Sequence[RolloutSink] = (), *,
+async def rollout(env: Env, agent: Agent, sinks: Sequence[RolloutSink] = (), *,
                   seed: int | None = None, index: int = 0, start: Observation | None = None,
                   history: Sequence[Turn] = (), max_steps: int | None = None,
                   timeout_s: float | None = None) -> Episode:
@@ -134,17 +135,19 @@ async def rollout(env: AsyncEnv, agent: Agent, sinks: Sequence[RolloutSink] = ()
     ``start``: the env already shows this observation (a restored state), so no reset;
     ``history``: the steps that led there, as the agent would recall them.
     ``max_steps``: end after this many steps even where the env would go on.
-    ``timeout_s``: the whole episode's limit (``EpisodeTimeout``, an infrastructure error).
+    ``timeout_s``: the whole episode's limit (``EpisodeTimeout``, an infrastructure error),
+    extended by the time each executed action takes by design (a wait, a long text).
     Text from an agent with a ``codec`` is decoded with that codec.
     """
     state: dict[str, Episode] = {}
     try:
-        coro = _run(env, agent, sinks, seed, index, start, list(history), max_steps, state)
-        episode = await (coro if timeout_s is None else asyncio.wait_for(coro, timeout_s))
+        async with asyncio.timeout(timeout_s) as limit:
+            episode = await _run(env, agent, sinks, seed, index, start, list(history), max_steps,
+                                 state, limit)
     except BaseException as exc:
         error: BaseException = exc
         if isinstance(exc, TimeoutError) and not isinstance(exc, InfrastructureError):
-            error = EpisodeTimeout(f"expected the episode of {env.task.id} to end within "
+            error = EpisodeTimeout(f"expected the episode of {env.task_id} to end within "
                                    f"{timeout_s}s, got a timeout; raise the episode timeout")
         for sink in sinks:
             await sink.on_abort(state.get("episode"), error)
@@ -154,15 +157,15 @@ async def rollout(env: AsyncEnv, agent: Agent, sinks: Sequence[RolloutSink] = ()
     return episode
 
 
-async def _run(env: AsyncEnv, agent: Agent, sinks: Sequence[RolloutSink], seed: int | None,
+async def _run(env: Env, agent: Agent, sinks: Sequence[RolloutSink], seed: int | None,
                index: int, start: Observation | None, history: list[Turn], max_steps: int | None,
-               state: dict[str, Episode]) -> Episode:
+               state: dict[str, Episode], limit: asyncio.Timeout) -> Episode:
     began = time.perf_counter()
     reset_info = None
     if start is None:
         start, reset_info = await env.reset(seed=seed)
-    episode = state["episode"] = Episode(env.task.id, seed, index, env, start, reset_info, history)
-    ctx = AgentContext.for_episode(env.task.id, seed, index, env=env)
+    episode = state["episode"] = Episode(env.task_id, seed, index, env, start, reset_info, history)
+    ctx = AgentContext.for_episode(env.task_id, seed, index, env=env)
     ctx.history = list(history)
     codec = getattr(agent, "codec", None)
     for sink in sinks:
@@ -180,6 +183,9 @@ async def _run(env: AsyncEnv, agent: Agent, sinks: Sequence[RolloutSink], seed: 
         after, reward, terminated, truncated, info = await env.step(
             act if act is not None else "", codec=codec)
         ctx.history.append(Turn(obs, decision, info.action))
+        deadline = limit.when()
+        if deadline is not None and info.action is not None:  # a wait's time is not a hang
+            limit.reschedule(deadline + duration_s(parse_action(info.action)))
         transition = Transition(episode.steps + 1, obs, decision, after, reward, terminated,
                                 truncated, info)
         episode.transitions.append(transition)

@@ -13,9 +13,19 @@ refused as the agent's mistake before they reach a sandbox.
 
 from __future__ import annotations
 
+import re
+import reprlib
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+)
 
 NORMALIZED_MAX = 1000
 #: Largest coordinate any action may carry (screens are smaller; the env also checks
@@ -23,8 +33,14 @@ NORMALIZED_MAX = 1000
 MAX_COORDINATE = 16_384
 #: Largest wheel delta per scroll action, in pixels (Chromium refuses far larger ones).
 MAX_SCROLL = 10_000
-#: Longest text one type_text action may type.
+#: Longest text one type_text action may type (or a done action may answer).
 MAX_TEXT_CHARS = 4_096
+#: Longest wait one action may ask for, in seconds.
+MAX_WAIT_S = 60.0
+#: Time allowed per typed character on top of a sandbox's action timeout: typing sends
+#: each character as its own key events (about 8 ms each in Chromium here; 3x for a
+#: loaded machine), so 4096 characters legitimately take half a minute.
+TYPE_SECONDS_PER_CHAR = 0.025
 
 # Canonical key names. Codecs map their own spellings onto these; sandboxes map
 # these onto their input backend (Playwright key names, X keysyms).
@@ -69,9 +85,53 @@ def _number(value: object) -> object:
     return value
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def replace_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD: what the env does to a model's
+    raw text before anything stores, prints or serializes it (UTF-8 cannot carry them)."""
+    return text if text.isascii() else _SURROGATES.sub("\ufffd", text)
+
+
+def _unicode(text: str) -> str:
+    """Refuse lone surrogates: no browser, store or file can carry them."""
+    for index, char in enumerate(text):
+        if "\ud800" <= char <= "\udfff":
+            raise ValueError(f"expected text of valid Unicode, got a lone surrogate {char!r} at "
+                             f"index {index}; send characters, not halves of UTF-16 pairs")
+    return text
+
+
 #: Numeric action fields take numbers only; integral floats (3.0) still count as ints.
 Int = Annotated[int, BeforeValidator(_number)]
 Float = Annotated[float, BeforeValidator(_number)]
+#: Text fields hold valid Unicode only.
+Text = Annotated[str, AfterValidator(_unicode)]
+
+
+class _ShortRepr(reprlib.Repr):
+    """reprlib's bounded repr (depth, items, string lengths), and an integer Python will
+    not print (more than 4300 digits; a model can write one) described by its size."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 256:
+            return f"<an integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_SHORT = _ShortRepr()
+_SHORT.maxstring = _SHORT.maxother = _SHORT.maxlong = 160
+
+
+def short_repr(value: object, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for error messages about a model's
+    output; never raises, whatever the value holds."""
+    try:
+        text = _SHORT.repr(value)
+    except (ValueError, RecursionError):
+        return f"<a {type(value).__name__} too large to show>"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class _Action(BaseModel):
@@ -129,7 +189,7 @@ class TypeText(_Action):
     """Type text into the focused element."""
 
     type: Literal["type_text"] = "type_text"
-    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="the text to type")
+    text: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="the text to type")
 
 
 class Key(_Action):
@@ -148,14 +208,14 @@ class Wait(_Action):
     """Do nothing for a while (let the page settle)."""
 
     type: Literal["wait"] = "wait"
-    seconds: Float = Field(default=1.0, ge=0.0, le=60.0, description="how long to wait")
+    seconds: Float = Field(default=1.0, ge=0.0, le=MAX_WAIT_S, description="how long to wait")
 
 
 class Done(_Action):
     """Declare the task finished, optionally with an answer."""
 
     type: Literal["done"] = "done"
-    answer: str | None = Field(default=None, max_length=MAX_TEXT_CHARS,
+    answer: Text | None = Field(default=None, max_length=MAX_TEXT_CHARS,
                                description="the answer, for question tasks")
 
 
@@ -173,6 +233,17 @@ action_adapter: TypeAdapter[Action] = TypeAdapter(Action)
 def parse_action(data: object) -> Action:
     """Validate a dict (or JSON-like object) into an Action."""
     return action_adapter.validate_python(data)
+
+
+def duration_s(action: Action) -> float:
+    """The time executing ``action`` takes by design (a wait's seconds, typing's characters);
+    sandboxes and the env add it to their time limits, so that no valid action can run past
+    them."""
+    if isinstance(action, Wait):
+        return action.seconds
+    if isinstance(action, TypeText):
+        return len(action.text) * TYPE_SECONDS_PER_CHAR
+    return 0.0
 
 
 def outside(action: Action, width: int, height: int, area: str = "screenshot") -> str | None:

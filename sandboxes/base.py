@@ -39,6 +39,27 @@ class Screenshot:
     height: int
 
 
+class UIElement(BaseModel):
+    """One interactive element a sandbox shows (for observation modes with elements)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(description="the element's id on its page (an FSM element id, a DOM id, or e<n>)")
+    role: str = Field(description="button, link, textbox, combobox, option, checkbox, radio, tab, ...")
+    label: str = Field(description="its visible or accessible name")
+    value: str | None = Field(default=None, description="a field's text, or 'checked'")
+    x: int = Field(description="left edge in screenshot pixels")
+    y: int = Field(description="top edge in screenshot pixels")
+    width: int = Field(ge=0, description="width in pixels")
+    height: int = Field(ge=0, description="height in pixels")
+    enabled: bool = Field(default=True, description="whether it takes input")
+
+    @property
+    def center(self) -> tuple[int, int]:
+        """The point a click on the element aims at."""
+        return self.x + self.width // 2, self.y + self.height // 2
+
+
 class SandboxRequest(BaseModel):
     """What a task needs from a sandbox; a provider turns it into one."""
 
@@ -100,6 +121,9 @@ class Browser(Sandbox, Protocol):
 
     async def evaluate(self, expression: str) -> object:
         """Evaluate a JavaScript expression in the page and return its JSON value."""
+
+    async def elements(self) -> list[UIElement]:
+        """The interactive elements the viewport shows, in reading order."""
 
     @property
     def url(self) -> str:

@@ -5,8 +5,8 @@ episode's prepared in the background, are ``sandboxes.browser_context``'s.
 Every operation runs under a timeout. A failure is classified before it leaves:
 the browser died -> ``SandboxCrashed`` (after the host restarted it); ran too long
 -> ``SandboxTimeout``; anything else from Playwright -> another ``SandboxError``.
-Only agent mistakes (a point outside the viewport, a blocked navigation) come back
-from ``execute`` as a string.
+Only agent mistakes (a point outside the viewport, a blocked navigation, parameters the
+browser refuses) come back from ``execute`` as a string.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from typing import Literal, TypeVar
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
-from sandboxes.actions import Action, Wait
-from sandboxes.base import Screenshot
+from sandboxes.actions import Action, duration_s
+from sandboxes.base import Screenshot, UIElement
 from sandboxes.browser_actions import outside_viewport, perform
 from sandboxes.browser_config import BrowserConfig
 from sandboxes.browser_context import EpisodeContext, SpareContext, load
+from sandboxes.browser_elements import ELEMENTS_JS, parse_elements
 from sandboxes.browser_host import BrowserHost, first_line
 from sandboxes.browser_nav import NOT_READ
 from sandboxes.errors import (
@@ -155,8 +156,10 @@ class BrowserSandbox:
         error = outside_viewport(action, self.config.viewport_width, self.config.viewport_height)
         if error is not None:
             return error
-        limit = self.config.action_timeout_s + (action.seconds if isinstance(action, Wait) else 0.0)
-        await self._guarded(action.type, lambda: perform(page, action), limit)
+        limit = self.config.action_timeout_s + duration_s(action)
+        refused = await self._guarded(action.type, lambda: perform(page, action), limit)
+        if refused is not None:
+            return refused
         assert self._episode is not None  # _guarded raised if the page went away
         nav, read = self._episode.nav, self._after_read
         self._read_value = await self._guarded(
@@ -198,6 +201,10 @@ class BrowserSandbox:
         is read again when the action ran a script URL or navigated. None, or the next
         ``reset``, stops it."""
         self._after_read, self._read_value = expression, NOT_READ
+
+    async def elements(self) -> list[UIElement]:
+        """The interactive elements the viewport shows (``sandboxes.browser_elements``)."""
+        return parse_elements(await self.evaluate(ELEMENTS_JS))
 
     @property
     def url(self) -> str:

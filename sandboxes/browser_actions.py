@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from sandboxes.actions import (
@@ -24,6 +25,7 @@ from sandboxes.actions import (
     Wait,
     outside,
 )
+from sandboxes.browser_nav import navigated_away
 
 #: Canonical key names (sandboxes.actions) -> Playwright key names.
 PLAYWRIGHT_KEYS: dict[str, str] = {
@@ -54,6 +56,10 @@ PLAYWRIGHT_KEYS: dict[str, str] = {
 DRAG_STEPS = 8
 
 _TWO_FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+#: Playwright messages meaning the browser refused an action's parameters (a character
+#: that is no key of its keyboard layout, a value the protocol cannot carry): the agent's
+#: mistake, reported in the observation, never a failure of the browser.
+REFUSED_MARKERS = ("Unknown key", "Invalid parameters")
 
 
 def playwright_key(name: str) -> str:
@@ -66,8 +72,22 @@ def outside_viewport(action: Action, width: int, height: int) -> str | None:
     return outside(action, width, height, "viewport")
 
 
-async def perform(page: Page, action: Action) -> None:
-    """Execute ``action`` on ``page`` (raises Playwright errors on infrastructure failure)."""
+async def perform(page: Page, action: Action) -> str | None:
+    """Execute ``action`` on ``page``: None, or the agent's error when the browser refused
+    the action's parameters. Other Playwright errors (the browser failing) raise."""
+    try:
+        await _perform(page, action)
+    except PlaywrightError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if not any(marker in first for marker in REFUSED_MARKERS):
+            raise
+        hint = ("press keys of a US keyboard, or type other characters with type_text"
+                if isinstance(action, Key) else "use values the browser accepts")
+        return f"{action.type} refused by the browser: {first}; {hint}"
+    return None
+
+
+async def _perform(page: Page, action: Action) -> None:
     mouse, keyboard = page.mouse, page.keyboard
     if isinstance(action, Click):
         await mouse.click(action.x, action.y)
@@ -87,7 +107,11 @@ async def perform(page: Page, action: Action) -> None:
         await mouse.wheel(action.dx, action.dy)
         # The wheel scrolls on the compositor's next frame, after wheel() returns;
         # wait two frames so the next screenshot (and the page's scroll offsets) see it.
-        await page.evaluate(_TWO_FRAMES)
+        try:
+            await page.evaluate(_TWO_FRAMES)
+        except PlaywrightError as exc:
+            if not navigated_away(exc):
+                raise  # else the page navigated meanwhile: no frames of it to wait for
     elif isinstance(action, TypeText):
         await keyboard.type(action.text)
     elif isinstance(action, Key):
@@ -106,11 +130,12 @@ async def press_combo(page: Page, keys: tuple[str, ...]) -> None:
     Done by hand rather than with "Control+a" strings so that "+" itself is a key.
     """
     keyboard = page.keyboard
-    held = [playwright_key(k) for k in keys[:-1]]
-    for key in held:
-        await keyboard.down(key)
+    held: list[str] = []
     try:
+        for key in keys[:-1]:
+            await keyboard.down(playwright_key(key))
+            held.append(playwright_key(key))
         await keyboard.press(playwright_key(keys[-1]))
-    finally:
+    finally:  # a key the browser refused must not leave the others held down
         for key in reversed(held):
             await keyboard.up(key)

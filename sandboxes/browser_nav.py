@@ -40,9 +40,15 @@ _FLUSH = {"expression": "0"}
 _NEXT_TASK = {"expression": "new Promise(resolve => setTimeout(resolve, 0))", "awaitPromise": True}
 #: What ``after_action`` returns when it read nothing that still holds.
 NOT_READ = object()
-#: How Chromium answers a round trip whose document a navigation replaced meanwhile; every
-#: event of the old document has arrived before this answer, which is all a flush is for.
-_REPLACED = ("Inspected target navigated or closed", "Execution context was destroyed")
+#: What a call into the page says when its document was replaced under it (by a
+#: navigation the renderer does not announce, ``history.back()``): the action worked, and
+#: every event of the old document has arrived before this answer, which is all a flush is for.
+_NAVIGATED_MARKERS = ("Inspected target navigated or closed", "Execution context was destroyed")
+
+
+def navigated_away(exc: PlaywrightError) -> bool:
+    """Whether ``exc`` only says that the page's document was replaced during the call."""
+    return any(marker in str(exc) for marker in _NAVIGATED_MARKERS)
 
 
 class NavigationWatcher:
@@ -106,7 +112,7 @@ class NavigationWatcher:
         try:
             return await self._cdp.send("Runtime.evaluate", params)
         except PlaywrightError as exc:
-            if not any(marker in str(exc) for marker in _REPLACED):
+            if not navigated_away(exc):
                 raise
             return None
 

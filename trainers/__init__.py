@@ -1,5 +1,12 @@
-"""Trainers (SFT, DPO, online GRPO) for Qwen2.5-VL-class policies.
+"""Policies and trainers for Qwen2.5-VL-class computer-use agents.
 
-Not built yet: the trainers issue adds policy models, data builders, losses, loops and
-rollout backends here. The trajectory store's exports (``cua store export``) already
-produce the SFT, DPO and GRPO data these trainers will read."""
+- ``trainers.models``: load a Qwen-VL policy (``load_policy``), the project's own tokenizer
+  and random-init checkpoints for CPUs (``cua model init``), batched generation with
+  log-probabilities.
+- ``trainers.agents``: the ``hf:``, ``openai:`` and ``vllm:`` agents of ``cua eval``.
+- ``trainers.serve``: ``cua serve``, an OpenAI-compatible endpoint for a policy.
+
+The store's exports (``cua store export``) produce the SFT, DPO and GRPO data the training
+loops read. ``harness`` never imports this package: it finds the agents and commands
+through entry points (pyproject.toml).
+"""

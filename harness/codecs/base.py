@@ -19,10 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.actions import (
     ACTION_TYPES,
+    ELEMENT_ACTIONS,
     NORMALIZED_MAX,
-    Action,
+    AgentAction,
     from_normalized,
-    parse_action,
+    parse_agent_action,
+    short_repr,
     to_normalized,
 )
 from harness.errors import ActionParseError, ConfigError
@@ -34,7 +36,9 @@ Size = tuple[int, int]
 MAX_INPUT_CHARS = 32_768
 EXCERPT_CHARS = 120
 MAX_HINT_CHARS = 240
-ACTION_NAMES: tuple[str, ...] = tuple(cls.model_fields["type"].default for cls in ACTION_TYPES)
+ACTION_NAMES: tuple[str, ...] = tuple(
+    cls.model_fields["type"].default for cls in (*ACTION_TYPES, *ELEMENT_ACTIONS))
+ActionSpace = Literal["pixels", "pixels+elements", "elements"]
 COORDINATE_FIELDS = (("x", "y"), ("to_x", "to_y"))
 
 
@@ -48,6 +52,12 @@ class CodecOptions(BaseModel):
         description="'pixel': screenshot pixels; 'normalized': 0-1000 on both axes "
         "(needs the screenshot size at encode and decode time)",
     )
+    action_space: ActionSpace = Field(
+        default="pixels",
+        description="the actions the prompt offers: 'pixels' (pointer actions at points), "
+        "'elements' (click_element by label, no point actions but scroll), or both; every "
+        "codec decodes every action whatever this says",
+    )
 
 
 @runtime_checkable
@@ -57,9 +67,9 @@ class ActionCodec(Protocol):
     name: str
     options: CodecOptions
 
-    def encode(self, action: Action, *, size: Size | None = None) -> str: ...
+    def encode(self, action: AgentAction, *, size: Size | None = None) -> str: ...
 
-    def decode(self, text: str, *, size: Size | None = None) -> Action: ...
+    def decode(self, text: str, *, size: Size | None = None) -> AgentAction: ...
 
     def prompt(self) -> str: ...
 
@@ -101,7 +111,7 @@ def _need_size(size: Size | None, what: str) -> Size:
     return size
 
 
-def encode_fields(action: Action, options: CodecOptions, size: Size | None) -> dict[str, Any]:
+def encode_fields(action: AgentAction, options: CodecOptions, size: Size | None) -> dict[str, Any]:
     """The action as a dict with its coordinates in the codec's model space."""
     data = action.model_dump()
     if options.coordinates == "pixel":
@@ -126,9 +136,9 @@ def screen_centre(options: CodecOptions, size: Size | None) -> tuple[int, int] |
 def number(codec: str, field: str, value: object, text: str) -> float:
     """``value`` if it is a finite int or float (not a bool, not a string), else a parse error."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise parse_error(codec, f"a number for {field}", text, f"{field} was {value!r}")
+        raise parse_error(codec, f"a number for {field}", text, f"{field} was {short_repr(value)}")
     if isinstance(value, float) and not math.isfinite(value):
-        raise parse_error(codec, f"a finite number for {field}", text, f"{field} was {value!r}")
+        raise parse_error(codec, f"a finite number for {field}", text, f"{field} was {short_repr(value)}")
     return value
 
 
@@ -145,7 +155,7 @@ def _to_pixels(
             if not 0 <= value <= NORMALIZED_MAX:
                 raise parse_error(
                     codec, f"{name} in 0..{NORMALIZED_MAX} (normalized)", text,
-                    f"{name} was {value!r}",
+                    f"{name} was {short_repr(value)}",
                 )
         data[fx], data[fy] = from_normalized(nx, ny, width, height)
         return
@@ -154,19 +164,19 @@ def _to_pixels(
             bound = f"0..{limit - 1}" if limit is not None else ">= 0"
             raise parse_error(
                 codec, f"{name} in {bound} (screenshot pixels)", text,
-                f"{name} was {value!r}; point inside the screenshot",
+                f"{name} was {short_repr(value)}; point inside the screenshot",
             )
     data[fx], data[fy] = round(nx), round(ny)
 
 
 def finish(
     codec: str, data: dict[str, Any], options: CodecOptions, size: Size | None, text: str
-) -> Action:
+) -> AgentAction:
     """Map model-space coordinates to pixels and validate into an action."""
     kind = data.get("type")
     if not isinstance(kind, str) or kind not in ACTION_NAMES:
         raise parse_error(codec, f"a type among {', '.join(ACTION_NAMES)}", text,
-                          f"type was {kind!r:.60}")
+                          f"type was {short_repr(kind, 60)}")
     for fields in COORDINATE_FIELDS:
         if fields[0] in data or fields[1] in data:
             missing = [f for f in fields if f not in data]
@@ -174,7 +184,7 @@ def finish(
                 raise parse_error(codec, f"field {missing[0]}", text)
             _to_pixels(codec, data, fields, options, size, text)
     try:
-        return parse_action(data)
+        return parse_agent_action(data)
     except ValidationError as err:
         raise parse_error(
             codec, f"a valid {data.get('type', 'action')!s} action", text,
@@ -187,6 +197,6 @@ def describe_validation(err: ValidationError) -> str:
     parts = []
     for item in err.errors(include_url=False)[:3]:
         where = ".".join(str(p) for p in item["loc"]) or "action"
-        value = repr(item.get("input"))[:40]
+        value = short_repr(item.get("input"))
         parts.append(f"{where}: {item['msg']} (got {value})")
     return "; ".join(parts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.actions import Action
+from harness.actions import AgentAction
 from harness.codecs.base import (
     ACTION_NAMES,
     CodecOptions,
@@ -42,12 +42,12 @@ class JsonCodec:
     def __init__(self, options: CodecOptions | None = None) -> None:
         self.options = options or CodecOptions()
 
-    def encode(self, action: Action, *, size: Size | None = None) -> str:
+    def encode(self, action: AgentAction, *, size: Size | None = None) -> str:
         fields = encode_fields(action, self.options, size)
         ordered = {"type": fields.pop("type"), **fields}
         return json.dumps(ordered, ensure_ascii=False)
 
-    def decode(self, text: str, *, size: Size | None = None) -> Action:
+    def decode(self, text: str, *, size: Size | None = None) -> AgentAction:
         text = check_length(self.name, text)
         data = _find_object(text)
         if data is None:

@@ -12,13 +12,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.actions import ACTION_TYPES, MODIFIER_KEYS, NAMED_KEYS, NORMALIZED_MAX, Action
+from pydantic import BaseModel
+
+from harness.actions import (
+    ACTION_TYPES,
+    ELEMENT_ACTIONS,
+    MODIFIER_KEYS,
+    NAMED_KEYS,
+    NORMALIZED_MAX,
+    POINTER_ACTIONS,
+    AgentAction,
+    Scroll,
+    parse_agent_action,
+)
 from harness.codecs.base import CodecOptions, Size
 
 # Distinct values so that a reader can match each field to its place in the syntax.
 EXAMPLE_VALUES: dict[str, Any] = {
     "x": 640, "y": 360, "to_x": 900, "to_y": 420, "dx": 0, "dy": 300,
     "text": "hello world", "keys": ("ctrl", "c"), "seconds": 1.0, "answer": "42",
+    "element": "Add to cart",
 }
 # Encoding the examples in normalized mode against this size keeps the numbers as written.
 EXAMPLE_SIZE: Size = (NORMALIZED_MAX, NORMALIZED_MAX)
@@ -26,10 +39,20 @@ _PIXEL_WORDS = "screenshot pixels"
 _NORMALIZED_WORDS = f"normalized 0-{NORMALIZED_MAX} units"
 
 
-def example_actions() -> list[Action]:
-    """One sample instance of every action type, built from EXAMPLE_VALUES."""
+def offered_types(options: CodecOptions) -> tuple[type[BaseModel], ...]:
+    """The action types a prompt offers in the codec's action space."""
+    if options.action_space == "pixels":
+        return ACTION_TYPES
+    if options.action_space == "elements":
+        point_free = [c for c in ACTION_TYPES if c not in POINTER_ACTIONS or c is Scroll]
+        return (*ELEMENT_ACTIONS, *point_free)
+    return (*ACTION_TYPES, *ELEMENT_ACTIONS)
+
+
+def example_actions(options: CodecOptions | None = None) -> list[AgentAction]:
+    """One sample instance of every action type offered, built from EXAMPLE_VALUES."""
     examples = []
-    for cls in ACTION_TYPES:
+    for cls in offered_types(options or CodecOptions()):
         fields = {}
         for name in cls.model_fields:
             if name == "type":
@@ -40,7 +63,7 @@ def example_actions() -> list[Action]:
                     "harness/codecs/prompt.py EXAMPLE_VALUES, got none; add one"
                 )
             fields[name] = EXAMPLE_VALUES[name]
-        examples.append(cls(**fields))
+        examples.append(parse_agent_action({"type": cls.model_fields["type"].default, **fields}))
     return examples
 
 
@@ -57,6 +80,12 @@ def describe_fields(cls: type, options: CodecOptions) -> str:
             text += f"; optional, default {info.default!r}"
         parts.append(f"{name}={EXAMPLE_VALUES[name]!r} ({text})")
     return "; ".join(parts)
+
+
+ELEMENT_SENTENCE = (
+    "An element action names an element of the Elements list by its label, exactly as "
+    "listed; to type into a field, click it, then type the text."
+)
 
 
 def coordinate_sentence(options: CodecOptions) -> str:
@@ -76,8 +105,11 @@ def build_prompt(
     header: str, encode: Callable[..., str], options: CodecOptions, notes: str = ""
 ) -> str:
     """The action-space description: header, coordinates, one entry per action type."""
-    lines = [header.strip(), "", coordinate_sentence(options), "", "Available actions:"]
-    for action in example_actions():
+    lines = [header.strip(), "", coordinate_sentence(options)]
+    if options.action_space != "pixels":
+        lines.append(ELEMENT_SENTENCE)
+    lines += ["", "Available actions:"]
+    for action in example_actions(options):
         cls = type(action)
         example = encode(action, size=EXAMPLE_SIZE)
         doc = (cls.__doc__ or cls.__name__).strip()

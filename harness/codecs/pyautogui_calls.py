@@ -16,7 +16,17 @@ import re
 from decimal import Decimal, localcontext
 from typing import Any
 
-from harness.actions import Action, Done, Drag, Key, Scroll, TypeText, Wait
+from harness.actions import (
+    AgentAction,
+    ClickElement,
+    Done,
+    Drag,
+    Key,
+    Scroll,
+    TypeText,
+    Wait,
+    short_repr,
+)
 from harness.codecs.base import (
     CodecOptions,
     Size,
@@ -57,8 +67,10 @@ class PyAutoGUICodec:
     def __init__(self, options: CodecOptions | None = None) -> None:
         self.options = options or CodecOptions()
 
-    def encode(self, action: Action, *, size: Size | None = None) -> str:
+    def encode(self, action: AgentAction, *, size: Size | None = None) -> str:
         f = encode_fields(action, self.options, size)
+        if isinstance(action, ClickElement):
+            return f"pyautogui.click(element={quote(action.element)})"
         if action.type in _ENCODE:
             return f"pyautogui.{_ENCODE[action.type]}(x={f['x']}, y={f['y']})"
         if isinstance(action, Drag):
@@ -76,7 +88,7 @@ class PyAutoGUICodec:
         assert isinstance(action, Done)
         return "DONE" if action.answer is None else f"DONE(answer={quote(action.answer)})"
 
-    def decode(self, text: str, *, size: Size | None = None) -> Action:
+    def decode(self, text: str, *, size: Size | None = None) -> AgentAction:
         text = check_length(self.name, text)
         try:
             data = _Interpreter(self.options, size).run(_statements(text))
@@ -152,6 +164,8 @@ class _Interpreter:
 
     def _action(self, call: Call, rest: list[Call | str]) -> dict[str, Any]:
         func = call.func
+        if func == "click" and "element" in call.kwargs and "x" not in call.kwargs:
+            return {"type": "click_element", "element": call.kwargs["element"]}
         if func in _CLICKS:
             x, y = self._point(call, required=True)
             return {"type": _click_type(call), "x": x, "y": y}
@@ -165,12 +179,12 @@ class _Interpreter:
         if func in ("write", "typewrite"):
             text = _arg(call, 0, "message")
             if not isinstance(text, str):
-                raise NotLiteral(f"expected a string to {func}, got {text!r:.40}")
+                raise NotLiteral(f"expected a string to {func}, got {short_repr(text, 40)}")
             return {"type": "type_text", "text": text}
         if func == "press":
             key = _arg(call, 0, "keys")
             if not isinstance(key, str):
-                raise NotLiteral(f"expected one key name for press, got {key!r:.40}; use hotkey")
+                raise NotLiteral(f"expected one key name for press, got {short_repr(key, 40)}; use hotkey")
             return {"type": "key", "keys": [key]}
         if func == "hotkey":
             return {"type": "key", "keys": list(call.args)}
@@ -212,7 +226,7 @@ def _sentinel(name: str) -> dict[str, Any]:
         return {"type": "wait"}
     if name in ("DONE", "FAIL"):
         return {"type": "done"}
-    raise NotLiteral(f"expected WAIT, DONE or FAIL, got the name {name!r:.40}")
+    raise NotLiteral(f"expected WAIT, DONE or FAIL, got the name {short_repr(name, 40)}")
 
 
 def _click_type(call: Call) -> str:
@@ -220,7 +234,7 @@ def _click_type(call: Call) -> str:
     if call.func == "click":
         button, clicks = call.kwargs.get("button", "left"), call.kwargs.get("clicks", 1)
         if button not in ("left", "right") or clicks not in (1, 2):
-            raise NotLiteral(f"expected button='left'|'right' and clicks=1|2, got {button!r:.20}, {clicks!r:.20}")
+            raise NotLiteral(f"expected button='left'|'right' and clicks=1|2, got {short_repr(button, 20)}, {short_repr(clicks, 20)}")
         kind = "right_click" if button == "right" else ("double_click" if clicks == 2 else "click")
     return kind
 
@@ -240,7 +254,7 @@ def _arg(call: Call, index: int, name: str, default: Any = _MISSING) -> Any:
 
 def _clicks_to_px(clicks: Any) -> int:
     if isinstance(clicks, str | tuple):
-        raise NotLiteral(f"expected a number of wheel clicks, got {clicks!r:.40}")
+        raise NotLiteral(f"expected a number of wheel clicks, got {short_repr(clicks, 40)}")
     if isinstance(clicks, int):
         return clicks * SCROLL_CLICK_PX
     with localcontext() as ctx:

@@ -10,11 +10,12 @@ strictly less than Python does, so its failure modes are ours to name.
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from harness.actions import Wait
+from harness.actions import Wait, short_repr
 
 Literal_ = str | int | float | Decimal | tuple[Any, ...]
 #: A wait of this long is written as the format's bare wait (``WAIT``, ``wait()``).
@@ -22,6 +23,9 @@ WAIT_DEFAULT = Wait().seconds
 
 
 MAX_FLOAT_EXPONENT = 400  # checked on the exponent: arithmetic on 1e999999999 overflows
+#: Integer literals above 1e400 are refused too: hex, octal and binary literals have no
+#: length limit in Python, and Python will not print a decimal of more than 4300 digits.
+MAX_INT_BITS = 1329  # 10**400 < 2**1329
 
 
 class NotLiteral(ValueError):
@@ -70,7 +74,9 @@ class Call:
 def parse_module(source: str) -> list[ast.stmt]:
     """Parse source into statements; every parser failure becomes NotLiteral."""
     try:
-        return ast.parse(source, mode="exec").body
+        with warnings.catch_warnings():  # "invalid decimal literal", "invalid escape sequence":
+            warnings.simplefilter("ignore")  # a model's text is no reason to warn our logs
+            return ast.parse(source, mode="exec").body
     except (SyntaxError, ValueError, MemoryError, RecursionError) as err:
         raise NotLiteral(f"not valid Python call syntax ({type(err).__name__}: {err})") from None
 
@@ -106,9 +112,12 @@ def _literal(node: ast.expr, source: str, depth: int = 0) -> Literal_:
     if isinstance(node, ast.Constant):
         value = node.value
         if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise NotLiteral(f"expected a string or number literal, got {value!r:.40}")
+            raise NotLiteral(f"expected a string or number literal, got {short_repr(value, 40)}")
         if isinstance(value, float):
             return _exact_float(node, source)
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+            raise NotLiteral(f"expected a number below 1e{MAX_FLOAT_EXPONENT}, got an integer "
+                             f"of {value.bit_length()} bits")
         return value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         inner = _literal(node.operand, source, depth)

@@ -5,7 +5,8 @@ agent_function_call.py``): ``{"name": "computer_use", "arguments": {"action": ..
 inside ``<tool_call>`` tags, with actions ``key`` (``keys``), ``type`` (``text``),
 ``mouse_move``/``left_click``/``right_click``/``double_click`` (``coordinate``),
 ``left_click_drag``, ``scroll`` (``pixels``, positive = up), ``wait`` (``time``) and
-``terminate`` (``status``), plus Qwen3-VL's ``answer`` (``text``).
+``terminate`` (``status``), plus Qwen3-VL's ``answer`` (``text``). An element action is
+``left_click`` with ``element`` (the label) instead of ``coordinate``.
 
 Extensions, because the upstream tool keeps a cursor that a stateless codec lacks:
 - ``left_click_drag`` carries ``start_coordinate``; without it, a preceding
@@ -22,8 +23,9 @@ import re
 from typing import Any
 
 from harness.actions import (
-    Action,
+    AgentAction,
     Click,
+    ClickElement,
     Done,
     DoubleClick,
     Drag,
@@ -33,6 +35,7 @@ from harness.actions import (
     Scroll,
     TypeText,
     Wait,
+    short_repr,
 )
 from harness.codecs.base import (
     CodecOptions,
@@ -66,12 +69,12 @@ class QwenCodec:
     def __init__(self, options: CodecOptions | None = None) -> None:
         self.options = options or CodecOptions()
 
-    def encode(self, action: Action, *, size: Size | None = None) -> str:
+    def encode(self, action: AgentAction, *, size: Size | None = None) -> str:
         f = encode_fields(action, self.options, size)
         call = {"name": TOOL_NAME, "arguments": _arguments(action, f)}
         return f"<tool_call>\n{json.dumps(call, ensure_ascii=False)}\n</tool_call>"
 
-    def decode(self, text: str, *, size: Size | None = None) -> Action:
+    def decode(self, text: str, *, size: Size | None = None) -> AgentAction:
         text = check_length(self.name, text)
         calls = _tool_calls(text)
         if not calls:
@@ -97,7 +100,9 @@ class QwenCodec:
         action = args.get("action")
         if not isinstance(action, str):
             raise parse_error(self.name, f"a string action among {', '.join(SUPPORTED)}", text,
-                              f"action was {action!r:.60}")
+                              f"action was {short_repr(action, 60)}")
+        if action == "left_click" and "element" in args and "coordinate" not in args:
+            return {"type": "click_element", "element": args["element"]}
         if action in _POINT_ACTIONS:
             if action == "mouse_move" and len(calls) > 1 and _is_bare_drag(calls[1]):
                 start = _point(self.name, args, "coordinate", text)
@@ -132,7 +137,9 @@ class QwenCodec:
         return {"type": "scroll", "x": x, "y": y, "dx": dx, "dy": dy}
 
 
-def _arguments(action: Action, f: dict[str, Any]) -> dict[str, Any]:
+def _arguments(action: AgentAction, f: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(action, ClickElement):
+        return {"action": "left_click", "element": action.element}
     if isinstance(action, Drag):
         return {"action": "left_click_drag", "start_coordinate": [f["x"], f["y"]],
                 "coordinate": [f["to_x"], f["to_y"]]}
@@ -168,7 +175,7 @@ def _simple(codec: str, action: object, args: dict[str, Any], text: str) -> dict
     if action == "answer":
         return {"type": "done", "answer": args.get("text")}
     raise parse_error(codec, f"an action among {', '.join(SUPPORTED)}", text,
-                      f"action was {action!r:.60}")
+                      f"action was {short_repr(action, 60)}")
 
 
 def _is_bare_drag(args: dict[str, Any]) -> bool:
@@ -178,7 +185,7 @@ def _is_bare_drag(args: dict[str, Any]) -> bool:
 def _point(codec: str, args: dict[str, Any], key: str, text: str) -> tuple[Any, Any]:
     value = args.get(key)
     if not isinstance(value, list) or len(value) != 2:
-        raise parse_error(codec, f"{key} as [x, y]", text, f"{key} was {value!r:.60}")
+        raise parse_error(codec, f"{key} as [x, y]", text, f"{key} was {short_repr(value, 60)}")
     return value[0], value[1]
 
 

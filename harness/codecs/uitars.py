@@ -18,7 +18,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.actions import Action, Done, Drag, Key, Scroll, TypeText, Wait
+from harness.actions import (
+    AgentAction,
+    ClickElement,
+    Done,
+    Drag,
+    Key,
+    Scroll,
+    TypeText,
+    Wait,
+    short_repr,
+)
 from harness.codecs.base import (
     CodecOptions,
     Size,
@@ -67,10 +77,10 @@ class UITarsCodec:
     def __init__(self, options: CodecOptions | None = None) -> None:
         self.options = options or CodecOptions()
 
-    def encode(self, action: Action, *, size: Size | None = None) -> str:
+    def encode(self, action: AgentAction, *, size: Size | None = None) -> str:
         return f"Action: {_encode_call(action, encode_fields(action, self.options, size))}"
 
-    def decode(self, text: str, *, size: Size | None = None) -> Action:
+    def decode(self, text: str, *, size: Size | None = None) -> AgentAction:
         text = check_length(self.name, text)
         starts = [m.end() for m in re.finditer(r"Action:", text)][:MAX_CANDIDATES] or [0]
         problem = ""
@@ -99,7 +109,9 @@ def _box(x: int, y: int) -> str:
     return f"'({x},{y})'"
 
 
-def _encode_call(action: Action, f: dict[str, Any]) -> str:
+def _encode_call(action: AgentAction, f: dict[str, Any]) -> str:
+    if isinstance(action, ClickElement):
+        return f"click(element={quote(action.element)})"
     if action.type in _ENCODE_NAMES:
         return f"{_ENCODE_NAMES[action.type]}(start_box={_box(f['x'], f['y'])})"
     if isinstance(action, Drag):
@@ -145,13 +157,15 @@ def _parse_call(source: str) -> Call:
         raise NotLiteral("expected a call after 'Action:', got nothing")
     call = call_of(statements[0], source)
     if isinstance(call, str):
-        raise NotLiteral(f"expected a call like click(...), got the bare name {call!r:.40}")
+        raise NotLiteral(f"expected a call like click(...), got the bare name {short_repr(call, 40)}")
     return call
 
 
 def _fields(call: Call) -> dict[str, Any]:
     kw = {_ALIASES.get(k, k): v for k, v in call.kwargs.items()}
     func = call.func
+    if func == "click" and "element" in kw and "start_box" not in kw:
+        return {"type": "click_element", "element": kw["element"]}
     if func in _POINT_FUNCS:
         x, y = _point(kw, "start_box")
         return {"type": _POINT_FUNCS[func], "x": x, "y": y}
@@ -178,10 +192,10 @@ def _scroll_fields(kw: dict[str, Any]) -> dict[str, Any]:
                 "dy": plain(kw.get("dy", 0))}
     direction = kw.get("direction")
     if direction not in _DIRECTIONS:
-        raise NotLiteral(f"expected direction='down'|'up'|'left'|'right', got {direction!r:.40}")
+        raise NotLiteral(f"expected direction='down'|'up'|'left'|'right', got {short_repr(direction, 40)}")
     amount = plain(kw.get("distance", DEFAULT_SCROLL_PX))
     if isinstance(amount, str | tuple):
-        raise NotLiteral(f"expected a number for distance, got {amount!r:.40}")
+        raise NotLiteral(f"expected a number for distance, got {short_repr(amount, 40)}")
     sx, sy = _DIRECTIONS[direction]
     return {"type": "scroll", "x": x, "y": y, "dx": sx * amount, "dy": sy * amount}
 
@@ -189,10 +203,10 @@ def _scroll_fields(kw: dict[str, Any]) -> dict[str, Any]:
 def _point(kw: dict[str, Any], name: str) -> tuple[float | int, float | int]:
     value = kw.get(name)
     if not isinstance(value, str) or len(value) > MAX_BOX_CHARS:
-        raise NotLiteral(f"expected {name}='(x,y)', got {value!r:.40}")
+        raise NotLiteral(f"expected {name}='(x,y)', got {short_repr(value, 40)}")
     match = _BOX.fullmatch(_BOX_TOKENS.sub(" ", value).strip())
     if match is None:
-        raise NotLiteral(f"expected {name} as '(x,y)' or '<point>x y</point>', got {value!r:.40}")
+        raise NotLiteral(f"expected {name} as '(x,y)' or '<point>x y</point>', got {short_repr(value, 40)}")
     # int() where possible: float() would round pixel values beyond 2**53.
     nums = [float(g) if "." in g else int(g) for g in match.groups() if g is not None]
     if len(nums) == 4:

@@ -61,9 +61,9 @@ def check_eval(config: EvalConfig) -> list[str]:
     check_output_dir(config.out, "--out")
     if config.store is not None:
         check_output_dir(config.store, "--store")
-        from harness.store.store import check_store_dir
+        from harness.store.damage import verify_store
 
-        check_store_dir(config.store)
+        verify_store(config.store)
     if config.agent == "oracle":
         missing = [t for t in task_ids if not task_has_oracle(make_task(t))]
         if missing:

@@ -5,7 +5,9 @@ relative path (the report lives next to them). Each action is an SVG overlay in 
 screenshot's own pixel space (``viewBox``), so it lines up however the JPEG was
 downscaled: a crosshair for clicks and hovers, an arrow for drags and scrolls, a text
 label for typing, keys, waits and done; agent errors (per step, and an exception that
-ended the episode) are red.
+ended the episode) are red. Beside each step is its verdict (on the shortest path, off
+it, no transition, a dead end; distance to the goal before and after) and its reward in
+the run's reward mode; a screenshot opens full size on click.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from harness.runner import EpisodeRecord, StepRecord
+from harness.actions import describe_action
+from harness.records import EpisodeRecord, StepRecord
 
 MAX_EPISODES = 200  # beyond this the page gets too heavy to open; the table still lists all
 THUMB_WIDTH = 200
@@ -33,16 +36,19 @@ td:first-child, th:first-child { text-align: left; }
 .frame svg { position: absolute; top: 0; left: 0; }
 .cap { font-size: 11px; max-width: 200px; overflow-wrap: anywhere; }
 .err { color: #c62828; }
+.verdict.ok { color: #08a045; font-weight: normal; } .verdict.bad { color: #c62828; font-weight: normal; }
+.verdict.idle { color: #777; }
 """
 
 
 def _table(summary: dict[str, Any]) -> str:
-    head = "<tr><th>task</th><th>episodes</th><th>success</th><th>mean reward</th>" \
+    head = "<tr><th>task</th><th>episodes</th><th>success</th><th>progress</th><th>mean reward</th>" \
            "<th>steps</th><th>wall s</th><th>steps/s</th></tr>"
     rows = [(task, figs) for task, figs in summary["per_task"].items()]
     rows.append(("all", summary))
     body = "".join(
         f"<tr><td>{escape(name)}</td><td>{f['episodes']}</td><td>{f['success_rate']:.1%}</td>"
+        f"<td>{f['progress']:.1%}</td>"
         f"<td>{f['mean_reward']:.3f}</td><td>{f['steps']}</td><td>{f['wall_seconds']:.1f}</td>"
         f"<td>{f['steps_per_second']:.2f}</td></tr>"
         for name, f in rows
@@ -62,10 +68,10 @@ def action_svg(action: dict | None, width: int, height: int) -> str:
     if not action:
         return ""
     unit = max(width, height) / 40  # marker size relative to the image
-    kind = action.get("type")
+    kind = str(action.get("type"))
     x, y = action.get("x"), action.get("y")
     color = {"click": "#ff1744", "double_click": "#ff9100", "right_click": "#2979ff"}.get(kind, "#00b0ff")
-    if kind in ("click", "double_click", "right_click", "move") and x is not None:
+    if kind in ("click", "double_click", "right_click", "move") and x is not None and y is not None:
         r = unit
         return (
             f'<circle cx="{x}" cy="{y}" r="{r}" fill="none" stroke="{color}" stroke-width="{unit / 4}"/>'
@@ -73,7 +79,7 @@ def action_svg(action: dict | None, width: int, height: int) -> str:
             f'<line x1="{x}" y1="{y - 2 * r}" x2="{x}" y2="{y + 2 * r}" stroke="{color}" stroke-width="{unit / 5}"/>'
             + ("" if kind == "click" else _label(x + r, y - r, kind.replace("_click", ""), unit * 1.5))
         )
-    if kind in ("drag", "scroll") and x is not None:
+    if kind in ("drag", "scroll") and x is not None and y is not None:
         to_x = action.get("to_x", x + action.get("dx", 0) / 4)
         to_y = action.get("to_y", y + action.get("dy", 0) / 4)
         label = "" if kind == "drag" else _label(x + unit, y, f"scroll {action.get('dy', 0)}", unit * 1.5)
@@ -101,14 +107,37 @@ def _frame(step: StepRecord, width: int, height: int) -> str:
         'fill="#00c853"/></marker></defs>'
     )
     overlay = action_svg(step.action, width, height)
-    caption = escape(step.action_text or (str(step.action.get("type")) if step.action else "unparsed"))
+    caption = escape(step.action_text or describe_action(step.action))
     error = f'<div class="cap err">{escape(step.error)}</div>' if step.error else ""
+    reward = f" · r={step.reward:+.2f}" if step.action_text != "final" else ""
+    src = escape(quote(step.screenshot))
     return (
-        f'<div><div class="frame"><img src="{escape(quote(step.screenshot))}" width="{THUMB_WIDTH}" '
-        f'height="{shown_h}" alt="step {step.step}"><svg width="{THUMB_WIDTH}" height="{shown_h}" '
-        f'viewBox="0 0 {width} {height}" preserveAspectRatio="none">{marker}{overlay}</svg></div>'
-        f'<div class="cap">{step.step}. {caption[:80]} · r={step.reward:.2f}</div>{error}</div>'
+        f'<div><a class="frame" href="{src}" target="_blank" title="open full size">'
+        f'<img src="{src}" width="{THUMB_WIDTH}" height="{shown_h}" loading="lazy" alt="step {step.step}">'
+        f'<svg width="{THUMB_WIDTH}" height="{shown_h}" viewBox="0 0 {width} {height}" '
+        f'preserveAspectRatio="none">{marker}{overlay}</svg></a>'
+        f'<div class="cap">{step.step}. {caption[:80]}{reward}</div>{verdict_badge(step.verdict)}'
+        f'{error}</div>'
     )
+
+
+def verdict_badge(verdict: dict | None) -> str:
+    """The step's verdict as a short coloured line: on the shortest path, off it, a step that
+    fired nothing, or a dead end, with the distance to the goal before and after."""
+    if not verdict:
+        return ""
+    before, after = verdict.get("distance_before"), verdict.get("distance_after")
+    if after is None:
+        kind, text = "bad", "✗ dead end"
+    elif not verdict.get("transition_fired"):
+        kind, text = "idle", "· no transition"
+    elif verdict.get("on_shortest_path"):
+        kind, text = "ok", "✓ on shortest path"
+    else:
+        kind, text = "bad", "✗ off the shortest path"
+    goal = " · goal" if verdict.get("goal_reached") else ""
+    distance = f"d {before}→{after if after is not None else '∞'}"
+    return f'<div class="cap verdict {kind}">{text} · {distance}{goal}</div>'
 
 
 def _episode(record: EpisodeRecord) -> str:
@@ -125,6 +154,7 @@ def _episode(record: EpisodeRecord) -> str:
     return (
         f'<div class="episode" id="{escape(record.episode)}"><h3>{escape(record.task)} '
         f"· seed {record.seed} · #{record.index} · {status} · reward {record.reward:.3f} "
+        f"({escape(record.reward_mode)}) · progress {record.progress:.0%} "
         f"· {record.steps} steps · {record.wall_seconds:.1f}s</h3>"
         f"<div>{escape(record.instruction)}</div>{error}<div class=\"steps\">{frames}</div></div>"
     )

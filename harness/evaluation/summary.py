@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.runner import EpisodeRecord
+from harness.records import EpisodeRecord
 
 SUMMARY_KEYS = (
     "episodes", "success_rate", "progress", "mean_reward", "steps", "wall_seconds",

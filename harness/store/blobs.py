@@ -37,12 +37,13 @@ def blob_hash(data: bytes) -> str:
 class BlobDir:
     """A directory of image files named by hash, fanned out by the first two hex digits."""
 
-    def __init__(self, root: Path, fmt: BlobFormat = "png") -> None:
+    def __init__(self, root: Path, fmt: BlobFormat = "png", *, create: bool = True) -> None:
         if fmt not in _SUFFIX:
             raise StoreError(f"expected blob format 'webp' or 'png', got {fmt!r}; pick one of those")
         self.root = root
         self.fmt = fmt
-        self.root.mkdir(parents=True, exist_ok=True)
+        if create:  # a read-only store only reads blobs: it makes no folder
+            self.root.mkdir(parents=True, exist_ok=True)
         self._root, self._suffix = str(root), _SUFFIX[fmt]
         self._made: set[str] = set()  # fan-out folders known to exist
         # Temp names unique to this object and process (O_EXCL refuses a clash anyway).

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 import typer
 from pydantic import ConfigDict, Field
 
-from harness.cli_config import check_output_dir, config_command, guarded
+from harness.cli_config import check_output_dir, config_command, guarded, removed_on_failure
 from harness.store.collect import CollectConfig
 from harness.store.export import ExportConfig
 
@@ -66,7 +66,8 @@ def run_export(command: ExportCommand) -> None:
     store = _open_read_only(command.path)
     check_output_dir(command.out, "--out")
     config = ExportConfig(**command.model_dump(include=set(ExportConfig.model_fields)))
-    typer.echo(str(export(store, command.format, command.out, config)))
+    with removed_on_failure(command.out):
+        typer.echo(str(export(store, command.format, command.out, config)))
 
 
 @guarded
@@ -79,19 +80,20 @@ def view_command(
 
     store = _open_read_only(path)
     check_output_dir(out, "--out")
-    typer.echo(str(write_viewer(store, out)))
+    with removed_on_failure(out):
+        typer.echo(str(write_viewer(store, out)))
 
 
 def run_collect(config: CollectConfig) -> None:
     from harness.agents.registry import check_agent
     from harness.store.collect import collect, task_for
-    from harness.store.store import check_store_dir
+    from harness.store.damage import verify_store
 
     task_for(config.suite)
     check_agent(config.agent)
     check_output_dir(config.store, "--store")
-    check_store_dir(config.store)
-    typer.echo(json.dumps(collect(config)))
+    verify_store(config.store)
+    typer.echo(json.dumps(collect(config)))  # a new store keeps what a failure left: episodes
 
 
 def register(app: typer.Typer) -> None:

@@ -38,7 +38,7 @@ from pydantic import Field
 from harness.errors import StoreError
 from harness.prompts import PromptBuilder, PromptConfig
 from harness.store.index import TreeIndex
-from harness.store.models import Node
+from harness.store.models import Episode, Node
 from harness.store.store import TrajectoryStore
 
 if TYPE_CHECKING:
@@ -73,9 +73,10 @@ class _Context:
         self._instructions: dict[str, str] = {}
 
     def action_text(self, node: Node) -> str:
-        """The codec text of the action into ``node``, against its parent's screenshot size."""
+        """The codec text of the action into ``node``, against its parent's screenshot (its
+        size, and its elements in the modes with elements)."""
         parent = self.index.nodes[node.parent_id] if node.parent_id is not None else node
-        return self.prompts.action_text(node.action, (parent.width, parent.height))
+        return self.prompts.action_text(node.action, (parent.width, parent.height), parent.elements)
 
     def instruction(self, node_id: int) -> tuple[str | None, str]:
         """(task id, instruction) of the first successful episode below a node, else the first one."""
@@ -92,13 +93,13 @@ class _Context:
     def at(self, node_id: int, instruction: str) -> dict[str, Any]:
         """Images, history and prompt messages for acting at ``node_id``."""
         path = self.index.path(node_id)
-        history = [(child.action, (parent.width, parent.height))
+        history = [(child.action, (parent.width, parent.height), parent.elements)
                    for parent, child in zip(path, path[1:], strict=False)]
         prompt = self.prompts.build(instruction=instruction, history=history,
                                     images=[n.obs_blob for n in path], image_steps=[n.depth for n in path],
-                                    error=path[-1].error)
+                                    error=path[-1].error, elements=path[-1].elements)
         return {"images": [i for i in prompt.images if i], "prompt": prompt.messages,
-                "history": [self.prompts.action_text(a, size) for a, size in history]}
+                "history": [self.prompts.action_text(a, size, shown) for a, size, shown in history]}
 
 
 def _advancing(node: Node, on_success_path: bool) -> bool:
@@ -115,6 +116,7 @@ def sft_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
         ctx = _Context(store, index, config)
         seen: set[tuple[int, str, str | None]] = set()
         on_success = {n.id for e in index.episodes if e.success for n in index.path(e.leaf_id)}
+        candidates: list[tuple[Episode | None, Node]]
         if config.steps == "all":
             candidates = [(e, n) for e in index.episodes if e.success
                           for n in index.path(e.leaf_id)[1:]]

@@ -43,7 +43,7 @@ def hindsight_tasks(store: TrajectoryStore, tree_id: int, *, describe: Describe 
     for node in index.nodes.values():
         if node.parent_id is None or (fsm_only and not node.state_key.startswith("fsm:")):
             continue
-        if node.state_key == index.nodes[tree.root_id].state_key:
+        if tree.root_id is not None and node.state_key == index.nodes[tree.root_id].state_key:
             continue
         if node.state_key not in best or node.depth < best[node.state_key].depth:
             best[node.state_key] = node

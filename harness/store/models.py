@@ -55,6 +55,7 @@ class Node:
     height: int
     created: float
     error: str | None = None  # the agent error of the step into this node
+    elements: tuple[dict[str, Any], ...] | None = None  # the elements its observation showed
 
     @property
     def on_shortest_path(self) -> bool | None:
@@ -98,6 +99,7 @@ class Frame:
     screenshot: bytes
     url: str
     state_key: str
+    elements: tuple[dict[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ class Step:
     error: str | None = None  # the agent error this step produced (shown in the next prompt)
     #: what the agent sent and got (AgentStep.training_fields, images as blob hashes)
     agent: dict[str, Any] | None = None
+    elements: tuple[dict[str, Any], ...] | None = None  # the elements the new observation showed
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Restore a tree node in a live env: jump the FSM session there, or replay its path.
 
 Jump (FSM sites): reset the env (a fresh session), move the session straight to the
-node's state (``AsyncEnv.jump``: the site server's jump, then the page swaps the new
+node's state (``Env.jump``: the site server's jump, then the page swaps the new
 state in, no reload), and check that the FSM state is the node's. Replay (any env):
 reset, then re-run the stored actions from the root through the one rollout path
 (``harness.rollout``, a scripted agent), checking each step's state key (FSM state, or
@@ -28,9 +28,10 @@ from harness.rollout import Episode, RolloutSink, Transition, rollout
 from harness.store.models import FLAG_RESTORE_MISMATCH, Node
 from harness.store.statekey import state_key_for
 from harness.store.store import TrajectoryStore
+from sandboxes.base import UIElement
 
 if TYPE_CHECKING:
-    from harness.env import AsyncEnv
+    from harness.env import Env
 
 RestoreMode = Literal["auto", "jump", "replay"]
 #: perceptual-hash bits that may differ between the stored and the restored screenshot
@@ -49,7 +50,7 @@ class Restored:
     phash_distance: int
 
 
-async def restore_node(env: AsyncEnv, store: TrajectoryStore, node_id: int, *,
+async def restore_node(env: Env, store: TrajectoryStore, node_id: int, *,
                        seed: int | None, mode: RestoreMode = "auto",
                        spend: Callable[[int], None] | None = None) -> Restored:
     """Put ``env`` in the state of ``node_id`` (see the module docstring). ``spend`` is
@@ -63,7 +64,7 @@ async def restore_node(env: AsyncEnv, store: TrajectoryStore, node_id: int, *,
                   f"got {root_key!r}; restore nodes with the env and seed that built the tree")
     can_jump = env.can_jump and node.state_key.startswith("fsm:")
     if mode == "jump" and not can_jump:
-        raise StoreError(f"expected an FSM env for mode='jump', got task {env.task.id!r} "
+        raise StoreError(f"expected an FSM env for mode='jump', got task {env.task_id!r} "
                          f"and node state {node.state_key!r}; use mode='replay'")
     if len(path) == 1:
         return Restored(node, obs, "reset", 0, _check_shot(store, node, obs))
@@ -86,7 +87,9 @@ def path_history(store: TrajectoryStore, path: list[Node], instruction: str) -> 
         shot = store.blob(parent.obs_blob) if parent.obs_blob else b""
         seen = Observation(screenshot=shot, image_format="png", width=parent.width,
                            height=parent.height, instruction=instruction, url=parent.url or None,
-                           step=step, last_action_error=parent.error)
+                           step=step, last_action_error=parent.error,
+                           elements=tuple(UIElement.model_validate(e) for e in parent.elements)
+                           if parent.elements is not None else None)
         turns.append(Turn(seen, _scripted(child), child.action))
     return turns
 

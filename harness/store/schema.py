@@ -9,6 +9,7 @@ SCHEMA_VERSION = 2
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: (
         "ALTER TABLE nodes ADD COLUMN error TEXT",
+        "ALTER TABLE nodes ADD COLUMN elements_json TEXT",
         """CREATE TABLE IF NOT EXISTS episode_steps (
             episode_id TEXT NOT NULL REFERENCES episodes(id),
             step INTEGER NOT NULL,
@@ -55,7 +56,8 @@ CREATE TABLE IF NOT EXISTS nodes (
     success INTEGER NOT NULL DEFAULT 0,
     flags TEXT NOT NULL DEFAULT '',
     created REAL NOT NULL,
-    error TEXT  -- the agent error of the step into this node (the next prompt shows it)
+    error TEXT,  -- the agent error of the step into this node (the next prompt shows it)
+    elements_json TEXT  -- the interactive elements its observation showed, where observed
 );
 -- the merge key: one node per (parent, resulting state, action) edge
 CREATE UNIQUE INDEX IF NOT EXISTS nodes_edge
@@ -133,6 +135,7 @@ def check_schema(conn: sqlite3.Connection) -> None:
     version = conn.execute("SELECT version FROM schema_version").fetchone() if row else None
     if version is None or version[0] > SCHEMA_VERSION:
         raise_version(version[0] if version else 0)
+        return
     if version[0] < SCHEMA_VERSION:
         from harness.errors import StoreError
 

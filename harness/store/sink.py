@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.actions import Action, parse_action
+from harness.actions import describe_action
+from harness.observation import Observation
 from harness.rollout import Episode, RolloutSink, Transition
 from harness.store.blobs import blob_hash
 from harness.store.models import Frame, Step
@@ -30,26 +31,6 @@ if TYPE_CHECKING:
 def env_key(task_id: str, seed: int | None) -> str:
     """The store's name of an environment: a task at a seed (its layout and goal)."""
     return f"{task_id}@seed={seed}"
-
-
-def describe_action(action: Action | dict[str, Any] | None, text: str | None = None) -> str:
-    """A short human label for an action, e.g. ``click(12, 40)`` or ``type_text("hi")``;
-    for text that did not parse, the start of the text."""
-    if action is None:
-        return f"(unparsed) {text[:60]!r}" if text else "(no action)"
-    action = (parse_action(action) if isinstance(action, dict) else action).model_dump()
-    kind = action["type"]
-    if "x" in action:
-        extra = f", to=({action['to_x']}, {action['to_y']})" if kind == "drag" else ""
-        extra += f", dy={action['dy']}" if kind == "scroll" else ""
-        return f"{kind}({action['x']}, {action['y']}{extra})"
-    if kind == "type_text":
-        return f"type_text({action['text']!r})"
-    if kind == "key":
-        return "key(" + "+".join(action["keys"]) + ")"
-    if kind == "done":
-        return f"done({action['answer']!r})" if action.get("answer") else "done()"
-    return f"wait({action.get('seconds', 1.0)})"
 
 
 class StoreSink(RolloutSink):
@@ -74,7 +55,7 @@ class StoreSink(RolloutSink):
             return
         fsm_state = episode.reset_info.fsm_state if episode.reset_info is not None else None
         root = Frame(screenshot=first.screenshot, url=first.url or "",
-                     state_key=state_key_for(first, fsm_state))
+                     state_key=state_key_for(first, fsm_state), elements=_elements(first))
         self.writer = self.store.begin_episode(self.env, root, agent=self.agent, task_id=self.task_id)
 
     async def on_step(self, episode: Episode, transition: Transition) -> str | None:
@@ -88,13 +69,13 @@ class StoreSink(RolloutSink):
             state_key=state_key_for(after, verdict.state_after if verdict is not None else None),
             reward=transition.reward, verdict=verdict.model_dump() if verdict is not None else None,
             terminal=transition.terminated, error=after.last_action_error,
-            agent=self._agent_record(transition)))
+            agent=self._agent_record(transition), elements=_elements(after)))
         return None
 
     async def on_end(self, episode: Episode) -> None:
         assert self.writer is not None
         self.committed = self.writer.commit(reward=episode.total_reward, success=episode.success)
-        goal = getattr(getattr(episode.env.task, "task", None), "goal", None)
+        goal = episode.reset_info.goal if episode.reset_info is not None else None
         self.store.put_task(self.task_id, episode.first.instruction, tree_id=self.committed.tree_id,
                             goal_state=goal, source="suite")
 
@@ -110,3 +91,9 @@ class StoreSink(RolloutSink):
         if steps is not None:
             fields["images"] = [self._blobs.get(step) for step in steps]
         return fields
+
+
+def _elements(obs: Observation) -> tuple[dict[str, Any], ...] | None:
+    if obs.elements is None:
+        return None
+    return tuple(element.model_dump() for element in obs.elements)

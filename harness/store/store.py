@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.errors import StoreError
 from harness.store.blobs import BlobDir, BlobFormat, blob_hash
+from harness.store.damage import BLOB_DIR, DB_NAME, check_store_dir, connect
 from harness.store.models import (
     Episode,
     Frame,
@@ -33,43 +34,12 @@ from harness.store.models import (
 from harness.store.schema import check_schema, ensure_schema
 from harness.store.writer import EpisodeWriter
 
-DB_NAME = "store.sqlite"
-BLOB_DIR = "blobs"
 _NODE_COLUMNS = (
     "id, tree_id, parent_id, depth, state_key, action_key, action_text, obs_blob, url,"
     " verdict_json, step_reward, visits, status, success, flags, created,"
     " (SELECT width FROM blobs WHERE hash = obs_blob), (SELECT height FROM blobs WHERE hash = obs_blob),"
-    " error"
+    " error, elements_json"
 )
-
-
-_SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def check_store_dir(path: str | Path) -> None:
-    """Refuse a folder that is not a store we can open: a store.sqlite that is empty beside
-    existing blobs, truncated, or not a SQLite database (a missing folder is a new store)."""
-    path = Path(path)
-    db = path / DB_NAME
-    if not db.exists():
-        return
-    if not db.is_file():
-        raise StoreError(f"expected {db} to be the store's SQLite file, got a folder; "
-                         "point at a store directory")
-    size = db.stat().st_size
-    blobs = path / BLOB_DIR
-    has_blobs = blobs.is_dir() and any(blobs.iterdir())
-    if size == 0 and has_blobs:
-        raise StoreError(f"expected the store database {db} to hold the store, got an empty file "
-                         f"beside existing blobs in {blobs}; restore the database from a backup or "
-                         "use a new store folder")
-    if size == 0:
-        return
-    with db.open("rb") as handle:
-        header = handle.read(len(_SQLITE_HEADER))
-    if header != _SQLITE_HEADER or size < 512:
-        raise StoreError(f"expected a SQLite database at {db}, got a file that is not one "
-                         f"({size} bytes); restore it from a backup or use a new store folder")
 
 
 def process_owner() -> str:
@@ -90,8 +60,9 @@ class TrajectoryStore:
                 raise StoreError(f"expected a store directory containing {DB_NAME}, got {self.path}; "
                                  "collect into it first with `cua collect --store PATH`")
             recover = False
-        self.path.mkdir(parents=True, exist_ok=True)
-        self.blobs = BlobDir(self.path / BLOB_DIR, blob_format)
+        else:
+            self.path.mkdir(parents=True, exist_ok=True)
+        self.blobs = BlobDir(self.path / BLOB_DIR, blob_format, create=not read_only)
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._blob_cache: dict[str, tuple[int, int, int]] = {}
@@ -102,10 +73,9 @@ class TrajectoryStore:
                 ensure_schema(self.conn)
             if recover:
                 self.recover_exploring()
-        except sqlite3.DatabaseError as exc:
+        except BaseException:
             self.close()
-            raise StoreError(f"expected a readable store database at {self.path / DB_NAME}, got "
-                             f"{exc}; restore it from a backup or use a new store folder") from exc
+            raise
 
     # ---- connections ---------------------------------------------------------------------
 
@@ -114,14 +84,12 @@ class TrajectoryStore:
         """This thread's connection (reopened after a fork: connections never cross processes)."""
         conn = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "pid", None) != os.getpid():
+            conn = connect(self.path / DB_NAME, read_only=self.read_only,
+                           timeout_s=self._busy_timeout_ms / 1000)
+            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
             if self.read_only:  # never writes: no journal change, no migration, no recovery
-                conn = sqlite3.connect(f"file:{self.path / DB_NAME}?mode=ro", uri=True,
-                                       isolation_level=None, timeout=self._busy_timeout_ms / 1000)
-                conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
                 self._local.conn, self._local.pid = conn, os.getpid()
                 return conn
-            conn = sqlite3.connect(self.path / DB_NAME, isolation_level=None,
-                                   timeout=self._busy_timeout_ms / 1000)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
             # NORMAL is durable against process crashes in WAL mode; only power loss
@@ -378,7 +346,9 @@ def _node(row: tuple) -> Node:
         step_reward=row[10], visits=row[11], status=NodeStatus(row[12]), success=bool(row[13]),
         flags=tuple(f for f in row[14].split(",") if f), created=row[15],
         width=row[16] or 0, height=row[17] or 0, error=row[18],
+        elements=tuple(json.loads(row[19])) if row[19] else None,
     )
 
 
-__all__ = ["TrajectoryStore", "Frame", "Step", "Trajectory", "process_owner"]
+__all__ = ["BLOB_DIR", "DB_NAME", "Frame", "Step", "Trajectory", "TrajectoryStore",
+           "check_store_dir", "process_owner"]

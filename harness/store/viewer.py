@@ -60,15 +60,16 @@ def write_viewer(store: TrajectoryStore, out: Path) -> Path:
 def _node_record(index: TreeIndex, node: Node, image: Callable[[str | None], str | None]) -> dict:
     parent = index.nodes.get(node.parent_id) if node.parent_id is not None else None
     drawn = parent is not None and parent.obs_blob is not None and node.action is not None
+    width, height = (parent.width, parent.height) if parent is not None else (0, 0)
     return {
         "id": node.id, "parent": node.parent_id, "depth": node.depth, "state": node.state_key,
         "action": node.action, "action_text": node.action_text, "url": node.url,
         "verdict": node.verdict, "reward": node.step_reward, "visits": node.visits,
         "status": node.status.value, "success": node.success, "flags": list(node.flags),
         "shot": image(node.obs_blob),
-        "action_shot": image(parent.obs_blob) if drawn else None,
-        "action_svg": action_svg(node.action, parent.width, parent.height) if drawn else None,
-        "action_size": [parent.width, parent.height] if drawn else None,
+        "action_shot": image(parent.obs_blob) if drawn and parent is not None else None,
+        "action_svg": action_svg(node.action, width, height) if drawn else None,
+        "action_size": [width, height] if drawn else None,
         "path": [n.id for n in index.path(node.id)],
     }
 

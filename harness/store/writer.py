@@ -14,6 +14,7 @@ import uuid
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+from harness.actions import replace_surrogates
 from harness.errors import StoreError
 from harness.store.blobs import BlobDir
 from harness.store.models import Episode, Frame, NodeStatus, Step, action_key
@@ -117,8 +118,9 @@ class EpisodeWriter:
         if root_id is None:
             root_id = conn.execute(
                 "INSERT INTO nodes (tree_id, parent_id, depth, state_key, action_key, obs_blob, url,"
-                " visits, created) VALUES (?, NULL, 0, ?, '', ?, ?, 0, ?)",
-                (tree_id, self._root.state_key, self._root_blob, self._root.url, now)).lastrowid
+                " visits, created, elements_json) VALUES (?, NULL, 0, ?, '', ?, ?, 0, ?, ?)",
+                (tree_id, self._root.state_key, self._root_blob, self._root.url, now,
+                 _elements_json(self._root.elements))).lastrowid
             conn.execute("UPDATE trees SET root_id = ? WHERE id = ?", (root_id, tree_id))
         return tree_id, root_id, 0
 
@@ -133,12 +135,17 @@ def _merge_step(conn: sqlite3.Connection, tree_id: int, parent: int, depth: int,
     if row is not None:
         if step.terminal:
             conn.execute("UPDATE nodes SET status = 'terminal' WHERE id = ?", (row[0],))
-        return row[0]
+        return int(row[0])
     status = NodeStatus.TERMINAL if step.terminal else NodeStatus.UNEXPLORED
     verdict = json.dumps(step.verdict, sort_keys=True) if step.verdict is not None else None
     return conn.execute(
         "INSERT INTO nodes (tree_id, parent_id, depth, state_key, action_key, action_text,"
-        " obs_blob, url, verdict_json, step_reward, visits, status, created, error)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
-        (tree_id, parent, depth, step.state_key, key, step.action_text, blob, step.url, verdict,
-         step.reward, status.value, now, step.error)).lastrowid
+        " obs_blob, url, verdict_json, step_reward, visits, status, created, error, elements_json)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
+        (tree_id, parent, depth, step.state_key, key, replace_surrogates(step.action_text), blob,
+         step.url, verdict, step.reward, status.value, now,
+         step.error and replace_surrogates(step.error), _elements_json(step.elements))).lastrowid or 0
+
+
+def _elements_json(elements: tuple[dict, ...] | None) -> str | None:
+    return json.dumps(list(elements)) if elements is not None else None

@@ -81,14 +81,14 @@ class FSMTask(Task):
     def __init__(self, task: Any | Sequence[Any], sites: SiteClient | None = None, *,
                  name: str | None = None, site_spec: SiteSpec | None = None,
                  reuse_page: bool = True) -> None:
-        self.choices = list(task) if isinstance(task, (list, tuple)) else [task]
+        self.choices: list[Any] = list(task) if isinstance(task, (list, tuple)) else [task]
         if not self.choices:
             raise TaskError("expected at least one FSM task spec, got none")
         first = self.choices[0]
         self.id = f"fsm:{name or (first.site if len(self.choices) > 1 else f'{first.site}/{first.id}')}"
         #: Open each episode's session in the previous episode's page (see setup).
         self.reuse_page = reuse_page
-        self.task = first
+        self.task: Any = first
         self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)
         self._given_sites = sites  # None: the run's TaskResources.sites(), fetched per setup
         self._sites: SiteClient | None = sites
@@ -118,7 +118,8 @@ class FSMTask(Task):
         await self._settle(browser, sites, view.id)  # first paint done before the screenshot
         return TaskSetup(instruction=self.task.instruction, start_url=view.url,
                          allowed_origins=(sites.site_url,), fsm_state=view.state,
-                         max_steps=step_budget(self.task), start_distance=view.distance)
+                         max_steps=step_budget(self.task), start_distance=view.distance,
+                         goal=self.task.goal)
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
         sites, sid = self._require()

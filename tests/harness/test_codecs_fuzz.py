@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.actions import ACTION_TYPES
+from harness.actions import ACTION_TYPES, MAX_SCROLL, Scroll, outside, parse_action
 from harness.codecs import CODECS, get_codec
 from harness.codecs.base import MAX_INPUT_CHARS
 from harness.errors import ActionParseError
@@ -26,6 +27,7 @@ FRAGMENTS = [
     "x=", "y=", "WAIT", "DONE", "FAIL", "time.sleep(", "import os", "__import__('os')",
     "os.system('id')", "lambda: 0", "[i for i in ()]", "NaN", "Infinity", "-Infinity",
     "1e999", "-1", "-0", "0.5", "1e308", "9" * 400, "9" * 5000, "1_000", "0x10", "True",
+    "9" * 4300, "0x" + "f" * 5000, "-0b" + "1" * 9000, "0o" + "7" * 3000, "1e400", "99999",
     "None", "```json\n", "```python\n", "```", "\x00", "\u2028", "日本", "🙂", "\t",
     '{"type": "click", "x": 1, "y": 2}', "(1,2)", "'(1,2)'", "[1, 2, 3, 4]",
 ]
@@ -34,12 +36,19 @@ adversarial = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
 
 def _never_crashes(name: str, text: str, coordinates: str = "pixel") -> None:
     codec = get_codec(name, coordinates=coordinates)
-    try:
-        action = codec.decode(text, size=SIZE)
-    except ActionParseError as err:
-        assert str(err).startswith(f"{name} codec: expected "), str(err)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        try:
+            action = codec.decode(text, size=SIZE)
+        except ActionParseError as err:
+            action = err
+    assert [str(w.message) for w in warned] == []  # a model's text prints no warnings
+    if isinstance(action, ActionParseError):
+        assert str(action).startswith(f"{name} codec: expected "), str(action)
         return
     assert isinstance(action, ACTION_TYPES)
+    # Every field within its bounds, every point on the screenshot: safe to hand a sandbox.
+    assert parse_action(action.model_dump()) == action and outside(action, *SIZE) is None
 
 
 @pytest.mark.parametrize("name", CODECS)
@@ -92,6 +101,17 @@ PATHOLOGICAL = [
     "x" * (MAX_INPUT_CHARS + 1),
     "pyautogui.click(x=" + "[" * 150 + "]" * 150 + ", y=1)",
     "pyautogui.moveTo(1, 2)\n" * 2000,
+    # Integer literals Python will not print (more than 4300 digits), as hex and decimal.
+    "pyautogui.click(x=0x" + "f" * 5000 + ", y=1)", "time.sleep(0x" + "f" * 5000 + ")",
+    "pyautogui.click(x=1, y=1, clicks=0x" + "f" * 5000 + ")", "pyautogui.scroll(-0b" + "1" * 20_000 + ")",
+    "Action: scroll(start_box='(1,1)', direction='down', distance=0x" + "f" * 5000 + ")",
+    "Action: wait(seconds=0x" + "f" * 5000 + ")", "Action: scroll(start_box='(1,1)', dy=-0x" + "f" * 5000 + ")",
+    '<tool_call>{"name": "computer_use", "arguments": {"action": "scroll", "pixels": ' + "9" * 4300 + "}}</tool_call>",
+    '{"type": "scroll", "x": 1, "y": 1, "dy": -' + "9" * 4300 + "}",
+    # Absurd but printable amounts: refused by the action's bounds, not by the sandbox.
+    "pyautogui.scroll(1e300)", "Action: scroll(start_box='(1,1)', direction='down', distance=10001)",
+    '{"type": "scroll", "x": 1, "y": 1, "dy": 1e300}', '{"type": "wait", "seconds": 61}',
+    '<tool_call>{"name": "computer_use", "arguments": {"action": "wait", "time": 1e9}}</tool_call>',
 ]
 
 
@@ -101,3 +121,32 @@ def test_pathological_input_fails_fast_and_cleanly(name, text):
     started = time.perf_counter()
     _never_crashes(name, text)
     assert time.perf_counter() - started < 2.0
+
+
+HUGE = "f" * 5000  # a hex literal Python parses but will not print in decimal
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("pyautogui", f"pyautogui.click(x=1, y=1, clicks=0x{HUGE})"),
+    ("pyautogui", f"time.sleep(0x{HUGE})"),
+    ("uitars", f"Action: wait(seconds=0x{HUGE})"),
+    ("uitars", f"Action: scroll(start_box='(1,1)', direction='down', distance=0x{HUGE})"),
+])
+def test_huge_integer_literals_are_a_short_parse_error(name, text):
+    """These crashed with Python's ValueError (integer string conversion) while the error
+    message was being built; now the literal itself is refused, and the message stays short."""
+    with pytest.raises(ActionParseError, match=f"^{name} codec: expected ") as caught:
+        get_codec(name).decode(text, size=SIZE)
+    assert len(str(caught.value)) < 600
+
+
+@pytest.mark.parametrize("name", CODECS)
+def test_every_decoded_scroll_is_within_max_scroll(name):
+    """An absurd scroll amount is the agent's mistake at decode time, never a Chromium error."""
+    codec = get_codec(name)
+    ok = codec.encode(Scroll(x=5, y=5, dy=MAX_SCROLL), size=SIZE)
+    assert codec.decode(ok, size=SIZE) == Scroll(x=5, y=5, dy=MAX_SCROLL)
+    too_far = ok.replace(str(MAX_SCROLL // 100) if name == "pyautogui" else str(MAX_SCROLL),
+                         str(MAX_SCROLL // 100 + 1) if name == "pyautogui" else str(MAX_SCROLL + 1))
+    with pytest.raises(ActionParseError, match=str(MAX_SCROLL)):
+        codec.decode(too_far, size=SIZE)

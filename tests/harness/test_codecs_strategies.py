@@ -38,6 +38,8 @@ def _key_names() -> st.SearchStrategy[str]:
 
 def _for_annotation(annotation: object, bounds: dict[str, float]) -> st.SearchStrategy:
     args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Annotated:  # validators only (e.g. Text)
+        return _for_annotation(args[0], bounds)
     if annotation is int:
         return st.integers(**{k: int(v) for k, v in bounds.items() if k.endswith("value")})
     if annotation is float:

@@ -100,12 +100,19 @@ async def test_step_before_reset_and_bad_options_raise(env_for) -> None:
         await env.reset(seed=0, options={"difficulty": 3})
 
 
-def test_sync_browser_env_runs_an_episode() -> None:
+def test_gymnasium_env_runs_an_episode_and_passes_check_env() -> None:
+    from gymnasium.utils.env_checker import check_env
+
     env = make_env("miniwob:click-test", max_steps=5)
     try:
         obs, info = env.reset(seed=1)
-        assert obs.instruction == "Click the button." and info.seed == 1
-        obs, reward, terminated, truncated, _ = env.step(env.oracle_action())
-        assert reward > 0 and terminated and not truncated
+        assert obs["instruction"] == "Click the button." and info["seed"] == 1
+        assert obs["screenshot"].shape == (210, 160, 3) and obs in env.observation_space
+        assert env.last_observation is not None and env.last_observation.width == 160
+        obs, _, _, _, info = env.step('{"type": "click", "x": 1}')  # text, decoded by the codec
+        assert "expected" in info["last_action_error"]
+        obs, reward, terminated, truncated, info = env.step(env.oracle_action())
+        assert reward > 0 and terminated and not truncated and info["success"]
+        check_env(env, skip_render_check=True)
     finally:
         env.close()

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from harness.evaluation import SUMMARY_KEYS, summarize
 from harness.evaluation.cli import register
 from harness.evaluation.report import action_svg
-from harness.runner import EpisodeRecord
+from harness.records import EpisodeRecord
 
 
 def _app() -> typer.Typer:
@@ -66,14 +66,15 @@ def _record(task: str, index: int, **kw) -> EpisodeRecord:
 
 def test_summary_figures_by_hand() -> None:
     records = [
-        _record("a", 0, success=True, reward=0.8, steps=2, wall_seconds=1.0),
+        _record("a", 0, success=True, reward=0.8, steps=2, wall_seconds=1.0, progress=1.0),
         _record("a", 1, success=False, reward=-1.0, steps=4, wall_seconds=3.0),
-        _record("b", 0, success=True, reward=1.0, steps=2, wall_seconds=1.0),
+        _record("b", 0, success=True, reward=1.0, steps=2, wall_seconds=1.0, progress=1.0),
         _record("b", 1, error="SandboxCrashed: gone"),  # not scored
         _record("b", 0, success=False, reward=-1.0, steps=2, wall_seconds=1.0),  # resumed: wins
     ]
     summary = summarize(records)
     assert summary["episodes"] == 3 and summary["success_rate"] == round(1 / 3, 4)
+    assert summary["progress"] == round(1 / 3, 4)  # progress defaults to 1 on success, else 0
     assert summary["mean_reward"] == round((0.8 - 1.0 - 1.0) / 3, 4)
     assert summary["steps"] == 8 and summary["wall_seconds"] == 5.0 and summary["steps_per_second"] == 1.6
     assert summary["per_task"]["a"]["success_rate"] == 0.5 and summary["per_task"]["b"]["episodes"] == 1
@@ -87,3 +88,45 @@ def test_actions_are_drawn() -> None:
     typed = action_svg({"type": "type_text", "text": "<hi>"}, 160, 210)
     assert "&lt;hi&gt;" in typed and "<text" in typed
     assert action_svg(None, 160, 210) == ""
+
+
+def test_cua_eval_with_store_config_file_and_step_rewards(tmp_path) -> None:
+    """`--config` gives the fields, options override it, `--store` keeps every episode in
+    the tree store, and the step verdicts reach results.jsonl, summary.json and the report."""
+    config = tmp_path / "eval.yaml"
+    config.write_text("suite: fsm:shop/open_mug\nagent: random\nepisodes: 3\nreward: step\n"
+                      "concurrency: 1\nprogress: false\n")
+    out, store_dir = tmp_path / "run", tmp_path / "store"
+    result = CliRunner().invoke(_app(), ["eval", "--config", str(config), "--agent", "oracle",
+                                         "--out", str(out), "--store", str(store_dir)])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and all(r["success"] and r["reward_mode"] == "step" for r in records)
+    for record in records:
+        steps = record["trajectory"]
+        assert all(s["verdict"]["on_shortest_path"] for s in steps)
+        # verdict-shaped: 1/d0 per step on the path, plus 1 at the goal
+        d0 = record["start_distance"]
+        assert record["reward"] == round(1.0 + len(steps) / d0, 6) and record["progress"] == 1.0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["progress"] == 1.0
+    html = (out / "report.html").read_text()
+    assert html.count("✓ on shortest path") == sum(len(r["trajectory"]) for r in records)
+    assert 'target="_blank"' in html  # a screenshot opens full size
+
+    from harness.store import TrajectoryStore
+
+    store = TrajectoryStore(store_dir)
+    assert len(store.episodes()) == 3 and all(e.success and e.agent == "oracle" for e in store.episodes())
+    assert {t.env for t in store.trees()} == {f"fsm:shop/open_mug@seed={s}" for s in (0, 1, 2)}
+
+
+def test_config_file_errors_name_every_bad_field(tmp_path) -> None:
+    config = tmp_path / "eval.yaml"
+    config.write_text("suite: miniwob:click-test\nepisodes: 0\nconcurency: 2\n")
+    result = CliRunner().invoke(_app(), ["eval", "--config", str(config), "--out", str(tmp_path / "x"),
+                                         "--set", "reward=money"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    for part in ("--episodes (episodes)", "concurency", "--reward (reward)", "3 bad field(s)"):
+        assert part in result.output
+    assert not (tmp_path / "x").exists()

@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-import harness.runner as runner_module
+import harness.env_providers as env_providers
 from harness.actions import Click
 from harness.agents import AgentStep, ModelAgent, OracleAgent
 from harness.errors import UnknownTaskError
@@ -114,7 +114,7 @@ async def test_a_model_agent_is_decoded_with_its_own_codec(provider) -> None:
 
 
 async def test_step_timeout_limits_reset_too(provider, monkeypatch) -> None:
-    monkeypatch.setattr(runner_module, "make_task", lambda task_id: SlowSetup("click-test"))
+    monkeypatch.setattr(env_providers, "make_task", lambda task_id: SlowSetup("click-test"))
     config = RunnerConfig(progress=False, retries=0, step_timeout_s=1.0)
     [record] = await EpisodeRunner(OracleAgent(), config, provider=provider).run(
         episode_specs(["miniwob:click-test"], 1, seed=0))
@@ -210,3 +210,20 @@ async def test_one_agent_serves_every_concurrent_episode(provider) -> None:
     records = await EpisodeRunner(agent, config, provider=provider).run(
         episode_specs(["miniwob:click-test"], 3, seed=0))
     assert all(r.success for r in records) and len(agent.episodes) == 3
+
+
+async def test_a_long_wait_extends_the_episode_timeout(provider) -> None:
+    """An episode of waits takes longer than episode_timeout_s by design, not as a hang."""
+
+    class Waits:
+        name = "waiter"
+
+        async def act(self, obs, ctx):
+            from harness.actions import Wait
+
+            return AgentStep(action=Wait(seconds=1.0))
+
+    config = RunnerConfig(progress=False, retries=0, max_steps=3, episode_timeout_s=2.0)
+    [record] = await EpisodeRunner(Waits(), config, provider=provider).run(
+        episode_specs(["miniwob:click-test"], 1, seed=0))
+    assert record.error is None and record.steps == 3 and record.wall_seconds >= 3.0

@@ -53,3 +53,51 @@ def trajectory(states_actions: list[tuple[str, dict]], *, success: bool = False,
     steps = tuple(step(state, action, large=large) for state, action in states_actions)
     return Trajectory(env=env, root=root, steps=steps, success=success, task_id=task_id,
                       reward=1.0 if success else 0.0, agent="test")
+
+
+def filled_store(path, episodes: int = 8):  # -> Path
+    """A closed store of ``episodes`` three-step episodes over one tree (its database is
+    fully checkpointed: no -wal or -shm beside it)."""
+    from harness.store import TrajectoryStore
+
+    store = TrajectoryStore(path)
+    for i in range(episodes):
+        steps = [("a", click(1, 1)), ("b", click(2, 2)), (f"leaf{i % 4}", click(3, i % 4))]
+        store.insert_trajectory(trajectory(steps, success=i % 4 == 0, task_id="t"))
+    store.put_task("t", "buy the thing")
+    store.close()
+    return path
+
+
+DAMAGE = ("empty", "not_sqlite", "truncated", "overwritten")
+
+
+def damage_store(path, kind: str) -> None:
+    """Damage a closed store's database: empty beside its blobs, not SQLite at all,
+    truncated to half (header intact), or the nodes table's root page overwritten (the
+    file looks whole; only a query that reads nodes finds out)."""
+    import sqlite3
+
+    db = path / "store.sqlite"
+    if kind == "empty":
+        db.write_bytes(b"")
+    elif kind == "not_sqlite":
+        db.write_text("these are my notes, not a database\n")
+    elif kind == "truncated":
+        data = db.read_bytes()
+        db.write_bytes(data[: len(data) // 2])
+    elif kind == "overwritten":
+        conn = sqlite3.connect(db)
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'nodes'").fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.close()
+        with db.open("r+b") as handle:
+            handle.seek((root - 1) * page_size)
+            handle.write(b"\xff" * page_size)
+    else:
+        raise ValueError(f"expected a kind of damage in {DAMAGE}, got {kind!r}")
+
+
+def folder_bytes(path) -> dict[str, bytes]:
+    """Every file under ``path`` and its bytes, to prove a command wrote nothing."""
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}

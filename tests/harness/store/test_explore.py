@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from fsm_sites.client import LocalSiteClient
 from fsm_sites.server import SiteServer
 from harness.actions import Click
+from harness.agents import ModelAgent
 from harness.env import AsyncEnv
 from harness.errors import RestoreMismatch
+from harness.prompts import PromptConfig
 from harness.store import FLAG_RESTORE_MISMATCH, NodeStatus, Step, TrajectoryStore
 from harness.store.explore import ExploreConfig, Explorer
 from harness.store.hindsight import hindsight_tasks
@@ -119,3 +123,41 @@ async def test_tree_collection_branches_succeeds_and_resumes(shop_env, tmp_path)
     tasks = hindsight_tasks(store, store.trees()[0].id)
     assert tasks and all(t.source == "hindsight" and t.goal_state for t in tasks)
     assert all(t.instruction.endswith(".") for t in tasks)
+
+
+class OracleAsText(ModelAgent):
+    """A fake model at the model seam: the task's oracle action, as json-codec text."""
+
+    name = "fake-model"
+
+    def __init__(self) -> None:
+        super().__init__(PromptConfig(codec="json"))
+
+    async def act(self, obs, ctx):
+        self._env = ctx.env
+        return await super().act(obs, ctx)
+
+    async def generate(self, prompt):
+        action = await self._env.oracle_action()
+        return self.codec.encode(action)
+
+
+async def test_a_model_agent_grows_a_tree_from_restored_nodes_with_their_history(shop_env, tmp_path):
+    store = TrajectoryStore(tmp_path)
+    config = ExploreConfig(budget=12, explore="tree", candidates=2, max_depth=6, seed=SEED)
+    report = await Explorer(store, shop_env, config, env_key="tiny_shop", agent=OracleAsText()).run()
+    assert report.successes >= 2 and report.restores_jump >= 1
+    assert {e.agent for e in store.episodes()} == {"fake-model"}
+    branched = [e for e in store.episodes() if store.path_to(e.leaf_id)[0].id != e.leaf_id]
+    deep = []
+    for episode in branched:
+        for _, node_id, agent in store.episode_steps(episode.id):
+            if "prompt" not in agent:
+                continue  # a random candidate, not the model's own step
+            depth = store.node(node_id).depth
+            text = agent["prompt"][-1]["content"][-1]["text"]
+            # the prompt lists every action from the root, the restored prefix included
+            listed = [line for line in text.splitlines() if re.match(r"\d+\. ", line)]
+            assert len(listed) == depth - 1, (depth, text)
+            deep.append(depth)
+    assert max(deep) >= 2

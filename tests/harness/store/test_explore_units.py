@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 
+from harness.actions import describe_action
 from harness.store import NodeStatus, TrajectoryStore
 from harness.store.explore import ExploreWeights, node_score
 from harness.store.hindsight import hindsight_tasks, path_instruction
 from harness.store.models import Node
-from harness.store.sink import describe_action
 from tests.harness.store.helpers import click, step, trajectory, verdict
 
 

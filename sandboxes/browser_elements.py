@@ -1,0 +1,133 @@
+"""The interactive elements a browser page shows: role, label, value and box.
+
+One JavaScript pass over the page (a few ms) lists what an agent could act on in the
+viewport, in reading order, for observation modes that show elements instead of (or
+beside) pixels. Two kinds of pages:
+
+- pages that mark their live elements with ``data-el`` (the FSM sites' renderer, with
+  ``data-kind``): each marked element is one entry, named by its visible label (a field's
+  label for inputs and dropdowns), with the open dropdown's options and a radio group's
+  options as entries of their own;
+- any other page: elements by HTML and ARIA semantics (links, buttons, inputs, selects,
+  text areas, ``role=button|link|tab|option|radio|checkbox|menuitem|textbox``,
+  ``onclick``), plus elements a script made clickable that show the pointer cursor
+  (``cursor: pointer`` where their parent does not: MiniWoB's links are such spans),
+  named by their accessible name (``aria-label``, associated ``<label>``, text,
+  placeholder, title, value); a control inside another control is left out.
+
+Boxes are viewport CSS pixels (the screenshot's pixels at device scale 1).
+"""
+
+from __future__ import annotations
+
+from sandboxes.base import UIElement
+
+#: Lists the page's interactive elements (see the module docstring). Returns plain objects.
+ELEMENTS_JS = r"""(() => {
+  const clean = (s) => (s || "").replace(/\s+/g, " ").trim().slice(0, 120);
+  const visible = (el) => {
+    const r = el.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) return null;
+    if (r.bottom <= 0 || r.right <= 0 || r.top >= innerHeight || r.left >= innerWidth) return null;
+    const s = getComputedStyle(el);
+    if (s.visibility === "hidden" || s.display === "none" || el.closest("[hidden], [inert]")) return null;
+    return r;
+  };
+  const out = [];
+  const add = (el, id, role, label, value) => {
+    const r = visible(el);
+    if (!r) return;
+    const disabled = !!(el.disabled || el.getAttribute("aria-disabled") === "true"
+                        || el.classList.contains("disabled"));
+    out.push({id: String(id), role, label: clean(label), value: value == null ? null : clean(value),
+              x: Math.round(r.left), y: Math.round(r.top), width: Math.round(r.width),
+              height: Math.round(r.height), enabled: !disabled});
+  };
+  const fieldLabel = (el) => {
+    const field = el.closest(".field");
+    const label = field && field.querySelector(".field-label");
+    return label ? label.innerText : "";
+  };
+  const marked = document.querySelectorAll("[data-el]");
+  if (marked.length) {
+    const roles = {button: "button", link: "link", text_input: "textbox", select: "combobox",
+                   checkbox: "checkbox", radio: "radio", tab: "tab", list_item: "listitem",
+                   card: "card", pagination: "button", text: "text"};
+    for (const el of marked) {
+      const kind = el.getAttribute("data-kind") || "button";
+      if (kind === "text") continue;
+      const id = el.getAttribute("data-el");
+      const options = el.querySelectorAll("[data-value]");
+      if (kind === "select") {
+        const toggle = el.querySelector(".dd-toggle") || el;
+        add(toggle, id, "combobox", fieldLabel(el), toggle.innerText.replace("▾", ""));
+        for (const o of options) add(o, id + "=" + o.getAttribute("data-value"), "option", o.innerText, null);
+      } else if (kind === "radio" && options.length) {
+        for (const o of options) {
+          add(o, id + "=" + o.getAttribute("data-value"), "radio", o.innerText,
+              o.getAttribute("aria-checked") === "true" ? "checked" : null);
+        }
+      } else if (kind === "text_input") {
+        add(el, id, "textbox", fieldLabel(el) || el.placeholder, el.value);
+      } else if (kind === "checkbox") {
+        const box = el.querySelector("input");
+        add(el, id, "checkbox", el.innerText, box && box.checked ? "checked" : null);
+      } else {
+        const title = el.querySelector(".title");
+        add(el, id, roles[kind] || "button", title ? title.innerText : el.innerText, null);
+      }
+    }
+    return out;
+  }
+  const selector = "a[href], button, input:not([type=hidden]), textarea, select, [onclick], "
+    + "[contenteditable=true], [role=button], [role=link], [role=tab], [role=option], "
+    + "[role=radio], [role=checkbox], [role=menuitem], [role=textbox]";
+  const semantic = new Set(document.querySelectorAll(selector));
+  for (const el of document.body.querySelectorAll("*")) {
+    if (semantic.has(el) || !el.innerText || getComputedStyle(el).cursor !== "pointer") continue;
+    const parent = el.parentElement;
+    if (!parent || getComputedStyle(parent).cursor !== "pointer") semantic.add(el);
+  }
+  const candidates = [...document.body.querySelectorAll("*")].filter((el) => semantic.has(el));
+  const chosen = new Set(candidates);
+  let n = 0;
+  for (const el of candidates) {
+    let up = el.parentElement, inner = false;
+    while (up) { if (chosen.has(up)) { inner = true; break; } up = up.parentElement; }
+    if (inner) continue;
+    const tag = el.tagName.toLowerCase(), type = (el.getAttribute("type") || "").toLowerCase();
+    let role = el.getAttribute("role");
+    if (!role) {
+      if (tag === "a") role = "link";
+      else if (tag === "select") role = "combobox";
+      else if (tag === "textarea" || el.isContentEditable) role = "textbox";
+      else if (tag === "input") role = ["checkbox", "radio"].includes(type) ? type
+        : ["button", "submit", "reset"].includes(type) ? "button" : "textbox";
+      else role = "button";
+    }
+    const labelled = el.labels && el.labels.length ? el.labels[0].innerText : "";
+    const textual = role === "textbox" || role === "combobox";
+    const label = el.getAttribute("aria-label") || labelled
+      || (textual ? "" : el.innerText) || el.getAttribute("placeholder") || el.getAttribute("title")
+      || (type === "button" || type === "submit" ? el.value : "") || el.getAttribute("alt") || "";
+    const value = textual ? el.value : (role === "checkbox" || role === "radio")
+      ? (el.checked ? "checked" : null) : null;
+    n += 1;
+    add(el, el.id || "e" + n, role, label, value);
+  }
+  return out;
+})()"""
+
+
+def parse_elements(raw: object) -> list[UIElement]:
+    """The extractor's answer as typed elements (entries that do not fit are dropped)."""
+    if not isinstance(raw, list):
+        return []
+    out = []
+    for item in raw:
+        if isinstance(item, dict):
+            try:
+                out.append(UIElement.model_validate(item))
+            except ValueError:
+                continue
+    return out

@@ -1,0 +1,146 @@
+"""Observation modes with elements, in real Chromium: the element list of FSM and MiniWoB
+pages, the element action resolved to a pixel click, and the prompt in each mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsm_sites.client import LocalSiteClient
+from fsm_sites.server import SiteServer
+from harness.actions import Click, ClickElement, Done, TypeText
+from harness.codecs import get_codec
+from harness.env import AsyncEnv
+from harness.prompts import PromptBuilder, PromptConfig, as_element_action
+from harness.tasks.fsm import FSMTask, goal_tasks
+from harness.tasks.registry import make_task
+from sandboxes.base import UIElement
+from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
+
+
+@pytest.fixture(scope="module")
+async def site_server():
+    async with SiteServer([tiny_shop(), widgets_spec()]) as server:
+        yield server
+
+
+async def test_an_fsm_page_lists_its_live_elements_by_label(provider, site_server) -> None:
+    task = goal_tasks(widgets_spec())[0]
+    sandbox = await provider.new_browser()
+    env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server)), sandbox, elements=True)
+    try:
+        obs, _ = await env.reset(seed=0)
+        listed = {(e.role, e.label) for e in obs.elements}
+        assert {("tab", "General"), ("tab", "Items"), ("checkbox", "Send me the newsletter"),
+                ("textbox", "City"), ("combobox", "Size"), ("radio", "Light"), ("radio", "Dark"),
+                ("link", "Help")} <= listed
+        assert not any(e.role == "option" for e in obs.elements)  # the dropdown is closed
+        obs, *_ = await env.step(ClickElement(element="size"))  # by id: opens the dropdown
+        assert {e.label for e in obs.elements if e.role == "option"} == {"Small", "Medium", "Large"}
+        obs, _, _, _, info = await env.step(ClickElement(element="large"))  # case ignored
+        assert info.action["type"] == "click"
+        assert info.requested == {"type": "click_element", "element": "large"}
+        assert next(e for e in obs.elements if e.label == "Size").value == "Large"
+        for e in obs.elements:
+            assert 0 <= e.x < obs.width and 0 <= e.y < obs.height and e.width > 0
+    finally:
+        await env.close()
+        await sandbox.close()
+
+
+@pytest.mark.parametrize("task_id, expected", [
+    ("miniwob:enter-text", {("textbox", ""), ("button", "Submit")}),
+    ("miniwob:click-link", None),
+    ("miniwob:click-checkboxes", None),
+])
+async def test_miniwob_pages_list_elements_by_html_semantics(provider, task_id, expected) -> None:
+    task = make_task(task_id)
+    sandbox = await provider.new_sandbox(task.sandbox_request)
+    env = AsyncEnv(task, sandbox, elements=True)
+    try:
+        obs, _ = await env.reset(seed=3)
+        roles = {e.role for e in obs.elements}
+        if expected is not None:
+            assert expected <= {(e.role, e.label) for e in obs.elements}
+        elif task_id.endswith("click-link"):  # spans a script made clickable (cursor: pointer)
+            wanted = obs.instruction.split('"')[1]
+            assert wanted in {e.label.rstrip(".,") for e in obs.elements}
+        else:
+            boxes = [e for e in obs.elements if e.role == "checkbox"]
+            assert boxes and all(e.label for e in boxes) and "button" in roles
+    finally:
+        await env.close()
+        await sandbox.close()
+
+
+async def test_element_actions_solve_an_fsm_task_and_record_pixel_clicks(provider, site_server) -> None:
+    """The oracle's clicks, named by element instead of point, reach the goal on the
+    shortest path; the env records each as the click it executed."""
+    task = next(t for t in goal_tasks(tiny_shop()) if t.goal == "lamp_in_cart")
+    sandbox = await provider.new_browser()
+    env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server)), sandbox, elements=True)
+    try:
+        obs, _ = await env.reset(seed=2)
+        bad = await env.step(ClickElement(element="Desk lampp"))
+        assert "did you mean 'Desk lamp'" in bad[0].last_action_error and bad[4].action is None
+        obs = bad[0]
+        for _ in range(10):
+            oracle = await env.oracle_action()
+            if isinstance(oracle, Done):
+                break
+            action = as_element_action(oracle, obs.elements)
+            assert isinstance(action, ClickElement | TypeText)
+            obs, _, terminated, _, info = await env.step(action)
+            assert info.verdict.on_shortest_path or not info.verdict.transition_fired
+            if isinstance(action, ClickElement):
+                assert info.action["type"] == "click" and info.requested["element"] == action.element
+            if terminated:
+                break
+        assert info.success
+    finally:
+        await env.close()
+        await sandbox.close()
+
+
+def _element(label: str, x: int, role: str = "button", id_: str | None = None) -> UIElement:
+    return UIElement(id=id_ or label.lower(), role=role, label=label, x=x, y=10, width=40, height=20)
+
+
+def test_prompts_in_each_observation_mode() -> None:
+    elements = (_element("Cart", 0), _element("Cart", 50, role="link", id_="nav_cart"),
+                UIElement(id="q", role="textbox", label="Search", value="lamp", x=100, y=10,
+                          width=60, height=20, enabled=False))
+    history = [({"type": "click", "x": 60, "y": 15}, (200, 100), elements)]
+    for mode, images in (("screenshot", 1), ("screenshot+elements", 1), ("elements", 0)):
+        builder = PromptBuilder(PromptConfig(codec="json", observation=mode))
+        prompt = builder.build(instruction="Open the cart.", history=history, images=[b"a", b"b"],
+                               image_steps=[0, 1], error=None, elements=elements)
+        content = prompt.messages[-1]["content"]
+        assert [p["type"] for p in content] == ["image"] * images + ["text"]
+        text = content[-1]["text"]
+        if mode == "screenshot":
+            assert "Elements:" not in text and '1. {"type": "click", "x": 60, "y": 15}' in text
+        else:
+            assert ('Elements:\n- button "Cart"\n- link "Cart"\n'
+                    '- textbox "Search" = "lamp" (disabled)\n') in text
+            # the click hit the second "Cart": named by its id, so it resolves to that one
+            assert '1. {"type": "click_element", "element": "nav_cart"}' in text
+        system = prompt.messages[0]["content"][0]["text"]
+        assert ("ClickElement" in system) == (mode != "screenshot")
+        assert ("- Click: " in system) == (mode != "elements")
+
+
+def test_clicks_become_element_actions_only_on_an_element() -> None:
+    elements = [_element("Big", 0), UIElement(id="s", role="button", label="Small", x=5, y=12,
+                                               width=10, height=5)]
+    assert as_element_action(Click(x=7, y=14), elements) == ClickElement(element="Small")
+    assert as_element_action(Click(x=30, y=15), elements) == ClickElement(element="Big")
+    assert as_element_action(Click(x=300, y=15), elements) == Click(x=300, y=15)
+    assert as_element_action(TypeText(text="x"), elements) == TypeText(text="x")
+
+
+@pytest.mark.parametrize("codec", ["json", "qwen", "uitars", "pyautogui"])
+def test_every_codec_speaks_the_element_action(codec) -> None:
+    chosen = get_codec(codec, action_space="pixels+elements")
+    action = ClickElement(element='Ann\'s "cart"')
+    assert chosen.decode(chosen.encode(action)) == action
+    assert "ClickElement" in chosen.prompt() and "Click:" in chosen.prompt()

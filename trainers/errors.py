@@ -1,0 +1,41 @@
+"""Errors raised by the trainers package (policy models, model agents, the policy server).
+
+    InfrastructureError          (sandboxes.errors) not the agent's fault; the runner retries
+    └── EndpointError            an OpenAI-compatible endpoint failed: no connection, a
+                                 timeout, a 5xx/408/429 status, or a body that is not a chat
+                                 completion
+    ConfigError                  (sandboxes.errors) a configuration value of the wrong shape
+    ├── ModelDirError            a model directory that is missing, incomplete, or of an
+    │                            architecture the loader does not know
+    ├── MissingExtraError        a backend whose optional dependencies are not installed
+    └── EndpointRejected         the endpoint refused the request (another 4xx: a bad model
+                                 name, an unsupported field); retrying would not help
+
+An agent's ``act`` lets ``EndpointError`` out (the rollout re-raises infrastructure errors
+and the runner retries the episode); ``EndpointRejected`` ends the episode as the agent's
+failure, with the server's own message.
+"""
+
+from __future__ import annotations
+
+from sandboxes.errors import ConfigError, InfrastructureError
+
+
+class EndpointError(InfrastructureError):
+    """An OpenAI-compatible endpoint did not give a usable answer (retryable)."""
+
+
+class ModelDirError(ConfigError):
+    """A model directory that cannot be loaded as a policy."""
+
+
+class MissingExtraError(ConfigError, ImportError):
+    """A backend needs an optional extra that is not installed; the message names it."""
+
+
+class EndpointRejected(ConfigError):
+    """The endpoint refused the request with a 4xx status that retrying would not fix."""
+
+
+__all__ = ["ConfigError", "EndpointError", "EndpointRejected", "InfrastructureError",
+           "MissingExtraError", "ModelDirError"]

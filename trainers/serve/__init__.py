@@ -1,0 +1,1 @@
+"""``cua serve``: a policy behind an OpenAI-compatible HTTP endpoint (``app``, ``protocol``)."""

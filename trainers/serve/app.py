@@ -1,0 +1,147 @@
+"""``cua serve``: a policy as an OpenAI-compatible endpoint (aiohttp).
+
+    GET  /v1/models             the served model (and its policy version)
+    POST /v1/chat/completions   OpenAI's chat completions; images as data URLs; logprobs,
+                                top_logprobs, n, seed; return_token_ids as vLLM has it
+    POST /v1/weights            {"path": DIR[, "version": N]}: load DIR's weights into the
+                                served model (same architecture and shapes), for online RL;
+                                answers {"policy_version": N}
+
+Concurrent requests share batched model calls (``Batcher`` over one ``Generator``, whose
+lock also orders weight reloads between batches: a batch runs wholly on the old weights or
+the new). Every reply says which ``policy_version`` produced it. A bad request gets a 4xx
+with OpenAI's error shape, naming the field (``param``); the server never fetches URLs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.agents.batching import Batcher
+from trainers.models.generation import Generation, GenerationRequest, Generator
+from trainers.models.policy import Policy
+from trainers.serve.protocol import (
+    ChatRequest,
+    RequestError,
+    completion_body,
+    error_body,
+    to_prompt,
+)
+
+
+class WeightsRequest(BaseModel):
+    """A ``POST /v1/weights`` body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: Path = Field(description="a checkpoint directory of the same architecture")
+    version: int | None = Field(default=None, description="the new policy version; None: the old + 1")
+
+
+class PolicyServer:
+    """The handlers and state of one served policy."""
+
+    def __init__(self, policy: Policy, *, name: str, max_batch: int = 8, max_wait_ms: float = 5.0,
+                 max_new_tokens: int = 1024, policy_version: int = 0) -> None:
+        self.policy = policy
+        self.name = name
+        self.max_new_tokens = max_new_tokens
+        self.policy_version = policy_version
+        self.generator = Generator(policy)
+        self.batcher: Batcher[GenerationRequest, Generation] = Batcher(
+            self._generate_batch, max_batch=max_batch, max_wait_ms=max_wait_ms)
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[_json_errors], client_max_size=64 * 1024 * 1024)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/weights", self.weights)
+        return app
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": self.name, "object": "model", "owned_by": "cua-harness",
+             "policy_version": self.policy_version}]})
+
+    async def chat(self, request: web.Request) -> web.Response:
+        body = ChatRequest.model_validate(await _json(request))
+        if body.model is not None and body.model != self.name:
+            raise RequestError(f"expected model {self.name!r} (the one served), got {body.model!r}",
+                               "model", status=404)
+        max_tokens = body.max_completion_tokens or body.max_tokens or min(256, self.max_new_tokens)
+        if max_tokens > self.max_new_tokens:
+            raise RequestError(f"expected max_tokens <= {self.max_new_tokens}, got {max_tokens}", "max_tokens")
+        prompt = to_prompt(body)
+        requests = [GenerationRequest(prompt, max_new_tokens=max_tokens, temperature=body.temperature,
+                                      top_p=body.top_p, seed=None if body.seed is None else body.seed + i,
+                                      top_logprobs=body.top_logprobs or 0) for i in range(body.n)]
+        version = self.policy_version
+        generations = await asyncio.gather(*(self.batcher(r) for r in requests))
+        return web.json_response(completion_body(body, list(generations), model=self.name,
+                                                 tokenizer=self.policy.tokenizer, policy_version=version))
+
+    async def weights(self, request: web.Request) -> web.Response:
+        body = WeightsRequest.model_validate(await _json(request))
+        await asyncio.to_thread(self._reload, body.path)
+        self.policy_version = body.version if body.version is not None else self.policy_version + 1
+        return web.json_response({"policy_version": self.policy_version, "path": str(body.path)})
+
+    async def _generate_batch(self, requests: list[GenerationRequest]) -> list[Generation]:
+        return await asyncio.to_thread(self.generator.generate, requests)
+
+    def _reload(self, path: Path) -> None:
+        """Copy the weights of the checkpoint at ``path`` into the served model, between batches."""
+        from transformers import AutoModelForImageTextToText
+
+        if not (Path(path) / "config.json").is_file():
+            raise RequestError(f"expected a checkpoint directory with config.json, got {str(path)!r}", "path")
+        target = self.policy.model
+        try:
+            fresh = AutoModelForImageTextToText.from_pretrained(path, dtype=self.policy.dtype)
+        except (OSError, ValueError) as exc:
+            raise RequestError(f"expected loadable weights in {str(path)!r}, got: {exc}", "path") from exc
+        state = fresh.state_dict()
+        current = target.state_dict()
+        wrong = sorted(k for k in current if k not in state or state[k].shape != current[k].shape)
+        if wrong or len(state) != len(current):
+            raise RequestError(f"expected the served architecture's weights in {str(path)!r}, got "
+                               f"different names or shapes ({', '.join(wrong[:3]) or 'extra tensors'})",
+                               "path", status=409)
+        with self.generator.lock:
+            target.load_state_dict(state)
+
+
+async def _json(request: web.Request) -> Any:
+    try:
+        return await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RequestError(f"expected a JSON body, got one that does not parse: {exc}") from exc
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Every failure as OpenAI's JSON error: 4xx for the client's mistakes, naming the field."""
+    try:
+        return await handler(request)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        param = ".".join(str(p) for p in first["loc"]) or None
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
+                             for e in err.errors(include_url=False)[:5])
+        return web.json_response(error_body(problems, param), status=400)
+    except RequestError as exc:
+        kind = "not_found_error" if exc.status == 404 else "invalid_request_error"
+        return web.json_response(error_body(str(exc), exc.param, kind), status=exc.status)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return web.json_response(error_body(f"{exc.reason}: {request.method} {request.path}", None),
+                                 status=exc.status)
+    except Exception as exc:  # the model failed: say so, and keep serving
+        return web.json_response(error_body(f"{type(exc).__name__}: {exc}", None, "server_error"), status=500)
