@@ -90,7 +90,7 @@ async def oracle_episode(env: AsyncEnv, seed: int) -> dict[str, Any]:
     moving = [v for v in verdicts if v is not None]
     verified = (success and bool(moving) and all(shot for shot in shots)
                 and all(v.transition_fired and v.on_shortest_path for v in moving))
-    return {"task": env.task.id, "seed": seed, "reset_s": reset_s, "steps": len(actions),
+    return {"task": env.task_id, "seed": seed, "reset_s": reset_s, "steps": len(actions),
             "verified": verified, "success": success, "actions": actions,
             "states": [v.state_after for v in moving],
             "moving_index": [i for i, v in enumerate(verdicts) if v is not None],

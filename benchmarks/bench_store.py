@@ -34,12 +34,12 @@ from benchmarks.flat_store import FlatStore
 from fsm_sites.client import LocalSiteClient
 from fsm_sites.library import list_sites, load_site
 from fsm_sites.server import SiteServer
+from harness.actions import describe_action
 from harness.env import AsyncEnv
 from harness.store.explore import ExploreConfig, Explorer
 from harness.store.export import ExportConfig, export
 from harness.store.models import Frame, Step, Trajectory
 from harness.store.restore import restore_node
-from harness.store.sink import describe_action
 from harness.store.statekey import state_key_for
 from harness.store.stats import disk_bytes
 from harness.store.store import TrajectoryStore
@@ -85,7 +85,7 @@ async def collect(env: AsyncEnv, episodes: int, p_oracle: float, seed: int) -> l
             total, success = total + reward, success or info.success
             if terminated or truncated:
                 break
-        out.append(Trajectory(env=env.task.id, root=root, steps=tuple(steps), task_id=env.task.id,
+        out.append(Trajectory(env=env.task_id, root=root, steps=tuple(steps), task_id=env.task_id,
                               reward=total, success=success, agent="mixture"))
     return out
 
@@ -178,7 +178,7 @@ async def restore_times(env: AsyncEnv, store_dir: Path, repeats: int) -> list[di
     """jump vs replay for the nodes on the longest successful path of the env's tree."""
     store = TrajectoryStore(store_dir)
     try:
-        episodes = [e for e in store.episodes(success=True) if e.task_id == env.task.id]
+        episodes = [e for e in store.episodes(success=True) if e.task_id == env.task_id]
         if not episodes:
             return []
         leaf = max(episodes, key=lambda e: e.steps).leaf_id
@@ -195,7 +195,7 @@ async def restore_times(env: AsyncEnv, store_dir: Path, repeats: int) -> list[di
                     restored = await restore_node(env, store, node.id, seed=0, mode=mode)
                     times[mode].append((time.perf_counter() - start) * 1000)
                     steps[mode] = restored.env_steps
-            rows.append({"task": env.task.id, "depth": node.depth, "jump_ms": median(times["jump"]),
+            rows.append({"task": env.task_id, "depth": node.depth, "jump_ms": median(times["jump"]),
                          "replay_ms": median(times["replay"]), "replay_env_steps": steps["replay"]})
         return rows
     finally:
@@ -212,10 +212,10 @@ async def explore_compare(env: AsyncEnv, work: Path, budget: int, seeds: list[in
         shutil.rmtree(root, ignore_errors=True)
         store = TrajectoryStore(root)
         config = ExploreConfig(budget=budget, agent=agent, explore=mode, seed=seed, max_depth=max_depth)
-        report = await Explorer(store, env, config, env_key=env.task.id).run()
+        report = await Explorer(store, env, config, env_key=env.task_id).run()
         distinct = len({e.leaf_id for e in store.episodes(success=True)})
         store.close()
-        rows.append({"task": env.task.id, "agent": agent, "seed": seed, "mode": mode,
+        rows.append({"task": env.task_id, "agent": agent, "seed": seed, "mode": mode,
                      "distinct_successes": distinct,
                      "steps_per_distinct_success": report.env_steps / distinct if distinct else None,
                      "seconds_per_distinct_success": report.seconds / distinct if distinct else None,
@@ -261,7 +261,7 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             trajectories += await collect(env, args.episodes, 0.7, seed=k)
             envs.append(env)
         result["collect_s"] = time.perf_counter() - start
-        instructions = {env.task.id: env.task.task.instruction for env in envs}
+        instructions = {env.task_id: env.task.task.instruction for env in envs}
         result["episodes"] = len(trajectories)
         result["steps"] = sum(len(t.steps) for t in trajectories)
         result["successes"] = sum(t.success for t in trajectories)
