@@ -186,8 +186,10 @@ class MiniWoBTask(Task):
             " const r = el.getClientRects()[0];"
             " return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)]; })()"
         )
-        if not isinstance(center, list):
-            raise TaskError(f"expected the oracle target of {self.id} on the page, got {center!r}")
+        if center is None:
+            raise TaskError(f"expected the oracle target of {self.id} on the page, got none")
+        if not (isinstance(center, list) and len(center) == 2):
+            raise TaskError(f"expected [x, y] for the oracle target of {self.id}, got {center!r}")
         return Click(x=int(center[0]), y=int(center[1]))
 
     async def _wait_for(self, sandbox: Browser, expression: str, what: str) -> None:
