@@ -31,6 +31,7 @@ from sandboxes.origins import origin_of
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
+    from sandboxes.base import Browser
 
 HTML_DIR = pathlib.Path(miniwob.__file__).parent / "html"
 TASK_DIR = HTML_DIR / "miniwob"
