@@ -34,7 +34,7 @@ import json
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 from pydantic import BaseModel, ValidationError
 
 from harness.errors import ConfigError, InfrastructureError
@@ -98,6 +98,7 @@ class EnvServer:
                               "or set CUA_ENV_TOKEN")
         self.pool = pool
         self.token = token
+        self._sockets: set[web.WebSocketResponse] = set()
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._guard], client_max_size=MAX_MESSAGE_BYTES)
@@ -110,6 +111,7 @@ class EnvServer:
         for name in ("reset", "step", "close", "oracle", "jump", "observe"):
             app.router.add_post(f"/{name}", getattr(self, f"http_{name}"))
         app.on_startup.append(lambda _: self.pool.start())
+        app.on_shutdown.append(self._close_sockets)
         app.on_cleanup.append(lambda _: self.pool.close())
         return app
 
@@ -203,6 +205,7 @@ class EnvServer:
     async def websocket(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=MAX_MESSAGE_BYTES)
         await ws.prepare(request)
+        self._sockets.add(ws)
         try:
             session = self.pool.open("ws")
         except ServerError as exc:
@@ -218,9 +221,15 @@ class EnvServer:
                     break
                 await ws.send_str(reply)
         finally:
+            self._sockets.discard(ws)
             await self.pool.end(session)
             await ws.close()
         return ws
+
+    async def _close_sockets(self, app: web.Application) -> None:
+        """On shutdown: a client learns at once that its session is gone."""
+        for ws in list(self._sockets):
+            await ws.close(code=WSCloseCode.GOING_AWAY, message=b"env server shutting down")
 
     async def _ws_reply(self, session: Session, raw: str) -> str | None:
         """The reply to one WebSocket message (None: the client closed the session)."""

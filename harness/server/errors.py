@@ -10,9 +10,11 @@
         └── EnvServerUnreachable        no answer: refused, connection lost, server gone
             └── EnvServerTimeout        no answer in time (a hung server or container)
     HarnessError (harness.errors)       not retried: retrying would fail the same way
-    └── EnvServerRequestError           the server refused the request (a bad body, a task
-        │                               it does not serve, a step before reset) or failed
-        │                               on a bug of its own (EXECUTION_ERROR)
+    └── EnvServerRequestError           the server refused the request (a step before
+        │                               reset, a closed session) or failed on a bug of its
+        │                               own (EXECUTION_ERROR)
+        ├── EnvServerInvalidRequest     a body, task or option it does not take, as a local
+        │                               env would refuse it (also a ConfigError)
         └── EnvServerAuthError          the token was missing or wrong (also a ConfigError)
 """
 
@@ -63,6 +65,10 @@ class EnvServerRequestError(HarnessError):
         self.status = status
 
 
+class EnvServerInvalidRequest(EnvServerRequestError, ConfigError):
+    """The server refused a body, task or option (VALIDATION_ERROR)."""
+
+
 class EnvServerAuthError(EnvServerRequestError, ConfigError):
     """The server refused the token."""
 
@@ -79,6 +85,8 @@ def error_from_wire(data: dict[str, Any], *, status: int | None = None) -> Excep
                               error_type=error_type)
     if code == "CAPACITY_REACHED":
         return EnvServerBusy(message, code=code)
+    if code == "VALIDATION_ERROR":
+        return EnvServerInvalidRequest(message, code=code, status=status)
     if code == "UNAUTHORIZED":
         return EnvServerAuthError(message, code=code, status=status)
     return EnvServerRequestError(message, code=code, status=status)
