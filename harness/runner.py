@@ -46,7 +46,7 @@ from harness.resources import TaskResources
 from harness.rewards import RewardMode
 from harness.rollout import RolloutSink, describe_error, rollout
 from harness.tasks.registry import check_task_id
-from sandboxes.base import SandboxProvider
+from sandboxes.base import SandboxKind, SandboxProvider
 from sandboxes.errors import SandboxCrashed
 
 if TYPE_CHECKING:
@@ -88,6 +88,9 @@ class RunnerConfig(BaseModel):
         check_provider(provider)
         return provider
 
+    sandbox: SandboxKind | None = Field(
+        default=None, description="the kind of sandbox: browser or desktop; None: the kind "
+        "each task asks for")
     bind_host: str = Field(
         default="127.0.0.1", description="address the run's site and page servers bind (one a "
         "sandbox in a container or on another machine can reach)")
@@ -273,7 +276,8 @@ class EpisodeRunner:
         cfg = self.config
         return EnvOptions(codec=cfg.codec or "json", max_steps=cfg.max_steps, reward=cfg.reward,
                           elements=cfg.elements or wants_elements(self.agent),
-                          step_timeout_s=cfg.step_timeout_s, reset_timeout_s=cfg.step_timeout_s)
+                          step_timeout_s=cfg.step_timeout_s, reset_timeout_s=cfg.step_timeout_s,
+                          sandbox=cfg.sandbox)
 
     async def _run_once(self, envs: EnvProvider, spec: EpisodeSpec, attempt: int) -> EpisodeRecord:
         cfg = self.config

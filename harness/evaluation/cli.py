@@ -12,6 +12,7 @@ from rich.table import Table
 
 from harness.agents.registry import agent_names, check_agent, make_agent
 from harness.cli_config import check_output_dir, config_command, fail
+from harness.env_providers import check_sandbox
 from harness.errors import ConfigError
 from harness.evaluation.report import write_report
 from harness.evaluation.summary import latest, write_summary
@@ -59,6 +60,7 @@ def check_eval(config: EvalConfig) -> list[str]:
 
     resolve_codec(config.codec)
     check_output_dir(config.out, "--out")
+    check_sandbox(config.sandbox, config.provider)
     if config.store is not None:
         check_output_dir(config.store, "--store")
         from harness.store.damage import verify_store
