@@ -173,10 +173,12 @@ class EpisodeRunner:
         specs = list(specs)
         for task_id in dict.fromkeys(s.task_id for s in specs):
             check_task_id(task_id)
+        envs, owned = self._env_provider()  # a bad provider argument fails before any file
         todo = self._pending(specs)
         if not todo:
+            if owned:
+                await envs.close()
             return []
-        envs, owned = self._env_provider()
         queue: asyncio.Queue[EpisodeSpec] = asyncio.Queue()
         for spec in todo:
             queue.put_nowait(spec)

@@ -49,3 +49,18 @@ def test_the_registry_names_providers_and_offers_close_names() -> None:
     with pytest.raises(ValueError, match="provider"):
         RunnerConfig(provider="dokcer")
     assert isinstance(make_env_provider("local"), LocalEnvs)
+
+
+async def test_sandbox_kind_overrides_the_task_s_and_is_refused_where_not_made(provider) -> None:
+    envs = LocalEnvs(provider)
+    try:
+        with pytest.raises(ConfigError, match=r"LocalProvider makes \(browser\), got 'desktop'"):
+            await envs.open("miniwob:click-test", EnvOptions(sandbox="desktop"))
+        env = await envs.open("miniwob:click-test", EnvOptions(sandbox="browser"))
+        assert env.sandbox.kind == "browser"
+        await envs.release(env)
+    finally:
+        await envs.close()
+    with pytest.raises(ValueError, match="sandbox"):
+        RunnerConfig(sandbox="phone")
+    assert RunnerConfig(sandbox="desktop").sandbox == "desktop"
