@@ -76,7 +76,7 @@ def error_data(exc: BaseException) -> tuple[int, dict[str, Any]]:
     if isinstance(exc, ConfigError):
         return 422, {"message": str(exc), "code": "VALIDATION_ERROR"}
     if isinstance(exc, InfrastructureError):
-        data = {"message": str(exc), "code": "INFRASTRUCTURE_ERROR",
+        data: dict[str, Any] = {"message": str(exc), "code": "INFRASTRUCTURE_ERROR",
                 "error_type": type(exc).__name__}
         if isinstance(exc, SandboxCrashed):
             data["shared"] = exc.shared
@@ -263,8 +263,8 @@ class EnvServer:
         if kind == "oracle":
             return "oracle", {"action": await self.pool.oracle(session)}
         if kind == "jump":
-            body = JumpBody.model_validate(data)
-            return "observation", (await self.pool.jump(session, body)).model_dump(mode="json")
+            jump = JumpBody.model_validate(data)
+            return "observation", (await self.pool.jump(session, jump)).model_dump(mode="json")
         if kind == "observe":
             return "observation", (await self.pool.observe(session)).model_dump(mode="json")
         raise ServerError(400, "UNKNOWN_TYPE", f"expected a message type in reset, step, state, "

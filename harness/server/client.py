@@ -39,6 +39,7 @@ from harness.server.errors import (
     error_from_wire,
 )
 from harness.server.protocol import MAX_MESSAGE_BYTES, Envelope, decode_observation
+from sandboxes.actions import TypeText, Wait
 
 TOKEN_ENV = "CUA_ENV_TOKEN"
 #: seconds a client waits beyond the server's own limit before it calls the server hung
@@ -234,7 +235,8 @@ class RemoteEnv:
 def _allowance(action: Any) -> float:
     """A wait's or typing's own time (as the server grants it); 0 for what is no action."""
     try:
-        return duration_s(parse_agent_action(action) if isinstance(action, dict) else action)
+        parsed = parse_agent_action(action) if isinstance(action, dict) else action
+        return duration_s(parsed) if isinstance(parsed, (Wait, TypeText)) else 0.0
     except (ValueError, TypeError, AttributeError):
         return 0.0
 
@@ -269,11 +271,11 @@ class RemoteEnvs:
         self._open.add(env)
         return env
 
-    async def release(self, env: RemoteEnv) -> None:  # type: ignore[override]
+    async def release(self, env: RemoteEnv) -> None:
         self._open.discard(env)
         await env.close()
 
-    async def discard(self, env: RemoteEnv) -> None:  # type: ignore[override]
+    async def discard(self, env: RemoteEnv) -> None:
         self._open.discard(env)
         await env.close()
 
