@@ -16,9 +16,10 @@ ENV DEBIAN_FRONTEND=noninteractive \
     CUA_CHROMIUM=/usr/bin/chromium \
     PATH=/opt/venv/bin:$PATH
 
+# libatomic1: the Playwright driver's node needs it (Debian's chromium does not pull it in).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      chromium xvfb openbox xdotool bubblewrap iproute2 ca-certificates \
+      chromium xvfb openbox xdotool bubblewrap iproute2 ca-certificates libatomic1 \
       fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-urw-base35 \
  && rm -rf /var/lib/apt/lists/* \
  && python3 -m venv /opt/venv
@@ -34,7 +35,7 @@ RUN python3 -c "import tomllib; d = tomllib.load(open('/tmp/deps/pyproject.toml'
       pip install --no-index --find-links /tmp/deps -r /tmp/deps/requirements.txt; \
     else pip install -r /tmp/deps/requirements.txt; fi \
  && rm -rf /tmp/deps
-COPY README.md ./
+COPY pyproject.toml README.md ./
 COPY harness ./harness
 COPY sandboxes ./sandboxes
 COPY fsm_sites ./fsm_sites
