@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 SOCKET_IN_CONTAINER = "/run/cua"
 LABEL = "cua.provider"
+#: container states that will not answer again (podman says "stopped" where Docker says "exited")
+STOPPED = frozenset({"exited", "stopped", "dead", "removing"})
 
 
 class DockerConfig(BaseModel):
@@ -132,9 +134,14 @@ class DockerEnvs:
             return
         self._started = True
         self._capacity = asyncio.Semaphore(self.config.containers * self.config.sessions)
-        if self.image is None:
-            self.image = await asyncio.to_thread(ensure_image, self.client, self.config.base_image)
-        await asyncio.gather(*(self._launch(slot) for slot in self.slots))
+        try:
+            if self.image is None:
+                self.image = await asyncio.to_thread(ensure_image, self.client,
+                                                     self.config.base_image)
+            await asyncio.gather(*(self._launch(slot) for slot in self.slots))
+        except BaseException:
+            await self.close()
+            raise
         self._health = asyncio.create_task(self._health_loop(), name="docker-health")
 
     async def open(self, task_id: str, options: EnvOptions) -> RemoteEnv:
@@ -240,52 +247,75 @@ class DockerEnvs:
             await self._launch_locked(slot)
 
     async def _launch_locked(self, slot: Slot) -> None:
-        """(Re)start the slot's container and wait until its env server answers."""
+        """(Re)start the slot's container and wait until its env server answers; a
+        container that does not start is removed (its logs are in the error)."""
         await self._remove(slot)
         slot.socket_dir = Path(tempfile.mkdtemp(prefix="cua-docker-"))
         slot.socket_dir.chmod(0o777)
-        slot.container = await asyncio.to_thread(self._run_container, slot.socket_dir)
-        remote = RemoteEnvs(f"unix:{slot.socket_dir / 'env.sock'}", self._token)
-        deadline = time.monotonic() + self.config.start_timeout_s
-        while True:
-            await asyncio.to_thread(slot.container.reload)
-            if slot.container.status in ("exited", "dead"):
-                logs = await asyncio.to_thread(slot.container.logs, tail=20)
-                await remote.close()
-                raise InfrastructureError(
-                    f"expected the env server in container {slot.name} to start, got exit "
-                    f"code {slot.container.attrs['State'].get('ExitCode')}:\n"
-                    f"{logs.decode(errors='replace')}")
-            with contextlib.suppress(InfrastructureError):
-                await remote.connection.call("GET", "/health", timeout_s=2.0)
-                break
-            if time.monotonic() > deadline:
-                await remote.close()
-                raise InfrastructureError(
-                    f"expected the env server in container {slot.name} to answer within "
-                    f"{self.config.start_timeout_s}s, got nothing; see `docker logs "
-                    f"{slot.name}`")
-            await asyncio.sleep(0.2)
-        slot.remote = remote
+        try:
+            slot.container = await asyncio.to_thread(self._run_container, slot.socket_dir)
+            slot.remote = await self._wait_ready(slot.container, slot.socket_dir)
+        except BaseException:
+            await self._remove(slot)
+            raise
         slot.misses = 0
 
+    async def _wait_ready(self, container: Any, socket_dir: Path) -> RemoteEnvs:
+        remote = RemoteEnvs(f"unix:{socket_dir / 'env.sock'}", self._token)
+        deadline = time.monotonic() + self.config.start_timeout_s
+        try:
+            while True:
+                await asyncio.to_thread(container.reload)
+                if container.status in STOPPED:
+                    logs = await asyncio.to_thread(container.logs, tail=20)
+                    raise InfrastructureError(
+                        f"expected the env server in container {container.short_id} to start, "
+                        f"got status {container.status}, exit code "
+                        f"{container.attrs['State'].get('ExitCode')}:\n"
+                        f"{logs.decode(errors='replace')}")
+                with contextlib.suppress(InfrastructureError):
+                    await remote.connection.call("GET", "/health", timeout_s=2.0)
+                    return remote
+                if time.monotonic() > deadline:
+                    raise InfrastructureError(
+                        f"expected the env server in container {container.short_id} to answer "
+                        f"within {self.config.start_timeout_s}s, got nothing")
+                await asyncio.sleep(0.2)
+        except BaseException:
+            await remote.close()
+            raise
+
     def _run_container(self, socket_dir: Path) -> Any:
-        cfg = self.config
-        return self.client.containers.run(
-            self.image,
-            ["env-server", "--unix", f"{SOCKET_IN_CONTAINER}/env.sock",
-             "--max-sessions", str(cfg.sessions)],
-            detach=True,
-            environment={"CUA_ENV_TOKEN": self._token},
-            volumes={str(socket_dir): {"bind": SOCKET_IN_CONTAINER, "mode": "rw"}},
-            network_mode="none",
-            nano_cpus=int(cfg.cpus * 1e9),
-            mem_limit=cfg.memory,
-            memswap_limit=cfg.memory,
-            pids_limit=cfg.pids,
-            shm_size=cfg.shm,
-            labels={LABEL: "docker", "cua.owner-pid": str(os.getpid())},
-        )
+        """Start a container (in a thread); one the engine made but could not start is
+        removed, and the engine's refusal raised as ours."""
+        import docker.errors
+
+        cfg, launch = self.config, secrets.token_hex(8)
+        try:
+            return self.client.containers.run(
+                self.image,
+                ["env-server", "--unix", f"{SOCKET_IN_CONTAINER}/env.sock",
+                 "--max-sessions", str(cfg.sessions)],
+                detach=True,
+                environment={"CUA_ENV_TOKEN": self._token},
+                volumes={str(socket_dir): {"bind": SOCKET_IN_CONTAINER, "mode": "rw"}},
+                network_mode="none",
+                nano_cpus=int(cfg.cpus * 1e9),
+                mem_limit=cfg.memory,
+                memswap_limit=cfg.memory,
+                pids_limit=cfg.pids,
+                shm_size=cfg.shm,
+                labels={LABEL: "docker", "cua.owner-pid": str(os.getpid()), "cua.launch": launch},
+            )
+        except docker.errors.ImageNotFound as exc:
+            raise ConfigError(f"expected image {self.image!r} on the engine, got none; build it "
+                              "(python -m harness.containers.image) or leave image unset") from exc
+        except docker.errors.APIError as exc:
+            for made in self.client.containers.list(all=True, filters={"label": f"cua.launch={launch}"}):
+                with contextlib.suppress(docker.errors.APIError):
+                    made.remove(force=True)
+            raise InfrastructureError(f"expected the engine to start a container of "
+                                      f"{self.image}, got {exc}") from exc
 
     async def _remove(self, slot: Slot) -> None:
         """Remove the slot's container (killed if running); its client retires."""

@@ -1,11 +1,12 @@
 """The docker provider in real podman containers: episodes run in a container of the repo's
 image, under CPU, memory and pids limits, without any network; a container killed in the
 middle of an episode is replaced and the episode retried to success; one that dies idle
-is replaced by the health checks."""
+is replaced by the health checks; one that cannot start is removed, with the reason."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import threading
 
@@ -17,6 +18,7 @@ from harness.containers.provider import DockerEnvs, parse_config
 from harness.errors import ConfigError
 from harness.observation import Observation
 from harness.runner import EpisodeRunner, RunnerConfig, episode_specs
+from sandboxes.errors import InfrastructureError
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.slow
@@ -126,3 +128,14 @@ def _host_address() -> str:
         return probe.getsockname()[0]
     finally:
         probe.close()
+
+
+async def test_a_container_that_cannot_start_is_removed_and_says_why(engine) -> None:
+    envs = DockerEnvs(parse_config(f"image={engine['CUA_BASE_IMAGE']},start_timeout_s=20"))
+    with pytest.raises((InfrastructureError, ConfigError), match="env-server|exit code"):
+        await envs.start()  # the base image has no `cua`: nothing to run
+    base = await asyncio.to_thread(envs.client.images.get, engine["CUA_BASE_IMAGE"])
+    mine = await asyncio.to_thread(envs.client.containers.list, all=True,
+                                   filters={"label": f"cua.owner-pid={os.getpid()}"})
+    assert [c.short_id for c in mine if c.attrs["Image"].removeprefix("sha256:") ==
+            base.id.removeprefix("sha256:")] == []
