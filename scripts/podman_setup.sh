@@ -2,6 +2,7 @@
 # Podman as this machine's Docker engine, for `--provider docker` and the container tests.
 #
 #   scripts/podman_setup.sh            # set up what is missing (idempotent, cached)
+#   scripts/podman_setup.sh --base     # steps 1-4 only (no wheelhouse, no harness image)
 #   source "${CUA_PODMAN_DIR:-/var/tmp/cua-podman}/env"   # DOCKER_HOST, CUA_BASE_IMAGE
 #
 # 1. Debian packages: podman, runc, debootstrap (apt-get when missing).
@@ -83,6 +84,8 @@ if ! podman image exists "$BASE_IMAGE"; then
   $SUDO rm -rf "$rootfs"
   say "imported $BASE_IMAGE"
 fi
+
+[ "${1:-}" = "--base" ] && { say "base image $BASE_IMAGE ready"; exit 0; }
 
 # 5. the wheelhouse
 want=$("$PY" -c "import tomllib, hashlib; d = tomllib.load(open('$ROOT/pyproject.toml', 'rb')); \

@@ -114,7 +114,7 @@ class DockerEnvs:
         self._client = client
         self._token = secrets.token_urlsafe(24)
         self.slots = [Slot(i) for i in range(self.config.containers)]
-        self._where: dict[int, Slot] = {}
+        self._where: dict[int, tuple[Slot, RemoteEnvs]] = {}
         self._retired: list[RemoteEnvs] = []
         self._capacity: asyncio.Semaphore | None = None
         self._health: asyncio.Task[None] | None = None
@@ -153,23 +153,24 @@ class DockerEnvs:
             async with slot.lock:
                 if slot.remote is None:  # its last launch failed: try again
                     await self._launch_locked(slot)
-            assert slot.remote is not None
-            env = await slot.remote.open(task_id, options)
+            remote = slot.remote
+            assert remote is not None
+            env = await remote.open(task_id, options)
         except BaseException:
             self._capacity.release()
             raise
         slot.busy += 1
-        self._where[id(env)] = slot
+        self._where[id(env)] = (slot, remote)
         return env
 
     async def release(self, env: RemoteEnv) -> None:
-        self._done(env)
-        await env.close()
+        _, remote = self._done(env)
+        await remote.release(env)
 
     async def discard(self, env: RemoteEnv) -> None:
         """The episode failed on infrastructure: check its container now, replace it if dead."""
-        slot = self._done(env)
-        await env.close()
+        slot, remote = self._done(env)
+        await remote.discard(env)
         await self.check(slot)
 
     async def close(self) -> None:
@@ -235,12 +236,12 @@ class DockerEnvs:
 
     # ---- containers ---------------------------------------------------------------------
 
-    def _done(self, env: RemoteEnv) -> Slot:
-        slot = self._where.pop(id(env))
+    def _done(self, env: RemoteEnv) -> tuple[Slot, RemoteEnvs]:
+        slot, remote = self._where.pop(id(env))
         slot.busy -= 1
         assert self._capacity is not None
         self._capacity.release()
-        return slot
+        return slot, remote
 
     async def _launch(self, slot: Slot) -> None:
         async with slot.lock:

@@ -21,7 +21,8 @@ from harness.runner import EpisodeRunner, RunnerConfig, episode_specs
 from sandboxes.errors import InfrastructureError
 from tests.conftest import wait_until
 
-pytestmark = pytest.mark.slow
+#: the first test may set podman up from nothing (scripts/podman_setup.sh: ~7 minutes on 2 cores)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 QUIET = RunnerConfig(concurrency=2, progress=False, save_screenshots=False, reward="step")
 
