@@ -78,6 +78,9 @@ class RunnerConfig(BaseModel):
     elements: bool = Field(
         default=False, description="observe the page's interactive elements each step (element "
         "lists for prompts and exports); always on for agents whose prompt shows elements")
+    sandbox: SandboxKind | None = Field(
+        default=None, description="the kind of sandbox: browser or desktop; None: the kind "
+        "each task asks for")
     provider: str = Field(
         default="local", description="where the envs run: local (this process's sandboxes), or a "
         "registered provider such as isolated, docker, remote:URL")
@@ -88,9 +91,6 @@ class RunnerConfig(BaseModel):
         check_provider(provider)
         return provider
 
-    sandbox: SandboxKind | None = Field(
-        default=None, description="the kind of sandbox: browser or desktop; None: the kind "
-        "each task asks for")
     bind_host: str = Field(
         default="127.0.0.1", description="address the run's site and page servers bind (one a "
         "sandbox in a container or on another machine can reach)")

@@ -5,7 +5,7 @@
 #   scripts/podman_setup.sh --base     # steps 1-4 only (no wheelhouse, no harness image)
 #   source "${CUA_PODMAN_DIR:-/var/tmp/cua-podman}/env"   # DOCKER_HOST, CUA_BASE_IMAGE
 #
-# 1. Debian packages: podman, runc, debootstrap (apt-get when missing).
+# 1. Debian packages: podman, runc, debootstrap, curl (apt-get when missing).
 # 2. A private containers.conf (runc, not crun; ulimits Chromium needs) in $CUA_PODMAN_DIR.
 # 3. `podman system service` on $CUA_PODMAN_DIR/podman.sock: the Docker-compatible API
 #    the Docker SDK for Python drives (started unless it answers).
@@ -34,7 +34,7 @@ mkdir -p "$STATE"
 
 # 1. packages
 missing=""
-for p in podman runc debootstrap; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+for p in podman runc debootstrap curl; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
   say "installing Debian packages:$missing"
   $SUDO apt-get update -qq

@@ -13,7 +13,7 @@ host, the one door into the container; so the engine must run on this machine.
 
 Health: a container whose episode failed on infrastructure is checked at once (running,
 and its server answers ``/health``), and every container every ``health_interval_s``; one
-that fails is removed and replaced. The episode that saw it die failed with an
+that stopped, or that missed ``health_misses`` answers in a row, is removed and replaced. The episode that saw it die failed with an
 ``InfrastructureError`` (the connection dropped, or no answer in time), so the runner
 retries it, on a healthy container: a dead container never becomes a zero reward.
 """

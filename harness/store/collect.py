@@ -37,12 +37,12 @@ class CollectConfig(ExploreConfig):
                                "outcome, step (verdict-shaped) or progress")
     provider: str = Field(default="local", description="where the env runs: local, or a "
                           "registered provider such as isolated, docker, remote:URL")
-    sandbox: SandboxKind | None = Field(default=None, description="the kind of sandbox: browser "
-                                        "or desktop; None: the kind the task asks for")
     bind_host: str = Field(default="127.0.0.1", description="address the site and page servers bind")
     elements: bool = Field(default=False, description="observe and store each step's interactive "
                            "elements (for element-mode exports); always on for agents whose "
                            "prompt shows elements")
+    sandbox: SandboxKind | None = Field(default=None, description="the kind of sandbox: browser "
+                                        "or desktop; None: the kind the task asks for")
 
     @field_validator("suite")
     @classmethod
