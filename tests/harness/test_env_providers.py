@@ -39,18 +39,6 @@ async def test_local_envs_reuse_a_released_sandbox_and_drop_a_discarded_one(prov
         await envs.close()
 
 
-def test_the_registry_names_providers_and_offers_close_names() -> None:
-    with pytest.raises(UnknownProviderError, match="did you mean 'local'"):
-        make_env_provider("locl")
-    with pytest.raises(ConfigError, match="without an argument"):
-        make_env_provider("local:x")
-    with pytest.raises(ConfigError, match="module:function"):
-        register_env_provider("bad", "nocolon")
-    with pytest.raises(ValueError, match="provider"):
-        RunnerConfig(provider="dokcer")
-    assert isinstance(make_env_provider("local"), LocalEnvs)
-
-
 async def test_sandbox_kind_overrides_the_task_s_and_is_refused_where_not_made(provider) -> None:
     envs = LocalEnvs(provider)
     try:
@@ -64,3 +52,16 @@ async def test_sandbox_kind_overrides_the_task_s_and_is_refused_where_not_made(p
     with pytest.raises(ValueError, match="sandbox"):
         RunnerConfig(sandbox="phone")
     assert RunnerConfig(sandbox="desktop").sandbox == "desktop"
+
+
+def test_the_registry_names_providers_and_offers_close_names() -> None:
+    with pytest.raises(UnknownProviderError, match="did you mean 'local'"):
+        make_env_provider("locl")
+    with pytest.raises(ConfigError, match="without an argument"):
+        make_env_provider("local:x")
+    with pytest.raises(ConfigError, match="module:function"):
+        register_env_provider("bad", "nocolon")
+    with pytest.raises(ValueError, match="provider"):
+        RunnerConfig(provider="dokcer")
+    assert isinstance(make_env_provider("local"), LocalEnvs)
+
