@@ -64,4 +64,3 @@ def test_the_registry_names_providers_and_offers_close_names() -> None:
     with pytest.raises(ValueError, match="provider"):
         RunnerConfig(provider="dokcer")
     assert isinstance(make_env_provider("local"), LocalEnvs)
-
