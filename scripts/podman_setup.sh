@@ -10,7 +10,8 @@
 # 3. `podman system service` on $CUA_PODMAN_DIR/podman.sock: the Docker-compatible API
 #    the Docker SDK for Python drives (started unless it answers).
 # 4. A Debian base image without a registry: debootstrap of the configured Debian mirror
-#    + `podman import` (skipped when the image exists).
+#    (its sources: the suite, -updates and -security) + `podman import` (skipped when an
+#    image of the same suite, mirrors and packages exists).
 # 5. A wheelhouse (.wheelhouse/) of the project's dependencies, made with the host's pip, so
 #    the image build needs no index (rebuilt when pyproject.toml's dependencies change).
 # 6. The harness image from the repo's Dockerfile, through the Docker SDK
@@ -64,23 +65,33 @@ if ! ping; then
   ping || { cat "$STATE/service.log"; say "expected the podman API on $SOCK, got no answer"; exit 1; }
 fi
 
-# 4. the base image
-mirror() {  # the first Debian mirror apt is configured with (deb822 or one-line format)
-  local m
+# 4. the base image (rebuilt when its inputs change: suite, mirrors, packages)
+mirror() {  # the first Debian mirror apt is configured with (deb822 or one-line format);
+  # $1 = security: the security mirror instead
+  local m pick=(grep -v -- '-security')
+  [ "${1:-}" = security ] && pick=(grep -- '-security')
   m=$(grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' \
-      | grep -v -- '-security' | head -n1 || true)
+      | "${pick[@]}" | head -n1 || true)
   [ -n "$m" ] || m=$(grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-      | awk '{print $2}' | grep -E 'debian/?$' | head -n1 || true)
-  echo "${m:-http://deb.debian.org/debian}"
+      | awk '{print $2}' | grep -E 'debian(-security)?/?$' | "${pick[@]}" | head -n1 || true)
+  if [ "${1:-}" = security ]; then echo "${m:-http://deb.debian.org/debian-security}"
+  else echo "${m:-http://deb.debian.org/debian}"; fi
 }
-if ! podman image exists "$BASE_IMAGE"; then
+MIRROR=$(mirror) SECURITY=$(mirror security) INCLUDE=python3,python3-venv,ca-certificates
+base_inputs=$(echo "$SUITE $MIRROR $SECURITY $INCLUDE" | sha256sum | cut -c1-16)
+have=$(podman image inspect --format '{{index .Labels "cua.base-inputs"}}' "$BASE_IMAGE" 2>/dev/null || true)
+if [ "$have" != "$base_inputs" ]; then
   rootfs=$(mktemp -d "$STATE/rootfs.XXXXXX")
-  say "debootstrap $SUITE from $(mirror) (about a minute)"
-  $SUDO debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
-    "$SUITE" "$rootfs" "$(mirror)" >"$STATE/debootstrap.log" 2>&1 \
+  say "debootstrap $SUITE from $MIRROR (about a minute)"
+  $SUDO debootstrap --variant=minbase --include="$INCLUDE" \
+    "$SUITE" "$rootfs" "$MIRROR" >"$STATE/debootstrap.log" 2>&1 \
     || { tail -n 20 "$STATE/debootstrap.log"; exit 1; }
+  # updates and security fixes too (Chromium's come through the security suite)
+  printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' \
+    "$MIRROR" "$SUITE" "$MIRROR" "$SUITE" "$SECURITY" "$SUITE" | $SUDO tee "$rootfs/etc/apt/sources.list" >/dev/null
   $SUDO rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  $SUDO tar -C "$rootfs" -c . | podman import --change 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
+  $SUDO tar -C "$rootfs" -c . | podman import --change 'CMD ["/bin/bash"]' \
+    --change "LABEL cua.base-inputs=$base_inputs" - "$BASE_IMAGE" >/dev/null
   $SUDO rm -rf "$rootfs"
   say "imported $BASE_IMAGE"
 fi

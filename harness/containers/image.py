@@ -1,7 +1,8 @@
 """The harness image: the repo's Dockerfile built through the Docker SDK, once per input.
 
 The tag is ``cua-harness:<hash>``, the hash of the build context (the files .dockerignore
-lets in, as the SDK sends them) and the base image's name, so an image of the same inputs
+lets in, as the SDK sends them) and the base image (its name, and its id where the engine
+has it), so an image of the same inputs
 is reused and any change to the code, the Dockerfile or the wheelhouse builds a new one
 (the engine's layer cache keeps that fast: the dependencies sit in layers of their own).
 
@@ -60,7 +61,11 @@ def ensure_image(client: Any, base_image: str = DEFAULT_BASE_IMAGE, *,
     import docker.errors
 
     root = root or repo_root()
-    digest = inputs_hash(root, base_image)
+    try:  # a base image made again (same name, new content) makes a new harness image
+        base_id = client.images.get(base_image).id
+    except docker.errors.ImageNotFound:
+        base_id = base_image  # pulled by the build
+    digest = inputs_hash(root, f"{base_image}@{base_id}")
     tag = f"{REPO}:{digest}"
     try:
         client.images.get(tag)
