@@ -72,7 +72,59 @@ def demo_stages(out: Path, *, quick: bool) -> list[Stage]:
         Stage("Tree store: trajectory viewer", [
             "view", str(store), "--out", str(out / "viewer"),
         ], {"trajectory viewer": "viewer/index.html"}),
+        *training_stages(out, tasks),
     ]
+
+
+#: The tiny model's prompt: element lists (no screenshot tokens), JSON actions, no system prompt.
+TINY_PROMPT = {"codec": "json", "observation": "elements", "system_prompt": False}
+#: Held-out layouts: training episodes use seeds 0-2, evaluation episodes seeds 100 and 101.
+EVAL_SEED = "100"
+
+
+def training_stages(out: Path, tasks: Path) -> list[Stage]:
+    """The tiny model evaluated on the synthesized site's verified tasks, trained with a short
+    SFT on oracle episodes of those tasks (other layouts), and evaluated again."""
+    tiny, model = out / "tiny", out / "sft" / "model"
+    query = "&".join(f"{k}={str(v).lower()}" for k, v in TINY_PROMPT.items())
+
+    def evaluate(agent: str, name: str) -> list[str]:
+        return ["eval", "--suite", f"fsm:{tasks}", "--agent", agent, "--episodes", "2",
+                "--seed", EVAL_SEED, "--concurrency", "4", "--max-steps", "8",
+                "--out", str(out / name), "--no-progress"]
+
+    return [
+        Stage("Policy: a tiny random-init Qwen2.5-VL", [
+            "model", "init", "--preset", "tiny", "--out", str(tiny), "--overwrite"]),
+        Stage("Policy: the untrained tiny model on the verified tasks (unseen layouts)",
+              evaluate(f"hf:{tiny}?{query}&max_new_tokens=32", "tiny_before"),
+              {"untrained model report": "tiny_before/report.html"}),
+        Stage("Training: a short SFT on oracle episodes of those tasks (layouts 0-2)", [
+            "train", "sft", "--config", str(out / "sft.yaml")], {"SFT report": "sft/report.html"}),
+        Stage("Policy: the SFT model on the same tasks and unseen layouts",
+              evaluate(f"hf:{model}?max_new_tokens=32", "tiny_after"),
+              {"SFT model report": "tiny_after/report.html"}),
+    ]
+
+
+def write_sft_config(out: Path, *, quick: bool) -> Path:
+    """The demo's `cua train sft` config (a fresh run each time the demo runs)."""
+    import shutil
+
+    import yaml
+
+    for stale in ("sft", "sft_store"):
+        shutil.rmtree(out / stale, ignore_errors=True)
+    config = {
+        "out": str(out / "sft"), "model": {"path": str(out / "tiny"), "finetune": "full", "device": "cpu"},
+        "data": {"store": str(out / "sft_store"), "prompt": TINY_PROMPT},
+        "collect": {"tasks": [f"fsm:{out / 'synth_tasks.jsonl'}"], "seeds": [0, 1, 2]},
+        "train": {"max_steps": 150 if quick else 400, "batch_size": 16, "learning_rate": 5e-3,
+                  "warmup_steps": 15, "logging_steps": 10, "save_steps": 400, "threads": 1},
+    }
+    path = out / "sft.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
 
 
 def run_stage(stage: Stage) -> tuple[int, float]:
@@ -81,6 +133,23 @@ def run_stage(stage: Stage) -> tuple[int, float]:
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "harness.cli", *stage.args], check=False)
     return proc.returncode, time.perf_counter() - started
+
+
+def before_after(out: Path) -> str:
+    """The tiny model before and after SFT, side by side (where both evaluations ran)."""
+    runs = {"untrained tiny model": "tiny_before", "after a short SFT": "tiny_after"}
+    found = {label: json.loads((out / name / "summary.json").read_text(encoding="utf-8"))
+             for label, name in runs.items() if (out / name / "summary.json").is_file()}
+    if len(found) < 2:
+        return ""
+    cells = "".join(
+        f'<td><b>{s["success_rate"]:.0%}</b> success · progress {s["progress"]:.2f} · '
+        f'{s["episodes"]} episodes<br><a href="{runs[label]}/report.html">episodes</a></td>'
+        for label, s in found.items())
+    heads = "".join(f"<th>{html.escape(label)}</th>" for label in found)
+    return (f"<h2>The tiny model on the synthesized site's verified tasks (unseen layouts)</h2>"
+            f"<table><tr>{heads}</tr><tr>{cells}</tr></table>"
+            '<p><a href="sft/report.html">SFT report (loss curves)</a></p>')
 
 
 def write_index(out: Path, results: list[tuple[Stage, int, float]]) -> Path:
@@ -98,7 +167,8 @@ def write_index(out: Path, results: list[tuple[Stage, int, float]]) -> Path:
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>cua demo</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2rem}}td,th{{border:1px solid #ccc;padding:.4rem;
 vertical-align:top}}table{{border-collapse:collapse}}code{{font-size:.8rem}}</style></head><body>
-<h1>cua demo</h1><table><tr><th>stage</th><th>command</th><th>status</th><th>time</th><th>outputs</th></tr>
+<h1>cua demo</h1>{before_after(out)}<h2>Stages</h2>
+<table><tr><th>stage</th><th>command</th><th>status</th><th>time</th><th>outputs</th></tr>
 {''.join(rows)}</table></body></html>"""
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
@@ -118,6 +188,7 @@ def demo_command(
     with cli_errors():
         check_output_dir(out, "--out")
     out.mkdir(parents=True, exist_ok=True)
+    write_sft_config(out, quick=quick)
     results = []
     for stage in demo_stages(out, quick=quick):
         code, seconds = run_stage(stage)

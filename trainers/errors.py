@@ -8,8 +8,12 @@
     ├── ModelDirError            a model directory that is missing, incomplete, or of an
     │                            architecture the loader does not know
     ├── MissingExtraError        a backend whose optional dependencies are not installed
-    └── EndpointRejected         the endpoint refused the request (another 4xx: a bad model
-                                 name, an unsupported field); retrying would not help
+    ├── EndpointRejected         the endpoint refused the request (another 4xx: a bad model
+    │                            name, an unsupported field); retrying would not help
+    ├── TrainingDataError        no training rows (an empty store or export) or rows whose
+    │                            screenshots are missing from the store
+    └── TrainingSignalError      a dead training signal: a loss that is not finite, or exactly
+                                 zero before anything was learned
 
 An agent's ``act`` lets ``EndpointError`` out (the rollout re-raises infrastructure errors
 and the runner retries the episode); ``EndpointRejected`` ends the episode as the agent's
@@ -37,5 +41,13 @@ class EndpointRejected(ConfigError):
     """The endpoint refused the request with a 4xx status that retrying would not fix."""
 
 
+class TrainingDataError(ConfigError):
+    """Nothing to train on, or training rows that cannot be read whole."""
+
+
+class TrainingSignalError(ConfigError):
+    """Training stopped: its signal is dead (see ``trainers.training.metrics.check_signal``)."""
+
+
 __all__ = ["ConfigError", "EndpointError", "EndpointRejected", "InfrastructureError",
-           "MissingExtraError", "ModelDirError"]
+           "MissingExtraError", "ModelDirError", "TrainingDataError", "TrainingSignalError"]

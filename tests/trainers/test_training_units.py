@@ -1,0 +1,84 @@
+"""The pure parts of `cua train`: the dead-signal check, the report's geometry and its
+de-duplication of resumed steps, agent specs and commands, config validation, pairs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from harness.prompts import Prompt, PromptConfig
+from trainers.errors import TrainingDataError, TrainingSignalError
+from trainers.training.config import DPOOptions, EvalSpec, SFTConfig
+from trainers.training.data import preference_examples
+from trainers.training.evaluate import agent_spec, eval_command
+from trainers.training.metrics import check_signal
+from trainers.training.report import bar_chart, latest_by_step, scale
+
+
+def test_check_signal_refuses_a_dead_loss_and_accepts_a_fitted_one() -> None:
+    check_signal({"loss": 2.3}, step=1, first=True)
+    check_signal({"loss": 0.0}, step=400, first=False)  # a model that fits its rows
+    check_signal({"learning_rate": 0.1}, step=3, first=True)  # not a loss line
+    with pytest.raises(TrainingSignalError, match="exactly 0.0 at step 1"):
+        check_signal({"loss": 0.0}, step=1, first=True)
+    for bad in (math.nan, math.inf):
+        with pytest.raises(TrainingSignalError, match=f"expected a finite training loss, got {bad} at step 7"):
+            check_signal({"loss": bad}, step=7, first=False)
+
+
+def test_scale_maps_points_into_the_padded_box() -> None:
+    # x 0..10 -> 10..90 (width 100, pad 10); y 1..3 -> 40..10 (height 50, up is small y)
+    assert scale([(0, 1), (5, 2), (10, 3)], width=100, height=50, pad=10) == [(10, 40), (50, 25), (90, 10)]
+    assert scale([(4, 7)], width=100, height=50, pad=10) == [(50, 25)]  # one point: the middle
+
+
+def test_latest_by_step_keeps_the_last_line_of_each_step_in_order() -> None:
+    records = [{"event": "train", "step": 2, "loss": 5.0}, {"event": "eval", "phase": "before"},
+               {"event": "train", "step": 1, "loss": 6.0}, {"event": "train", "step": 2, "loss": 4.0}]
+    assert latest_by_step(records) == [{"event": "train", "step": 1, "loss": 6.0},
+                                       {"event": "train", "step": 2, "loss": 4.0}]
+
+
+def test_bar_chart_draws_each_phase_and_metric_with_its_value() -> None:
+    svg = bar_chart({"before": {"success_rate": 0.0, "progress": 0.25},
+                     "after": {"success_rate": 0.5, "progress": 1.0}})
+    assert svg.count("<rect") == 4 and ">50%<" in svg and ">25%<" in svg and ">100%<" in svg
+    assert 'height="112.0"' in svg and 'height="28.0"' in svg  # 1.0 and 0.25 of the 180 - 2 x 34 inner height
+
+
+def test_agent_spec_and_command_reproduce_the_evaluation() -> None:
+    spec = EvalSpec(tasks=["fsm:shop/open_mug", "fsm:mail/star_m1"], seed=100, episodes=3, max_steps=10)
+    prompt = PromptConfig(codec="json", observation="elements", system_prompt=False)
+    assert agent_spec(Path("m"), spec, prompt) == (
+        "hf:m?codec=json&coordinates=pixel&history_images=1&system_prompt=false"
+        "&observation=elements&max_new_tokens=48&temperature=0.0")
+    assert agent_spec(Path("m"), spec) == "hf:m?max_new_tokens=48&temperature=0.0"
+    assert eval_command("hf:m?x=1&y=2", spec, Path("o")) == (
+        "cua eval --suite fsm:shop/open_mug+fsm:mail/star_m1 --agent 'hf:m?x=1&y=2' --episodes 3 "
+        "--seed 100 --concurrency 4 --out o --max-steps 10")
+
+
+def test_configs_refuse_what_cannot_train_all_at_once() -> None:
+    with pytest.raises(ValidationError) as caught:
+        SFTConfig.model_validate({"out": "o", "model": {"path": "m"}, "data": {
+            "store": "s", "prompt": {"codec": "qwen2"}}, "train": {"max_steps": 0}})
+    problems = {".".join(map(str, e["loc"])) for e in caught.value.errors()}
+    assert problems == {"model", "data.prompt", "train.max_steps"}
+    with pytest.raises(ValidationError, match="one loss weight per loss type"):
+        DPOOptions(loss_type=["sigmoid", "sft"], loss_weights=[1.0])
+
+
+def test_pairs_whose_replies_read_the_same_are_left_out() -> None:
+    rows = [{"id": "a", "prompt": [], "images": [], "chosen": [_reply("x")], "rejected": [_reply("y")]},
+            {"id": "b", "prompt": [], "images": [], "chosen": [_reply("x")], "rejected": [_reply("x")]}]
+    [pair] = preference_examples(rows, Path("dpo.parquet"))
+    assert (pair.id, pair.chosen, pair.rejected, pair.prompt) == ("a", "x", "y", Prompt([], [], []))
+    with pytest.raises(TrainingDataError, match="got only pairs whose two replies are the same"):
+        preference_examples(rows[1:], Path("dpo.parquet"))
+
+
+def _reply(text: str) -> dict:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}]}

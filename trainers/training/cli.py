@@ -1,0 +1,43 @@
+"""``cua train sft|dpo --config FILE.yaml [--set path.to.field=value] [--resume]``."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+from harness.cli_config import config_command
+from trainers.training.config import DPOConfig, SFTConfig
+
+console = Console()
+
+
+def run_sft(config: SFTConfig) -> None:
+    from trainers.models.policy import require_train_extra
+    from trainers.training.sft import train_sft
+
+    require_train_extra()
+    console.print(f"report: {train_sft(config).resolve()}")
+
+
+def run_dpo(config: DPOConfig) -> None:
+    from trainers.models.policy import require_train_extra
+    from trainers.training.dpo import train_dpo
+
+    require_train_extra()
+    console.print(f"report: {train_dpo(config).resolve()}")
+
+
+_DOC = ("{what} Reads the store's {fmt} export (collecting oracle data into an empty store "
+        "first when the config says how), evaluates the model before and after, and writes "
+        "OUT/checkpoints, OUT/model (with cua_agent.yaml), OUT/metrics.jsonl and OUT/report.html. "
+        "Example: cua train {kind} --config trainers/configs/{kind}-tiny.yaml")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `cua train sft` and `cua train dpo` to the CLI."""
+    train_app = typer.Typer(help="Train a policy on the store's exports (TRL).", no_args_is_help=True)
+    train_app.command("sft")(config_command(SFTConfig, run_sft, name="train sft", doc=_DOC.format(
+        what="Supervised fine-tuning on TRL's SFTTrainer.", fmt="SFT", kind="sft")))
+    train_app.command("dpo")(config_command(DPOConfig, run_dpo, name="train dpo", doc=_DOC.format(
+        what="Preference optimisation on TRL's DPOTrainer.", fmt="DPO", kind="dpo")))
+    app.add_typer(train_app, name="train")

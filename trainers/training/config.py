@@ -1,0 +1,185 @@
+"""The configs of ``cua train sft|dpo``: one pydantic model per component, every field described.
+
+    out: runs/sft-tiny                  # the run directory (checkpoints, model, metrics, report)
+    model: {path: runs/tiny, finetune: full}      # trainers.models.policy.PolicyConfig
+    init: tiny                          # make a random-init checkpoint at model.path if missing
+    data: {store: runs/store, prompt: {codec: json, observation: elements, system_prompt: false}}
+    collect: {tasks: [fsm:shop/open_mug], seeds: [0, 1]}     # only when the store is empty
+    train: {max_steps: 200, batch_size: 8, learning_rate: 1e-3}
+    eval: {tasks: [fsm:shop/add_lamp], seed: 100, episodes: 2}
+
+Every field can be set from YAML (``--config``) or ``--set path.to.field=value``; every bad
+field is reported at once (``harness.cli_config.load_config``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from harness.prompts import PromptConfig
+from harness.store.export import StepSelection
+from trainers.errors import ConfigError
+from trainers.models.policy import PolicyConfig
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def task_ids(tasks: list[str]) -> list[str]:
+    """Every task id the entries name (a suite such as ``fsm:TASKS.jsonl`` stands for all of
+    its tasks); an unknown one is a ``ValueError`` with the registry's suggestions."""
+    from harness.errors import HarnessError
+    from harness.tasks.registry import suite_task_ids
+
+    try:
+        return suite_task_ids("+".join(tasks))
+    except (HarnessError, ConfigError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _known_tasks(tasks: list[str]) -> list[str]:
+    task_ids(tasks)
+    return tasks
+
+
+class DataConfig(_Strict):
+    """Where the training rows come from: the store's export, rendered by the one prompt builder."""
+
+    store: Path = Field(description="the trajectory store to export from (collected into first "
+                        "when it is empty and `collect` is set)")
+    prompt: PromptConfig = Field(default_factory=PromptConfig, description="the prompt format: "
+                                 "the same builder renders training rows and evaluation prompts")
+    steps: StepSelection = Field(
+        default="advancing", description="SFT rows: 'advancing' (steps verified to advance toward "
+        "the goal) or 'all' (every step of every successful path)")
+
+    @field_validator("prompt")
+    @classmethod
+    def _known_codec(cls, prompt: PromptConfig) -> PromptConfig:
+        from harness.codecs import get_codec
+        from harness.errors import ConfigError
+
+        try:
+            get_codec(prompt.codec)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return prompt
+
+
+class CollectSpec(_Strict):
+    """Verified data to collect with the oracle when the store is empty."""
+
+    tasks: list[str] = Field(min_length=1, description="task ids (or suites) to collect on, "
+                             "e.g. fsm:shop/open_mug (never the held-out evaluation tasks)")
+    seeds: list[int] = Field(default=[0], min_length=1, description="layout seeds: one oracle "
+                             "episode (or one explored tree) per task and seed")
+    explore: Literal["episodes", "tree"] = Field(
+        default="episodes", description="'episodes': one oracle episode per task and seed (SFT "
+        "data); 'tree': a tree grown by `cua collect` per task and seed, whose on-path and "
+        "off-path siblings are the DPO pairs")
+    budget: int = Field(default=30, ge=1, description="env steps per tree (explore=tree)")
+    candidates: int = Field(default=3, ge=1, description="first steps tried from each expanded "
+                            "node (explore=tree): the oracle's, then random ones")
+    concurrency: int = Field(default=2, ge=1, description="episodes at once (explore=episodes)")
+
+    _tasks = field_validator("tasks")(_known_tasks)
+
+
+class EvalSpec(_Strict):
+    """The evaluation before and after training (through the `hf:` agent and `cua eval`'s runner)."""
+
+    tasks: list[str] = Field(min_length=1, description="task ids (or suites) to evaluate on "
+                             "(held out: goals absent from the training data)")
+    seed: int = Field(default=100, description="episode i of each task is seeded seed+i (the "
+                      "layout seed: pick seeds absent from the training data)")
+    episodes: int = Field(default=1, ge=1, description="episodes per task")
+    concurrency: int = Field(default=4, ge=1, description="episodes at once (their model calls "
+                             "are batched)")
+    max_steps: int | None = Field(default=None, ge=1, description="steps per episode; None: the "
+                                  "task's own budget")
+    max_new_tokens: int = Field(default=48, ge=1, description="most tokens per reply")
+    temperature: float = Field(default=0.0, ge=0.0, description="sampling temperature; 0: greedy")
+    before: bool = Field(default=True, description="evaluate the starting model")
+    after: bool = Field(default=True, description="evaluate the trained model")
+
+    _tasks = field_validator("tasks")(_known_tasks)
+
+
+class LoopConfig(_Strict):
+    """The optimisation (TRL's trainer arguments that matter here)."""
+
+    max_steps: int = Field(default=200, ge=1, description="optimizer steps")
+    batch_size: int = Field(default=8, ge=1, description="rows per device step")
+    grad_accum: int = Field(default=1, ge=1, description="device steps per optimizer step")
+    learning_rate: float = Field(default=1e-3, gt=0, description="peak learning rate")
+    lr_scheduler: Literal["constant", "constant_with_warmup", "linear", "cosine"] = Field(
+        default="cosine", description="learning-rate schedule")
+    warmup_steps: int = Field(default=0, ge=0, description="linear warm-up steps")
+    weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay")
+    max_grad_norm: float = Field(default=1.0, gt=0, description="gradient clipping norm")
+    logging_steps: int = Field(default=5, ge=1, description="log the loss every N steps (metrics.jsonl)")
+    save_steps: int = Field(default=100, ge=1, description="write a checkpoint every N steps (for --resume)")
+    save_total_limit: int = Field(default=2, ge=1, description="checkpoints kept")
+    seed: int = Field(default=0, description="seed of data order, dropout and initialisation")
+    threads: int | None = Field(default=None, ge=1, description="CPU threads for torch; None: torch's default")
+    trl: dict[str, Any] = Field(default_factory=dict, description="further SFTConfig / DPOConfig "
+                                "fields passed to TRL as they are (e.g. bf16: true)")
+
+
+class DPOOptions(_Strict):
+    """DPO's own settings (TRL's DPOConfig)."""
+
+    beta: float = Field(default=0.1, gt=0, description="strength of the pull toward the reference model")
+    loss_type: list[str] = Field(default=["sigmoid"], min_length=1, description="TRL loss types, "
+                                 "e.g. [sigmoid] (DPO) or [sigmoid, sft] (DPO + NLL on the chosen)")
+    loss_weights: list[float] | None = Field(default=None, description="one weight per loss type; "
+                                             "None: all 1")
+
+    @model_validator(mode="after")
+    def _weights_match(self) -> DPOOptions:
+        if self.loss_weights is not None and len(self.loss_weights) != len(self.loss_type):
+            raise ValueError(f"expected one loss weight per loss type ({len(self.loss_type)}), "
+                             f"got {len(self.loss_weights)}")
+        return self
+
+
+class TrainConfig(_Strict):
+    """What both `cua train sft` and `cua train dpo` take."""
+
+    out: Path = Field(description="the run directory: checkpoints/, model/, data/, eval/, "
+                      "metrics.jsonl, report.html")
+    model: PolicyConfig = Field(description="the policy to start from and what trains "
+                                "(finetune: full or lora)")
+    init: Literal["tiny", "small", "base"] | None = Field(
+        default=None, description="when model.path does not exist, write a random-init "
+        "checkpoint of this preset there first (`cua model init`)")
+    data: DataConfig = Field(description="the training rows")
+    collect: CollectSpec | None = Field(default=None, description="oracle data to collect first "
+                                        "when the store is empty; None: an empty store is an error")
+    train: LoopConfig = Field(default_factory=LoopConfig, description="the optimisation")
+    eval: EvalSpec | None = Field(default=None, description="evaluate before and after training; "
+                                  "None: no evaluation")
+    resume: bool = Field(default=False, description="continue from the last checkpoint in "
+                         "OUT/checkpoints (same data, same schedule)")
+
+    @field_validator("model")
+    @classmethod
+    def _trains(cls, model: PolicyConfig) -> PolicyConfig:
+        if model.finetune == "none":
+            raise ValueError("expected finetune 'full' or 'lora' to train, got 'none'; "
+                             "set model.finetune")
+        return model
+
+
+class SFTConfig(TrainConfig):
+    """`cua train sft`: supervised fine-tuning on the store's SFT export."""
+
+
+class DPOConfig(TrainConfig):
+    """`cua train dpo`: preference optimisation on the store's DPO export (tree branch pairs)."""
+
+    dpo: DPOOptions = Field(default_factory=DPOOptions, description="DPO's own settings")

@@ -1,0 +1,71 @@
+"""Evaluate a checkpoint the way ``cua eval`` would: the ``hf:`` agent from the registry,
+the episode runner, ``summary.json`` and ``report.html``.
+
+The starting model is evaluated with the run's prompt in the agent spec's query; the trained
+one through its own ``cua_agent.yaml`` (written beside the weights with that prompt), so the
+evaluation also checks that the saved checkpoint carries its prompt format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import yaml
+
+from harness.prompts import PromptConfig
+from trainers.agents.options import AGENT_FILE
+from trainers.training.config import EvalSpec, task_ids
+
+
+def agent_spec(model_dir: Path, spec: EvalSpec, prompt: PromptConfig | None = None) -> str:
+    """``hf:DIR?max_new_tokens=..&temperature=..`` (and the prompt's fields, when given)."""
+    query: dict[str, Any] = {}
+    if prompt is not None:
+        query.update({k: v for k, v in prompt.model_dump().items() if v is not None})
+    query.update(max_new_tokens=spec.max_new_tokens, temperature=spec.temperature)
+    text = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in query.items()}
+    return f"hf:{model_dir}?{urlencode(text)}"
+
+
+def eval_command(agent: str, spec: EvalSpec, out: Path) -> str:
+    """The ``cua eval`` command that runs the same evaluation on its own."""
+    args = ["cua", "eval", "--suite", "+".join(spec.tasks), "--agent", agent,
+            "--episodes", str(spec.episodes), "--seed", str(spec.seed),
+            "--concurrency", str(spec.concurrency), "--out", str(out)]
+    if spec.max_steps is not None:
+        args += ["--max-steps", str(spec.max_steps)]
+    return shlex.join(args)
+
+
+def write_agent_file(model_dir: Path, prompt: PromptConfig) -> Path:
+    """``cua_agent.yaml`` beside saved weights: the prompt format they were trained with."""
+    path = Path(model_dir) / AGENT_FILE
+    fields = {k: v for k, v in prompt.model_dump().items() if v is not None}
+    path.write_text(yaml.safe_dump(fields, sort_keys=True), encoding="utf-8")
+    return path
+
+
+def evaluate(model_dir: Path, spec: EvalSpec, out: Path, *, prompt: PromptConfig | None = None,
+             title: str = "cua train eval") -> dict[str, Any]:
+    """Run the evaluation into ``out``; returns its summary plus the agent spec and the
+    equivalent ``cua eval`` command."""
+    from harness.agents.registry import make_agent
+    from harness.evaluation.report import write_report
+    from harness.evaluation.summary import write_summary
+    from harness.records import EpisodeSpec
+    from harness.runner import EpisodeRunner, RunnerConfig
+
+    agent_text = agent_spec(model_dir, spec, prompt)
+    specs = [EpisodeSpec(task_id=task, seed=spec.seed + i, index=i)
+             for task in task_ids(spec.tasks) for i in range(spec.episodes)]
+    runner = EpisodeRunner(make_agent(agent_text), RunnerConfig(
+        concurrency=spec.concurrency, max_steps=spec.max_steps, screenshot_max_side=480),
+        out_dir=out)
+    records = asyncio.run(runner.run(specs))
+    summary = write_summary(out / "summary.json", records)
+    write_report(out / "report.html", summary, records, title=f"{title} · {agent_text}")
+    return {**summary, "agent": agent_text, "command": eval_command(agent_text, spec, out)}

@@ -1,0 +1,188 @@
+"""The parts every training run shares: its directory, model, data, evaluations and report.
+
+    OUT/
+      config.yaml          the resolved config of the run
+      data/sft.parquet     the store's export the run trains on (or dpo.parquet)
+      checkpoints/         TRL's checkpoint-N folders (weights, optimizer, schedule, RNG): --resume
+      model/               the final weights + cua_agent.yaml (the prompt it was trained with)
+      eval/before|after/   cua eval's results.jsonl, summary.json, report.html
+      metrics.jsonl        training logs and evaluation results, one JSON object per line
+      report.html          loss curves and the before/after comparison
+
+``trainers.training.sft`` and ``trainers.training.dpo`` are short loops over these parts.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from harness.cli_config import check_output_dir
+from trainers.errors import ConfigError, ModelDirError
+from trainers.models.policy import Policy
+from trainers.training.config import TrainConfig
+from trainers.training.metrics import METRICS_FILE, MetricsLog, make_callback
+
+if TYPE_CHECKING:
+    from harness.store.export import ExportFormat
+
+
+class Run:
+    """One ``cua train`` run in ``config.out`` (see the module docstring)."""
+
+    def __init__(self, config: TrainConfig, kind: str) -> None:
+        self.config, self.kind = config, kind
+        self.out = Path(config.out)
+        self.checkpoints = self.out / "checkpoints"
+        self.model_dir = self.out / "model"
+        self.metrics = MetricsLog(self.out / METRICS_FILE)
+        self.started = time.perf_counter()
+
+    # ---- setting up ----------------------------------------------------------------------
+    def start(self) -> Run:
+        """Check the run directory (new, or a run to resume) and the starting model."""
+        check_output_dir(self.out, "--out")
+        previous = self.last_checkpoint()
+        if self.config.resume and previous is None:
+            raise ConfigError(f"--resume: expected a checkpoint under {self.checkpoints}, got none; "
+                              "run without --resume to start this run")
+        if not self.config.resume and previous is not None:
+            raise ConfigError(f"--out: expected a new run directory, got {self.out} holding a "
+                              "previous run's checkpoints; pass --resume to continue it or pick "
+                              "another out")
+        if not self.config.resume:  # what a run that never reached a checkpoint left behind
+            self.metrics.path.unlink(missing_ok=True)
+            for stale in ("data", "eval", "collect"):
+                shutil.rmtree(self.out / stale, ignore_errors=True)
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "config.yaml").write_text(
+            yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
+        self._ensure_model()
+        return self
+
+    def last_checkpoint(self) -> Path | None:
+        found = sorted(self.checkpoints.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])
+                       if p.name.split("-")[-1].isdigit() else -1)
+        return found[-1] if found else None
+
+    def _ensure_model(self) -> None:
+        path = Path(self.config.model.path)
+        if (path / "config.json").is_file() or (path / "adapter_config.json").is_file():
+            return
+        if self.config.init is None:
+            raise ModelDirError(f"model.path: expected a checkpoint directory, got {path}, which "
+                                f"{'has no config.json' if path.exists() else 'does not exist'}; "
+                                "make one with `cua model init` or set init: tiny")
+        from trainers.models.checkpoint import ModelInitConfig, init_checkpoint
+
+        init_checkpoint(ModelInitConfig(out=path, preset=self.config.init))
+
+    def rows(self, fmt: ExportFormat) -> list[dict[str, Any]]:
+        """The store's ``fmt`` export as rows, collecting into an empty store first."""
+        from trainers.training.collect import ensure_data
+        from trainers.training.data import export_rows, read_export
+
+        data = self.config.data
+        export_file = self.out / "data" / f"{fmt}.parquet"
+        if not (self.config.resume and export_file.is_file()):  # a resumed run keeps its rows
+            started = time.perf_counter()
+            collected = ensure_data(data.store, self.config.collect, data.prompt, self.out / "collect")
+            if collected is not None:
+                self.metrics.write("collect", **collected,
+                                   seconds=round(time.perf_counter() - started, 2))
+            export_file = export_rows(data.store, fmt, self.out / "data", data.prompt, data.steps)
+        return read_export(export_file)
+
+    def policy(self) -> Policy:
+        """The policy to train, on as many CPU threads as the config allows."""
+        import torch
+
+        from trainers.models.policy import load_policy
+
+        if self.config.train.threads is not None:
+            torch.set_num_threads(self.config.train.threads)
+        return load_policy(self.config.model)
+
+    def trainer_args(self, args_class: type, policy: Policy, **extra: Any) -> Any:
+        """TRL's SFTConfig or DPOConfig from the loop config (``train.trl`` passed as is)."""
+        import dataclasses
+
+        import torch
+
+        loop = self.config.train
+        # transformers 5.23 renamed gradient_checkpointing (older versions know only that name)
+        fields = {f.name for f in dataclasses.fields(args_class)}
+        name = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
+        checkpointing = {name: self.config.model.gradient_checkpointing,
+                         f"{name}_kwargs": {"use_reentrant": False}}
+        return args_class(
+            output_dir=str(self.checkpoints), max_steps=loop.max_steps,
+            per_device_train_batch_size=loop.batch_size, gradient_accumulation_steps=loop.grad_accum,
+            learning_rate=loop.learning_rate, lr_scheduler_type=loop.lr_scheduler,
+            warmup_steps=loop.warmup_steps, weight_decay=loop.weight_decay,
+            max_grad_norm=loop.max_grad_norm, logging_steps=loop.logging_steps,
+            logging_first_step=True, save_steps=loop.save_steps,
+            save_total_limit=loop.save_total_limit, seed=loop.seed, report_to=[],
+            remove_unused_columns=False, max_length=None, dataloader_num_workers=0,
+            bf16=policy.dtype == torch.bfloat16, use_cpu=policy.device.type == "cpu",
+            **checkpointing, **extra, **loop.trl)
+
+    def callbacks(self) -> list[Any]:
+        return [make_callback(self.metrics)]
+
+    # ---- running -------------------------------------------------------------------------
+    def evaluate(self, phase: str, model_dir: Path, *, with_prompt: bool) -> None:
+        """Evaluate ``model_dir`` (once: a resumed run keeps an evaluation it already has)."""
+        spec = self.config.eval
+        if spec is None or not getattr(spec, phase):
+            return
+        if any(r.get("phase") == phase for r in self.metrics.read() if r["event"] == "eval"):
+            return
+        from trainers.training.evaluate import evaluate
+
+        started = time.perf_counter()
+        summary = evaluate(model_dir, spec, self.out / "eval" / phase,
+                           prompt=self.config.data.prompt if with_prompt else None,
+                           title=f"cua train {self.kind} · {phase}")
+        self.metrics.write("eval", phase=phase, **{k: summary[k] for k in (
+            "episodes", "success_rate", "progress", "mean_reward", "steps", "agent", "command")},
+            seconds=round(time.perf_counter() - started, 2))
+
+    def train(self, trainer: Any, rows: int) -> None:
+        """Run TRL's loop (from the last checkpoint with --resume) and log its totals."""
+        started = time.perf_counter()
+        resume = str(self.last_checkpoint()) if self.config.resume else None
+        if resume and self.config.model.finetune == "full":
+            trainer._load_from_checkpoint = _load_full_checkpoint(trainer)
+        result = trainer.train(resume_from_checkpoint=resume)
+        self.metrics.write("run", kind=self.kind, rows=rows, steps=trainer.state.global_step,
+                           resumed_from=resume, train_loss=result.training_loss,
+                           train_seconds=round(time.perf_counter() - started, 2))
+
+    def finish(self, policy: Policy) -> Path:
+        """Save the model with its prompt format, evaluate it, write the report."""
+        from trainers.training.evaluate import write_agent_file
+        from trainers.training.report import write_report
+
+        policy.save(self.model_dir)
+        write_agent_file(self.model_dir, self.config.data.prompt)
+        self.evaluate("after", self.model_dir, with_prompt=False)
+        return write_report(self.out, self.config, self.kind, self.metrics.read())
+
+
+def _load_full_checkpoint(trainer: Any) -> Any:
+    """Trainer's resume loader, fixed for Qwen-VL. transformers 5 saves these models under the
+    hub's key names (``visual.*``, ``model.layers.*``) but Trainer reloads a checkpoint with a
+    plain ``load_state_dict(strict=False)``, which then matches no key and silently keeps the
+    current weights; ``from_pretrained`` maps the names back."""
+
+    def load(checkpoint: str, model: Any = None) -> None:
+        model = model or trainer.model
+        saved = type(model).from_pretrained(checkpoint, dtype=next(model.parameters()).dtype)
+        model.load_state_dict(saved.state_dict(), strict=True)
+
+    return load

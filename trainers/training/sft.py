@@ -1,0 +1,35 @@
+"""``cua train sft``: supervised fine-tuning on the store's SFT export, on TRL's SFTTrainer.
+
+    train_sft(load_config(SFTConfig, file=Path("trainers/configs/sft-tiny.yaml")))
+
+The loop, top to bottom: start the run (its directory and starting model), read the rows
+(collecting oracle data into an empty store first), evaluate the starting model, train with
+TRL (our collator encodes rows exactly as the ``hf:`` agent encodes its prompts), save the
+model with its prompt format, evaluate it, write the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainers.training.config import SFTConfig
+from trainers.training.data import SFTCollator, as_dataset, sft_examples
+from trainers.training.run import Run
+
+
+def train_sft(config: SFTConfig, *, callbacks: tuple[Any, ...] = ()) -> Path:
+    """Run SFT as ``config`` says; returns the path of the run's report.html."""
+    from trl import SFTConfig as TRLConfig
+    from trl import SFTTrainer
+
+    run = Run(config, "sft").start()
+    examples = sft_examples(run.rows("sft"), run.out / "data" / "sft.parquet")
+    run.evaluate("before", Path(config.model.path), with_prompt=True)
+    policy = run.policy()
+    trainer = SFTTrainer(
+        model=policy.model, args=run.trainer_args(TRLConfig, policy, dataset_kwargs={"skip_prepare_dataset": True}),
+        train_dataset=as_dataset(examples), data_collator=SFTCollator(policy),
+        processing_class=policy.processor, callbacks=[*run.callbacks(), *callbacks])
+    run.train(trainer, rows=len(examples))
+    return run.finish(policy)
