@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.containers.image import DEFAULT_BASE_IMAGE, docker_client, ensure_image
+from harness.env import Env
 from harness.env_providers import EnvOptions, ProviderContext
 from harness.errors import ConfigError
 from harness.server.client import RemoteEnv, RemoteEnvs
@@ -163,11 +164,11 @@ class DockerEnvs:
         self._where[id(env)] = (slot, remote)
         return env
 
-    async def release(self, env: RemoteEnv) -> None:
+    async def release(self, env: Env) -> None:
         _, remote = self._done(env)
         await remote.release(env)
 
-    async def discard(self, env: RemoteEnv) -> None:
+    async def discard(self, env: Env) -> None:
         """The episode failed on infrastructure: check its container now, replace it if dead."""
         slot, remote = self._done(env)
         await remote.discard(env)
@@ -236,7 +237,7 @@ class DockerEnvs:
 
     # ---- containers ---------------------------------------------------------------------
 
-    def _done(self, env: RemoteEnv) -> tuple[Slot, RemoteEnvs]:
+    def _done(self, env: Env) -> tuple[Slot, RemoteEnvs]:
         slot, remote = self._where.pop(id(env))
         slot.busy -= 1
         assert self._capacity is not None

@@ -28,7 +28,7 @@ from typing import Any
 import aiohttp
 
 from harness.actions import Action, duration_s, parse_action, parse_agent_action
-from harness.env import StepResult, resolve_codec
+from harness.env import Env, StepResult, resolve_codec
 from harness.env_providers import EnvOptions, ProviderContext
 from harness.errors import ActionParseError, ConfigError
 from harness.observation import Observation, ResetInfo
@@ -271,11 +271,11 @@ class RemoteEnvs:
         self._open.add(env)
         return env
 
-    async def release(self, env: RemoteEnv) -> None:
+    async def release(self, env: Env) -> None:
         self._open.discard(env)
         await env.close()
 
-    async def discard(self, env: RemoteEnv) -> None:
+    async def discard(self, env: Env) -> None:
         self._open.discard(env)
         await env.close()
 
