@@ -19,7 +19,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
 # libatomic1: the Playwright driver's node needs it (Debian's chromium does not pull it in).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      chromium xvfb openbox xdotool bubblewrap iproute2 ca-certificates libatomic1 \
+      chromium xvfb openbox xdotool xterm python3-tk bubblewrap iproute2 ca-certificates libatomic1 \
       fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-urw-base35 \
  && rm -rf /var/lib/apt/lists/* \
  && python3 -m venv /opt/venv

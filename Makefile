@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 # The fonts are the ones the FSM renderer's themes name, so pages look the same everywhere.
-SYSTEM_PACKAGES := chromium chromium-driver xvfb openbox xdotool bubblewrap iproute2 nftables \
+SYSTEM_PACKAGES := chromium chromium-driver xvfb openbox xdotool xterm python3-tk bubblewrap iproute2 nftables \
   fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-urw-base35
 # Debian's python3 has no `venv` (ensurepip) without python3-venv; a Python of its own
 # (pyenv, a python image) has it. Also installs python3 where there is none.
