@@ -161,10 +161,19 @@ def sandbox_request(request: SandboxRequest, kind: SandboxKind | None,
     return request.model_copy(update={"kind": kind})
 
 
-def check_sandbox(kind: SandboxKind | None, provider: str) -> None:
-    """Refuse ``--sandbox KIND`` up front where the local provider does not make it (other
-    providers refuse it when their first env opens)."""
-    if kind is not None and provider == "local":
+def check_sandbox(kind: SandboxKind | None, provider: str,
+                  tasks: dict[str, SandboxKind] | None = None) -> None:
+    """Refuse ``--sandbox KIND`` up front: for tasks (id -> the kind each needs) that need
+    another kind, and where the local provider does not make it (other providers refuse it
+    when their first env opens)."""
+    if kind is None:
+        return
+    other = [task for task, needs in (tasks or {}).items() if needs != kind]
+    if other:
+        raise ConfigError(f"--sandbox {kind}: expected tasks that run on a {kind} sandbox, got "
+                          f"{len(other)} that need another kind ({', '.join(other[:5])}); drop "
+                          f"--sandbox, or pick tasks of that kind")
+    if provider == "local":
         from sandboxes.providers import LocalProvider
 
         sandbox_request(SandboxRequest(), kind, LocalProvider())

@@ -45,7 +45,7 @@ def _cases() -> list[tuple[str, list[str], str]]:
          "key=value"),
         ("eval-sandbox", ["eval", "--suite", SUITE, "--sandbox", "phone", "--out", "o7"], "phone"),
         ("eval-sandbox-kind", ["eval", "--suite", SUITE, "--sandbox", "desktop", "--out", "o8"],
-         "makes (browser)"),
+         "need another kind"),
         ("collect-suite", ["collect", "--suite", "fsm:shp", "--store", "c1"], "'shp'"),
         ("collect-codec", ["collect", "--suite", "fsm:shop", "--store", "c2", "--codec", "qwen2"],
          "--codec"),

@@ -60,7 +60,9 @@ def check_eval(config: EvalConfig) -> list[str]:
 
     resolve_codec(config.codec)
     check_output_dir(config.out, "--out")
-    check_sandbox(config.sandbox, config.provider)
+    if config.sandbox is not None:
+        check_sandbox(config.sandbox, config.provider,
+                      {t: make_task(t).sandbox_request.kind for t in task_ids})
     if config.store is not None:
         check_output_dir(config.store, "--store")
         from harness.store.damage import verify_store
