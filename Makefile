@@ -44,6 +44,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[train,dev,ray]'
+	@rm -rf cua_harness.egg-info  # a stale one in the root shadows the installed entry points
 	@touch $(STAMP)
 
 demo: setup
