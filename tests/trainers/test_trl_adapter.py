@@ -23,7 +23,13 @@ from transformers import AutoModelForImageTextToText, LogitsProcessor, LogitsPro
 from transformers.utils import get_json_schema
 
 from harness.errors import ConfigError
-from trainers.adapters.trl_env import CUAEnvironment, CUAEnvironments, task_rows, verdict_text
+from trainers.adapters.trl_env import (
+    CUAEnvironment,
+    CUAEnvironments,
+    enable_tool_calls,
+    task_rows,
+    verdict_text,
+)
 from trainers.models.processor import load_processor
 
 TASKS = ("fsm:shop/open_mug", "fsm:settings/cfg_location")
@@ -147,6 +153,24 @@ def test_the_tiny_template_passes_trls_tool_checks(tiny_dir: Path) -> None:
     parsed = parse_response(tokenizer, tokenizer.encode(text), prefix=prefix)
     assert parsed["tool_calls"] == [{"type": "function",
                                      "function": {"name": "click", "arguments": {"x": 3, "y": 4}}}]
+
+
+def test_a_qwen25_vl_template_gets_tool_calls(tiny_dir: Path) -> None:
+    """Qwen2.5-VL's own template (TRL ships a byte-identical copy) renders no tools: TRL
+    refuses it; ``enable_tool_calls`` gives the processor ours and the parser."""
+    from trl.chat_template_utils import (
+        is_chat_template_prefix_preserving,
+        qwen2_5_vl_chat_template,
+        supports_tool_calling,
+    )
+
+    processor = load_processor(tiny_dir)
+    processor.chat_template = qwen2_5_vl_chat_template
+    processor.tokenizer.response_template = None
+    assert not supports_tool_calling(processor)
+    assert enable_tool_calls(processor) is processor
+    assert supports_tool_calling(processor) and is_chat_template_prefix_preserving(processor)
+    assert processor.tokenizer.response_template is not None
 
 
 class ForceText(LogitsProcessor):

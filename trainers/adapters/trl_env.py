@@ -333,6 +333,23 @@ def _image(obs: Observation) -> dict[str, Any]:
     return {"type": "image", "image": obs.image().convert("RGB")}
 
 
+def enable_tool_calls(processor: Any) -> Any:
+    """Give a Qwen-VL processor the project's tool-calling chat template and its response
+    template, in place. Qwen2.5-VL's (and Qwen2-VL's) own template renders no tools, tool
+    calls or tool messages, so TRL's ``GRPOTrainer`` refuses it with tools; checkpoints of
+    ``cua model init`` already carry both. Returns ``processor``."""
+    from trainers.models.chat_template import CHAT_TEMPLATE, RESPONSE_TEMPLATE
+
+    processor.chat_template = CHAT_TEMPLATE
+    tokenizer = getattr(processor, "tokenizer", processor)
+    for token in ("<tool_call>", "</tool_call>", "<|im_end|>"):
+        if token not in tokenizer.get_vocab():
+            raise ConfigError(f"expected a Qwen tokenizer with {token!r} in its vocabulary, got "
+                              f"{type(tokenizer).__name__} without it; use a Qwen-VL checkpoint")
+    tokenizer.response_template = RESPONSE_TEMPLATE
+    return processor
+
+
 def task_rows(tasks: Sequence[str], seeds: Iterable[int], *,
               prompt: str = DEFAULT_PROMPT) -> list[dict[str, Any]]:
     """Dataset rows for ``GRPOTrainer``: one per (task, seed), each with a conversational
