@@ -12,7 +12,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
 
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      chromium xvfb openbox xdotool bubblewrap iproute2 \
+      chromium xvfb openbox xdotool xterm python3-tk bubblewrap iproute2 \
       fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-urw-base35 \
  && rm -rf /var/lib/apt/lists/*
 
