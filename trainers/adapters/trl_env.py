@@ -158,7 +158,10 @@ class CUAEnvironments:
             for member in list(self._members):
                 if member.env is not None:
                     env, member.env = member.env, None
-                    self._loop.run(self._provider.release(env))
+                    try:
+                        self._loop.run(self._provider.release(env))
+                    except Exception as exc:  # the provider's close below still runs
+                        log.warning("closing the env of %s failed: %s", env.task_id, exc)
             self._loop.run(self._provider.close())
         finally:
             self._closed = True
@@ -173,7 +176,11 @@ class CUAEnvironments:
 
 async def _start_provider(spec: str) -> EnvProvider:
     provider = make_env_provider(spec)  # made on the loop its servers and browser will use
-    await provider.start()
+    try:
+        await provider.start()
+    except BaseException:
+        await provider.close()
+        raise
     return provider
 
 
