@@ -31,7 +31,6 @@ from sandboxes.origins import origin_of
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
-    from sandboxes.base import Browser
 
 HTML_DIR = pathlib.Path(miniwob.__file__).parent / "html"
 TASK_DIR = HTML_DIR / "miniwob"
@@ -156,7 +155,7 @@ class MiniWoBTask(Task):
             state["utterance"] = await sandbox.evaluate(_UTTERANCE_JS)
         return str(state["utterance"] or "")
 
-    async def _start(self, sandbox: Browser, start: str) -> dict:
+    async def _start(self, sandbox: PageReader, start: str) -> dict:
         state = await sandbox.evaluate(start)
         if not isinstance(state, dict):
             raise TaskError(f"expected the episode start of {self.id} to report its state, got "
