@@ -12,7 +12,6 @@ scores the episodes with ``get_reward``.
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -201,8 +200,9 @@ def call(name: str, **arguments: int) -> str:
 
 @pytest.mark.slow
 def test_grpo_trainer_trains_the_tiny_model_on_our_envs(envs: CUAEnvironments, tiny_dir: Path,
-                                                        tmp_path: Path) -> None:
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+                                                        tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     from trl import GRPOConfig, GRPOTrainer
 
     oracle = {}
@@ -240,8 +240,12 @@ def test_grpo_trainer_trains_the_tiny_model_on_our_envs(envs: CUAEnvironments, t
     trainer = GRPOTrainer(model=model, args=args, processing_class=processor,
                           train_dataset=Dataset.from_list(task_rows(TASKS, [0])),
                           environment_factory=envs.factory())
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    trainer.train()
+    try:
+        trainer.train()
+    finally:
+        torch.set_num_threads(threads)
 
     logs = [entry for entry in trainer.state.log_history if "rewards/CUAEnvironment/mean" in entry]
     assert len(logs) == 2
