@@ -57,6 +57,7 @@ bench: setup
 
 lint: setup
 	$(VENV)/bin/ruff check harness sandboxes fsm_sites trainers tests benchmarks
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -23,12 +23,13 @@ def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="print a JSON 
     rows = []
     for name in list_sites():
         machine = load_machine(name)
-        spec = machine.spec
-        depths = [machine.distance(machine.initial, g.id) for g in spec.goals]
+        spec, report = machine.spec, machine.report or {}
+        depths = report.get("goal_depths") or {g.id: machine.distance(machine.initial, g.id) for g in spec.goals}
         rows.append({
             "name": name, "title": spec.title, "domain": spec.domain, "pages": len(spec.pages),
-            "goals": len(spec.goals), "states": len(machine.graph()),
-            "goal_depths": sorted(d for d in depths if d is not None),
+            "goals": len(spec.goals), "states": report.get("reachable_states"),
+            "states_exact": report.get("reachable_states_exact", False),
+            "goal_depths": sorted(d for d in depths.values() if d is not None),
         })
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -38,30 +39,52 @@ def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="print a JSON 
 
     table = Table("name", "title", "domain", "pages", "goals", "states", "goal depths")
     for r in rows:
-        table.add_row(r["name"], r["title"], r["domain"], str(r["pages"]), str(r["goals"]), str(r["states"]),
+        states = f'{r["states"]}' if r["states_exact"] else f'>= {r["states"]}'
+        table.add_row(r["name"], r["title"], r["domain"], str(r["pages"]), str(r["goals"]), states,
                       ", ".join(map(str, r["goal_depths"])))
     Console().print(table)
 
 
 @sites_app.command("validate")
-def validate_cmd(path: Annotated[Path, typer.Argument(help="a spec file (.yaml/.yml/.json)")]) -> None:
+def validate_cmd(
+    path: Annotated[Path, typer.Argument(help="a spec file (.yaml/.yml/.json)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    count: Annotated[int, typer.Option("--count", min=1, help="reachable states to count before giving a lower bound")] = 50_000,
+) -> None:
     """Validate a spec file; prints every problem and exits 1 if there is any."""
-    from fsm_sites.engine import compile_site
+    from rich.console import Console
+
+    from fsm_sites import cache
     from fsm_sites.errors import SpecInvalid
-    from fsm_sites.validate import load_and_validate
+    from fsm_sites.validate import check_spec, read_spec_data
 
     if not path.is_file():
         typer.echo(f"error: expected a spec file (.yaml/.yml/.json), got {path}, which "
                    f"{'is a folder' if path.is_dir() else 'does not exist'}", err=True)
         raise typer.Exit(2)
     try:
-        spec = load_and_validate(path)
+        data = read_spec_data(path)
     except SpecInvalid as exc:
-        typer.echo(str(exc), err=True)
+        typer.echo(json.dumps({"site": str(path), "valid": False, "problems": [
+            {"place": p.place, "message": p.message} for p in exc.problems]}) if as_json else str(exc), err=not as_json)
         raise typer.Exit(1) from None
-    states = len(compile_site(spec).graph())
-    typer.echo(f"{path}: valid ({len(spec.pages)} pages, {len(spec.transitions)} transitions, "
-               f"{len(spec.goals)} goals, {states} reachable states)")
+    with Console(stderr=True).status(f"validating {path} ...", spinner="dots"):
+        spec, report = check_spec(data, count_budget=count)
+    if spec is not None and report.valid:
+        cache.write(path, spec, {"report": report.to_json()})
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    elif not report.valid:
+        typer.echo(str(SpecInvalid(report.problems, str(path))), err=True)
+    else:
+        states = f"{report.states} reachable states" if report.states_exact else f"at least {report.states} reachable states"
+        assert spec is not None
+        typer.echo(f"{path}: valid ({len(spec.pages)} pages, {len(spec.transitions)} transitions, "
+                   f"{len(spec.goals)} goals, {states}; checked in {report.seconds:.2f}s)")
+        for note in report.notes:
+            typer.echo(f"  note: {note}")
+    if not report.valid:
+        raise typer.Exit(1)
 
 
 @sites_app.command("synth")

@@ -30,6 +30,7 @@ from fsm_sites.engine import Edge
 from fsm_sites.errors import SpecInvalid
 from fsm_sites.sessions import BadRequest, Session, SessionError, SessionStore, parse_event
 from fsm_sites.spec import SiteSpec
+from fsm_sites.types import to_json
 from fsm_sites.validate import validate_spec_data
 
 _CREATE_FIELDS = {"site", "goal", "start_state", "seed"}
@@ -43,7 +44,7 @@ def error_response(exc: SessionError) -> web.Response:
 def _state_json(session: Session) -> dict[str, Any]:
     state = session.state
     return {"state": state.key(), "page": state.page,
-            "vars": {k: list(v) if isinstance(v, tuple) else v for k, v in state.vars},
+            "vars": {k: to_json(v) for k, v in state.vars},
             "distance": session.distance(state), "goal_reached": session.goal_fn(state), "seq": session.seq}
 
 

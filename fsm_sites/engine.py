@@ -1,407 +1,375 @@
-"""The pure FSM engine: conditions, effects, transitions, reachable graph, distances.
+"""The pure FSM engine: events, transitions, goals, and verification by goal-directed search.
 
-Imports no browser, server or I/O. A ``Machine`` compiles a ``SiteSpec`` once
-into lookup tables; ``compile_site`` shares one per spec between the validator,
-the library and the servers, which call ``step`` per agent event, and
-``distances`` per goal (cached).
+Imports no browser, server or I/O. A ``Machine`` compiles a ``SiteSpec`` once (its model,
+``fsm_sites.model``, into closures, ``fsm_sites.tables``); ``compile_site`` shares one per
+spec between the validator, the library, the CLI and the servers.
 
 Semantics (see docs/fsm_spec.md):
-- An event fires a transition only if the element exists on ``state.page``, is
-  visible (all ``visible_when`` hold), the transition's ``when`` holds, and the
-  value matches: a transition with ``values`` accepts exactly those; a
-  ``select``/radio transition with no ``values`` accepts its element's options;
-  any other transition takes no value and ignores what the event carried.
-- Effects apply in order. ``$value`` is the event's value, coerced to the
-  variable's type. ``clear`` restores the default; ``increment``/``decrement``
-  clamp to [min, max]; ``append`` is ignored when the list is full (max_len)
-  or already holds the item; ``remove`` of an absent item is a no-op. Lists
-  are sets: their items stay in the order of the variable's ``values``, so
-  adding a then b and b then a give the same state.
-- ``empty``/``nonempty`` on a list test for items; on any other variable,
-  whether it holds its default. ``lt/le/gt/ge`` (and ``eq`` with an int) on a
-  list compare its length.
+- An event fires a transition only if the element exists on the state's page, is visible,
+  the transition's ``when`` holds and the value matches: a transition with ``values``
+  accepts exactly those; a select or radio group with no ``values`` accepts its options;
+  an input bound to a text variable accepts any text (classified by the variable); a
+  repeated element's event carries the position (or map key) of its item; any other
+  transition takes no value. The first transition of the spec that fires wins.
+- Effects apply in order (``fsm_sites.effects``), then the page changes to ``target``
+  (with its ``args``). A transition with a ``toast`` shows it until the next one fires.
+- ``distance``, ``shortest_paths`` and ``on_shortest_path`` come from a search from the
+  state asked about (``fsm_sites.search``), never from the whole reachable graph; ``graph``
+  and ``distances`` still build that graph, for small sites and to check the search.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from threading import Lock
 from typing import Any
 
-from fsm_sites.errors import StateGraphTooLarge, UnknownGoal
-from fsm_sites.spec import (
-    VALUE_PLACEHOLDER,
-    Condition,
-    Effect,
-    Element,
-    SiteSpec,
-    Transition,
-    Variable,
-    VarValue,
-)
-from fsm_sites.state import State, UIEvent
+from fsm_sites.check import Ctx, compile_bool
+from fsm_sites.conditions import conditions_node
+from fsm_sites.errors import SpecInvalid, UnknownGoal
+from fsm_sites.expr import ExprSyntaxError, parse_expr
+from fsm_sites.fullgraph import FullGraphMixin, StateGraph
+from fsm_sites.goals import EXPR_PREFIX, GoalSpec, exact_state_node
+from fsm_sites.model_build import build_model
+from fsm_sites.model_goals import parse_page
+from fsm_sites.projection import relevant_variables
+from fsm_sites.search import GoalSearch
+from fsm_sites.spec import Condition, Element, SiteSpec
+from fsm_sites.state import Edge, State, UIEvent
+from fsm_sites.tables import Tables
+from fsm_sites.views import PageViewMixin
 
 Goal = Callable[[State], bool]
 _CACHE_SIZE = 64
 
-
-@dataclass(frozen=True)
-class Edge:
-    """One expanded transition: a transition id plus the concrete event that fires it."""
-
-    transition_id: str
-    page: str
-    element: str
-    event: str
-    value: str | None
-
-    def to_event(self) -> UIEvent:
-        return UIEvent(self.page, self.element, self.event, self.value)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"transition_id": self.transition_id, "page": self.page, "element": self.element,
-                "event": self.event, "value": self.value}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Edge:
-        return cls(data["transition_id"], data["page"], data["element"], data["event"], data.get("value"))
+__all__ = ["Edge", "Goal", "GoalSpec", "Machine", "StateGraph", "compile_site", "transition"]
 
 
-@dataclass
-class StateGraph:
-    """The states reachable from ``start`` (BFS order) and every enabled edge out of each."""
-
-    start: State
-    states: list[State]
-    edges: dict[State, list[tuple[Edge, State]]]
-    _reverse: dict[State, list[State]] | None = field(default=None, repr=False)
-
-    def __len__(self) -> int:
-        return len(self.states)
-
-    def __contains__(self, state: object) -> bool:
-        return state in self.edges
-
-    def predecessors(self) -> dict[State, list[State]]:
-        """For each state, the states with an edge into it (computed once)."""
-        if self._reverse is None:
-            reverse: dict[State, list[State]] = {s: [] for s in self.states}
-            for source, out in self.edges.items():
-                for _, target in out:
-                    reverse[target].append(source)
-            self._reverse = reverse
-        return self._reverse
-
-
-def default_value(var: Variable) -> VarValue:
-    """The variable's initial value: its ``default`` or False / min / first enum value / ()."""
-    if var.default is not None:
-        return tuple(var.default) if var.type == "list" else var.default
-    return {"bool": False, "int": var.min, "list": ()}.get(var.type, var.values[0] if var.values else "")
-
-
-def coerce(var: Variable, raw: Any) -> VarValue:
-    """An operand (from YAML or an event's string value) converted to the variable's type."""
-    if var.type == "bool":
-        if isinstance(raw, str):
-            return raw.strip().lower() in ("true", "1", "yes", "on")
-        return bool(raw)
-    if var.type == "int":
-        return int(raw)
-    return str(raw)
-
-
-class Machine:
-    """A compiled site: pure functions of (state, event), with cached graphs and distances."""
+class Machine(FullGraphMixin, PageViewMixin):
+    """A compiled site: pure functions of (state, event), and goal-directed verification."""
 
     def __init__(self, spec: SiteSpec) -> None:
+        model = build_model(spec)
+        if model.problems:
+            raise SpecInvalid(model.problems, f"site {spec.name!r}")
         self.spec = spec
-        self.variables: dict[str, Variable] = {v.name: v for v in spec.variables}
+        self.model = model
+        self.schema = model.schema
+        self.layout = self.schema.order
+        self.full = Tables(model, self.layout)
+        self.variables = {v.name: v for v in spec.variables}
         self.pages = {p.id: p for p in spec.pages}
-        self.elements: dict[tuple[str, str], Element] = {
-            (p.id, e.id): e for p in spec.pages for e in p.elements
-        }
+        self.elements: dict[tuple[str, str], Element] = {(p.id, e.id): e for p in spec.pages for e in p.elements}
         self.transitions = {t.id: t for t in spec.transitions}
-        self._item_order = {v.name: {x: i for i, x in enumerate(v.values)} for v in spec.variables}
-        self._by_trigger: dict[tuple[str, str, str], list[Transition]] = {}
-        self._by_page: dict[str, list[Transition]] = {}
-        for t in spec.transitions:
-            self._by_trigger.setdefault((t.page, t.element, t.event), []).append(t)
-            self._by_page.setdefault(t.page, []).append(t)
-        self.initial = State(
-            spec.start_page, tuple(sorted((v.name, default_value(v)) for v in spec.variables))
-        )
-        self._conditions: dict[Condition, Callable[[dict[str, VarValue]], bool]] = {}
-        self._guards = {t.id: self._guard_of(t) for t in spec.transitions}
-        self._goals: dict[str, Goal] = {}
-        self._graphs: OrderedDict[State, StateGraph] = OrderedDict()
-        self._distances: OrderedDict[tuple[Goal, State], dict[State, int]] = OrderedDict()
+        self.initial = State(spec.start_page, tuple((n, self.schema.defaults[n]) for n in self.layout))
+        self._goals: dict[str, GoalSpec] = {}
+        self._searches: OrderedDict[str, tuple[GoalSearch, Callable[[tuple], tuple]]] = OrderedDict()
+        self._projections: dict[frozenset[str], Tables] = {}
+        self._conditions: dict[Any, Callable] = {}
+        self._reachable: set[tuple[str, tuple]] = set()
+        self._lock = Lock()
+        self.report: dict[str, Any] | None = None  # the validation report, once validated
+        self._known: dict[str, dict[tuple[str, tuple], int | None]] = {}  # imported exact distances per goal
+        self._init_graphs()
 
-    # ---- predicates -------------------------------------------------------------------
-    def holds(self, state: State, conditions: Iterable[Condition]) -> bool:
+    def import_report(self, report: dict[str, Any]) -> None:
+        """Take a validation report (from the cache beside the spec) instead of validating again."""
+        self.report = report
+
+    def export_knowledge(self, per_goal: int = 20_000) -> dict[str, list]:
+        """Exact distances the searches learned, per goal (for the cache beside the spec): a goal
+        key -> [[page, values as JSON, distance], ...] in its projection."""
+        from fsm_sites.types import to_json
+
+        out: dict[str, list] = {}
+        for key, (search, _) in list(self._searches.items()):
+            if key.startswith("fn:") or not search.exact:
+                continue
+            rows = list(search.exact.items())[-per_goal:]
+            out[key] = [[page, to_json(vals), d] for (page, vals), d in rows]
+        return out
+
+    def import_knowledge(self, data: dict[str, list]) -> None:
+        """Take exact distances learned in an earlier process (``export_knowledge``)."""
+        from fsm_sites.types import from_json
+
+        for key, rows in data.items():
+            self._known[key] = {(page, from_json(vals)): d for page, vals, d in rows}
+
+    def named_start(self, start_id: str) -> State:
+        """The state of a start state the spec names (``starts``)."""
+        from fsm_sites.model_goals import start_values
+
+        start = next((s for s in self.spec.starts if s.id == start_id), None)
+        if start is None:
+            raise UnknownGoal(f"expected a start state of site {self.spec.name!r} "
+                              f"({[s.id for s in self.spec.starts]}), got {start_id!r}")
+        values = start_values(self.model, start.vars, f"starts.{start_id}")
+        assert values is not None  # validated with the model
+        return State(start.page, tuple((n, values[n]) for n in self.layout))
+
+    # ---- states ------------------------------------------------------------------------
+    def node(self, state: State) -> tuple[str, tuple]:
+        """(page, values in layout order) of a state; ValueError if its variables are not the site's."""
+        names = tuple(k for k, _ in state.vars)
+        if names != self.layout:
+            raise ValueError(f"expected the variables {list(self.layout)} of site {self.spec.name!r}, got {list(names)}")
+        self.full.page_of(state.page)
+        return state.page, tuple(v for _, v in state.vars)
+
+    def state(self, node: tuple[str, tuple]) -> State:
+        return State(node[0], tuple(zip(self.layout, node[1], strict=True)))
+
+    def canonical(self, state: State) -> State:
+        """The state with free text replaced by its class: what the machine tells apart."""
+        page, vals = self.node(state)
+        canon = self.full.canonical(vals)
+        return state if canon == vals else State(page, tuple(zip(self.layout, canon, strict=True)))
+
+    # ---- predicates --------------------------------------------------------------------
+    def holds(self, state: State, conditions: Iterable[Condition | str]) -> bool:
         """Whether every condition holds in ``state``."""
-        values = dict(state.vars)
-        return all(self._compiled(c)(values) for c in conditions)
-
-    def _compiled(self, cond: Condition) -> Callable[[dict[str, VarValue]], bool]:
-        """A closure testing ``cond`` on a variables dict, built once per condition (hot path)."""
-        fn = self._conditions.get(cond)
+        conds = tuple(conditions)
+        if not conds:
+            return True
+        fn = self._conditions.get(conds)
         if fn is None:
-            fn = self._conditions[cond] = self._compile(cond)
-        return fn
+            env = self.model.env(self.full.page_of(state.page)[0])
+            fn = self._conditions[conds] = compile_bool(conditions_node(conds, self.schema.variables), env)
+        page, vals = self.node(state)
+        return bool(fn(self.full.canonical(vals), Ctx(self.full.page_of(page)[1])))
 
-    def _compile(self, cond: Condition) -> Callable[[dict[str, VarValue]], bool]:
-        var = self.variables[cond.var]
-        name, op = cond.var, cond.op
-        if op in ("empty", "nonempty"):
-            empty_value = () if var.type == "list" else default_value(var)
-            want = op == "empty"
-            return lambda v: (v[name] == empty_value) == want
-        if op in ("contains", "not_contains"):
-            item, want = str(cond.value), op == "contains"
-            return lambda v: (isinstance(v[name], tuple) and item in v[name]) == want
-        # lists compare by length against an int operand; other types by value
-        rhs: Any = int(cond.value) if var.type in ("int", "list") else coerce(var, cond.value)
-        size = len if var.type == "list" else (lambda x: x)
-        compare = {"eq": lambda a: a == rhs, "ne": lambda a: a != rhs, "lt": lambda a: a < rhs,
-                   "le": lambda a: a <= rhs, "gt": lambda a: a > rhs, "ge": lambda a: a >= rhs}[op]
+    def make_goal(self, key: str, node: Any, page: str | None = None, exact: bool = False,
+                  params: tuple[str, ...] = ()) -> GoalSpec:
+        """A goal from a condition AST (``key`` names it in the caches), on ``page`` if given."""
+        goal = GoalSpec(key, node, page, exact, params=params)
+        compiled: list = []  # compiled on first use, once ``goal.exact`` may be set
 
-        def test(v: dict[str, VarValue]) -> bool:
-            try:
-                return compare(size(v[name]))
-            except TypeError:
-                return False
+        def holds(state: State) -> bool:
+            if not compiled:
+                compiled.append(goal.compile(self.full))
+            return compiled[0](*_canon(self, state))
 
-        return test
+        goal.holds = holds
+        return goal
 
-    def goal_predicate(self, goal_id: str) -> Goal:
+    def goal_predicate(self, goal_id: str) -> GoalSpec:
         """The predicate of a named goal (the same object on every call, so caches hit)."""
-        if goal_id not in self._goals:
+        key = "goal:" + goal_id
+        if key not in self._goals:
             goal = next((g for g in self.spec.goals if g.id == goal_id), None)
             if goal is None:
-                raise UnknownGoal(
-                    f"expected a goal of site {self.spec.name!r} "
-                    f"({[g.id for g in self.spec.goals]}), got {goal_id!r}"
-                )
-            conditions = goal.conditions
-            page = goal.page
+                raise UnknownGoal(f"expected a goal of site {self.spec.name!r} "
+                                  f"({[g.id for g in self.spec.goals]}), got {goal_id!r}")
+            exact = goal.page is not None and "(" in goal.page
+            params = () if exact or goal.page is None else tuple(p for p, _ in self.schema.params.get(goal.page, ()))
+            self._goals[key] = self.make_goal(key, self.model.goals[goal_id], goal.page, exact, params)
+        return self._goals[key]
 
-            def predicate(state: State) -> bool:
-                return (page is None or state.page == page) and self.holds(state, conditions)
+    def state_goal(self, target: State | str) -> GoalSpec:
+        """A predicate that holds exactly in ``target`` (a State or a state key), free text by class."""
+        state = State.from_key(target) if isinstance(target, str) else target
+        key = "state:" + state.key()
+        if key not in self._goals:
+            try:
+                page, vals = self.node(state)
+            except ValueError:  # not a state of this site: a goal no state meets
+                self._goals[key] = GoalSpec(key, None, fn=lambda s: False, holds=lambda s: False)
+                return self._goals[key]
+            values = dict(zip(self.layout, self.full.canonical(vals), strict=True))
+            goal = self.make_goal(key, exact_state_node(values, self.schema.variables), page, True)
+            goal.exact = values
+            self._goals[key] = goal
+        return self._goals[key]
 
-            self._goals[goal_id] = predicate
-        return self._goals[goal_id]
+    def expr_goal(self, text: str, page: str | None = None) -> GoalSpec:
+        """A goal written as an expression (task synthesis writes these), optionally on a page."""
+        key = EXPR_PREFIX + text + (f"@{page}" if page else "")
+        if key not in self._goals:
+            try:
+                node = parse_expr(text)
+                compile_bool(node, self.model.env(""))
+                if page is not None:
+                    parse_page(self.model, page, any_args=True)
+            except (ExprSyntaxError, ValueError) as exc:
+                raise UnknownGoal(f"expected a goal expression over the variables of {self.spec.name!r}, got {text!r}: {exc}") from None
+            self._goals[key] = self.make_goal(key, node, page, page is not None and "(" in page)
+        return self._goals[key]
 
-    def state_goal(self, target: State | str) -> Goal:
-        """A predicate that holds exactly in ``target`` (a State or a state key); cached."""
-        key = target if isinstance(target, str) else target.key()
-        cache_key = "state:" + key
-        if cache_key not in self._goals:
-            wanted = State.from_key(key)
-            self._goals[cache_key] = lambda state: state == wanted
-        return self._goals[cache_key]
+    def resolve_goal(self, goal: Goal | str) -> GoalSpec:
+        """A goal id, an ``expr:...`` text, a state key, a GoalSpec or any predicate, as a GoalSpec."""
+        if isinstance(goal, GoalSpec):
+            return goal
+        if isinstance(goal, str):
+            if goal.startswith(EXPR_PREFIX):
+                return self.expr_goal(goal[len(EXPR_PREFIX):])
+            if any(g.id == goal for g in self.spec.goals) or not ("{" in goal or goal in self.pages):
+                return self.goal_predicate(goal)
+            return self.state_goal(goal)
+        key = f"fn:{id(goal)}"
+        if key not in self._goals:  # an opaque predicate: searched without projection or guidance
+            self._goals[key] = GoalSpec(key, None, fn=goal, holds=goal)
+        return self._goals[key]
 
-    def _resolve_goal(self, goal: Goal | str) -> Goal:
-        return self.goal_predicate(goal) if isinstance(goal, str) else goal
-
-    # ---- elements and transitions -----------------------------------------------------
-    def visible_elements(self, state: State) -> list[Element]:
-        """Elements of ``state.page`` whose ``visible_when`` holds (a modal: its own only)."""
-        page = self.pages[state.page]
-        return [e for e in page.elements if self.holds(state, e.visible_when)]
-
-    def edge_values(self, t: Transition) -> tuple[str | None, ...]:
-        """The concrete values a transition accepts; ``(None,)`` for a value-less event."""
-        if t.values:
-            return t.values
-        element = self.elements.get((t.page, t.element))
-        if element is not None and element.options and t.event in ("select", "click"):
-            return tuple(o.value for o in element.options)
-        return (None,)
-
-    def apply(self, state: State, t: Transition, value: str | None) -> State:
-        """The state after ``t`` fires with ``value`` (no guard check)."""
-        if not t.effects:
-            return state if t.target is None else State(t.target, state.vars)
-        values = dict(state.vars)
-        for effect in t.effects:
-            values[effect.var] = self._apply_effect(values[effect.var], effect, value)
-        return State(t.target or state.page, tuple(sorted(values.items())))
-
-    def _apply_effect(self, current: VarValue, effect: Effect, value: str | None) -> VarValue:
-        var = self.variables[effect.var]
-        raw = value if effect.value == VALUE_PLACEHOLDER else effect.value
-        op = effect.op
-        if op == "clear":
-            return default_value(var)
-        if op == "set":
-            return tuple(current) if var.type == "list" else coerce(var, raw)
-        if op in ("increment", "decrement"):
-            delta = effect.by if op == "increment" else -effect.by
-            return max(var.min, min(var.max, int(current) + delta))
-        items = tuple(current)  # list ops
-        item = str(raw)
-        if op == "append":
-            if item in items or len(items) >= var.max_len:
-                return items
-            order = self._item_order[var.name]
-            return tuple(sorted(items + (item,), key=lambda i: order.get(i, len(order))))
-        return tuple(i for i in items if i != item)  # remove
-
-    def _guard_of(self, t: Transition) -> tuple[Callable[[dict[str, VarValue]], bool], ...] | None:
-        """The element's visibility plus the transition's preconditions; None if no such element."""
-        element = self.elements.get((t.page, t.element))
-        if element is None:
-            return None
-        return tuple(self._compiled(c) for c in (*element.visible_when, *t.when))
-
-    def _fires(self, values: dict[str, VarValue], t: Transition) -> bool:
-        guard = self._guards[t.id]
-        return guard is not None and all(test(values) for test in guard)
-
+    # ---- transitions -------------------------------------------------------------------
     def enabled(self, state: State) -> list[tuple[Edge, State]]:
-        """Every transition enabled in ``state``, one edge per accepted value, in spec order."""
-        out: list[tuple[Edge, State]] = []
-        values = dict(state.vars)
-        for t in self._by_page.get(state.page, ()):
-            if not self._fires(values, t):
-                continue
-            for value in self.edge_values(t):
-                edge = Edge(t.id, t.page, t.element, t.event, value)
-                out.append((edge, self.apply(state, t, value)))
+        """Every transition enabled in ``state``, one edge per accepted value, in spec order
+        (free text by its class: the next states hold the class)."""
+        page, vals = self.node(state)
+        out = []
+        for ct, value, nxt in self.full.successors(page, self.full.canonical(vals)):
+            out.append((Edge(ct.id, page, ct.element, ct.event, value), self.state(nxt)))
         return out
 
     def step(self, state: State, event: UIEvent) -> tuple[Edge, State] | None:
         """The edge ``event`` fires in ``state`` and the next state; None if it fires nothing."""
         if event.page != state.page:
             return None
-        values = dict(state.vars)
-        for t in self._by_trigger.get((event.page, event.element, event.event), ()):
-            if not self._fires(values, t):
+        page, raw = self.node(state)
+        full = self.full
+        vals = full.canonical(raw)
+        pid, args = full.page_of(page)
+        for ct in full.by_trigger.get((pid, event.element, event.event), ()):
+            ctx = Ctx(args)
+            accepted = full.accept(ct, vals, ctx, event.value)
+            if accepted is None or (ct.guard is not None and not ct.guard(vals, ctx)):
                 continue
-            accepted = self.edge_values(t)
-            if accepted == (None,):
-                value = None
-            elif event.value in accepted:
-                value = event.value
-            else:
-                continue
-            edge = Edge(t.id, t.page, t.element, t.event, value)
-            return edge, self.apply(state, t, value)
+            value, typed = accepted
+            npage, nvals = full.fire(ct, page, vals, ctx)
+            if raw != vals or typed is not None:
+                nvals = _keep_text(full, raw, vals, nvals, ct.raw_text, value, typed)
+            return Edge(ct.id, page, ct.element, ct.event, value), self.state((npage, nvals))
         return None
 
-    # ---- graph search ----------------------------------------------------------------
-    def graph(self, *, start: State | None = None, max_states: int | None = None) -> StateGraph:
-        """The reachable state graph from ``start`` (default: initial) by BFS; cached per start."""
-        start = start or self.initial
-        bound = max_states if max_states is not None else self.spec.max_states
-        cached = self._graphs.get(start)
-        if cached is not None and len(cached) <= bound:
-            self._graphs.move_to_end(start)
-            return cached
-        edges: dict[State, list[tuple[Edge, State]]] = {}
-        order: list[State] = [start]
-        seen = {start}
-        queue = deque([start])
-        while queue:
-            state = queue.popleft()
-            out = self.enabled(state)
-            edges[state] = out
-            for _, nxt in out:
-                if nxt not in seen:
-                    if len(seen) >= bound:
-                        raise StateGraphTooLarge(bound, self.spec.name)
-                    seen.add(nxt)
-                    order.append(nxt)
-                    queue.append(nxt)
-        graph = StateGraph(start, order, edges)
-        self._remember(self._graphs, start, graph)
-        return graph
+    # ---- verification by search ----------------------------------------------------------
+    def search_for(self, goal: Goal | str) -> tuple[GoalSearch, Callable[[tuple], tuple]]:
+        """The goal's search and the projection of full values onto its layout (cached)."""
+        spec = self.resolve_goal(goal)
+        with self._lock:
+            found = self._searches.get(spec.key)
+            if found is not None:
+                self._searches.move_to_end(spec.key)
+                return found
+        keep = relevant_variables(self.model, spec.reads)
+        layout = tuple(n for n in self.layout if n in keep)
+        tables = self._projections.get(keep)
+        if tables is None:
+            tables = self._projections[keep] = Tables(self.model, layout, set(keep))
+        index = [self.layout.index(n) for n in layout]
+        def project(vals: tuple) -> tuple:
+            return tuple(vals[i] for i in index)
 
-    def distances(self, goal: Goal | str, graph: StateGraph | None = None) -> dict[State, int]:
-        """Shortest number of steps from each state of ``graph`` to a goal state (reverse BFS).
+        reference = (self.initial.page, project(self.full.canonical(self.node(self.initial)[1])))
+        search = GoalSearch(tables, spec, reference=reference)
+        search.exact.update(self._known.pop(spec.key, {}))
+        found = (search, project)
+        with self._lock:
+            self._searches[spec.key] = found
+            while len(self._searches) > _CACHE_SIZE:
+                self._searches.popitem(last=False)
+        return found
 
-        States that cannot reach the goal are absent. Cached per (goal, graph start).
-        """
-        goal = self._resolve_goal(goal)
-        graph = graph or self.graph()
-        key = (goal, graph.start)
-        cached = self._distances.get(key)
-        if cached is not None:
-            self._distances.move_to_end(key)
-            return cached
-        reverse = graph.predecessors()
-        dist = {s: 0 for s in graph.states if goal(s)}
-        queue = deque(dist)
-        while queue:
-            state = queue.popleft()
-            for prev in reverse[state]:
-                if prev not in dist:
-                    dist[prev] = dist[state] + 1
-                    queue.append(prev)
-        self._remember(self._distances, key, dist)
-        return dist
+    def _projected(self, state: State, goal: Goal | str) -> tuple[GoalSearch, tuple[str, tuple]]:
+        search, project = self.search_for(goal)
+        page, vals = self.node(state)
+        return search, (page, project(self.full.canonical(vals)))
 
     def distance(self, state: State, goal: Goal | str) -> int | None:
         """Shortest distance from ``state`` to the goal, None if unreachable."""
-        return self.distances(goal, self._graph_containing(state)).get(state)
-
-    def _graph_containing(self, state: State) -> StateGraph:
-        graph = self.graph()
-        return graph if state in graph else self.graph(start=state)
+        search, node = self._projected(state, goal)
+        return search.distance(node)
 
     def shortest_paths(self, start: State, goal: Goal | str, *, limit: int = 64) -> list[list[Edge]]:
-        """Up to ``limit`` distinct shortest edge sequences from ``start`` to the goal."""
-        goal = self._resolve_goal(goal)
-        graph = self._graph_containing(start)
-        dist = self.distances(goal, graph)
-        if start not in dist:
+        """Up to ``limit`` distinct shortest edge sequences from ``start`` to the goal, in spec order
+        (``limit=1``: one shortest path, not necessarily the first in spec order)."""
+        search, node = self._projected(start, goal)
+        dag = search.dag(node, complete=limit > 1)  # one path: the first the search finds
+        if dag.distance is None:
             return []
         paths: list[list[Edge]] = []
-        stack: list[tuple[State, list[Edge]]] = [(start, [])]
+        stack: list[tuple[tuple[str, tuple], list[Edge]]] = [(node, [])]
         while stack and len(paths) < limit:
-            state, path = stack.pop()
-            if dist[state] == 0:
+            current, path = stack.pop()
+            if len(path) == dag.distance:
                 paths.append(path)
                 continue
-            nexts = [(e, n) for e, n in graph.edges[state] if dist.get(n) == dist[state] - 1]
-            for edge, nxt in reversed(nexts):  # reversed so spec order is explored first
-                stack.append((nxt, path + [edge]))
+            for ct, value, nxt in reversed(dag.next.get(current, [])):
+                stack.append((nxt, path + [Edge(ct.id, current[0], ct.element, ct.event, value)]))
         return paths
 
     def on_shortest_path(self, state: State, edge_next: State, goal: Goal | str) -> bool:
         """Whether moving from ``state`` to ``edge_next`` lowers the distance to the goal by one."""
-        dist = self.distances(goal, self._graph_containing(state))
-        before, after = dist.get(state), dist.get(edge_next)
-        return before is not None and after is not None and after == before - 1
+        before = self.distance(state, goal)
+        if before is None or before == 0:
+            return False
+        after = self.distance(edge_next, goal)
+        return after is not None and after == before - 1
 
-    @staticmethod
-    def _remember(cache: OrderedDict, key: Any, value: Any) -> None:
-        cache[key] = value
-        cache.move_to_end(key)
-        while len(cache) > _CACHE_SIZE:
-            cache.popitem(last=False)
+    def is_reachable(self, state: State) -> bool:
+        """Whether ``state`` (free text by class) can be reached from the initial state."""
+        canon = self.canonical(state)
+        node = self.node(canon)
+        if node in self._reachable or canon == self.initial:
+            return True
+        search, start = self._projected(self.initial, self.state_goal(canon))
+        found = search.reachable(start)
+        if found:
+            self._reachable.add(node)
+        return found
+
+    def mark_reachable(self, state: State) -> None:
+        """Record a state known to be reachable (a session walked into it)."""
+        page, vals = self.node(state)
+        if len(self._reachable) >= 200_000:
+            self._reachable.clear()
+        self._reachable.add((page, self.full.canonical(vals)))
 
 
-_COMPILED: OrderedDict[int, Machine] = OrderedDict()
+def _canon(machine: Machine, state: State) -> tuple[str, tuple]:
+    page, vals = machine.node(state)
+    return page, machine.full.canonical(vals)
+
+
+def _keep_text(full: Tables, raw: tuple, vals: tuple, nvals: tuple, raw_text: tuple[int, ...],
+               value: Any, typed: str | None) -> tuple:
+    """Free text the user typed stays as typed: untouched text variables keep their text,
+    and the ones this transition set from the typed text hold it."""
+    w = list(nvals)
+    for i, _ in full.text_positions:
+        if raw[i] != vals[i] and w[i] == vals[i]:
+            w[i] = raw[i]
+        if typed is not None and i in raw_text and w[i] == value:
+            w[i] = typed
+    return tuple(w)
+
+
+_COMPILED: OrderedDict[Any, Machine] = OrderedDict()
 _COMPILED_LOCK = Lock()
 
 
 def compile_site(spec: SiteSpec) -> Machine:
-    """The shared Machine of ``spec``: a spec that is validated, then loaded or served, is
-    compiled and explored once. Keyed by the spec object (specs are frozen); the most
-    recent ``_CACHE_SIZE`` are kept."""
+    """The shared Machine of ``spec``: one compile per spec per process, shared by the
+    validator, the library, the CLI and the servers (keyed by the spec object, then by
+    its content, so an equal spec loaded twice shares it too)."""
+    from fsm_sites.cache import spec_hash
+
     with _COMPILED_LOCK:
         machine = _COMPILED.get(id(spec))
-        # a cached Machine holds its spec, so the id cannot name another object meanwhile
         if machine is not None and machine.spec is spec:
             _COMPILED.move_to_end(id(spec))
             return machine
-    machine = Machine(spec)
+    digest = spec_hash(spec)
     with _COMPILED_LOCK:
-        Machine._remember(_COMPILED, id(spec), machine)
+        machine = _COMPILED.get(digest)
+    if machine is None or machine.spec != spec:
+        machine = Machine(spec)
+    with _COMPILED_LOCK:
+        for key in (id(spec), digest):
+            _COMPILED[key] = machine
+            _COMPILED.move_to_end(key)
+        while len(_COMPILED) > 2 * _CACHE_SIZE:
+            _COMPILED.popitem(last=False)
     return machine
 
 

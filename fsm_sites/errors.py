@@ -3,6 +3,7 @@
     FsmSiteError
     ├── SpecInvalid          a spec with problems; ``.problems`` lists every one, each with its place
     ├── StateGraphTooLarge   the reachable state graph exceeds the configured bound
+    ├── SearchBudgetExceeded a goal-directed search expanded more states than its budget
     ├── UnknownSite          a library site name that does not exist
     └── UnknownGoal          a goal id that the spec does not define
 
@@ -43,11 +44,25 @@ class SpecInvalid(FsmSiteError, ValueError):
 class StateGraphTooLarge(FsmSiteError):
     """The reachable state graph has more states than allowed."""
 
-    def __init__(self, bound: int, site: str) -> None:
+    def __init__(self, bound: int, site: str, culprits: list[tuple[str, int]] | None = None) -> None:
         self.bound = bound
+        self.culprits = list(culprits or [])
+        named = ", ".join(f"{name} ({n} values)" for name, n in self.culprits)
+        because = f"; these multiply them most: {named}" if named else ""
         super().__init__(
-            f"expected at most {bound} reachable states in site {site!r}, got more; "
-            "shrink variable domains or raise max_states"
+            f"expected at most {bound} reachable states in site {site!r}, got more{because}; "
+            "shrink their domains, clear them when the user leaves their pages, or raise max_states"
+        )
+
+
+class SearchBudgetExceeded(FsmSiteError):
+    """A goal-directed search gave up: it expanded more states than its budget allows."""
+
+    def __init__(self, budget: int, goal: str) -> None:
+        self.budget = budget
+        super().__init__(
+            f"expected the search for goal {goal!r} to settle within {budget} expanded states, got more; "
+            "the goal reads variables with very large domains (narrow them) or raise the search budget"
         )
 
 

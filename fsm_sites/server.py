@@ -1,7 +1,8 @@
 """The site server: an agent-facing aiohttp app plus a control app on a separate port.
 
 Agent app (``site_url``; the only origin the agent's browser may visit):
-    GET  /s/{session}/          the page of the session's current state
+    GET  /s/{session}/          the page of the session's current state (also under any route
+                                path, e.g. /s/{session}/pets/rex, which the page shows as its URL)
     POST /s/{session}/event     a UI event {page, element, event, value} -> {"ok", "seq", "html"}
 Control app (``control_url``; never handed to the browser): see ``fsm_sites.control``.
 
@@ -163,6 +164,7 @@ class SiteServer:
         app.router.add_get("/s/{sid}", self._redirect_slash)
         app.router.add_get("/s/{sid}/", self._page)
         app.router.add_post("/s/{sid}/event", self._event)
+        app.router.add_get("/s/{sid}/{route:.+}", self._page)  # a page's route, e.g. /s/<id>/pets/rex
         return app
 
     async def _redirect_slash(self, request: web.Request) -> web.StreamResponse:

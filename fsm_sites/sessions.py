@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsm_sites.engine import Machine, compile_site
-from fsm_sites.errors import FsmSiteError, UnknownGoal
+from fsm_sites.errors import FsmSiteError, SearchBudgetExceeded, UnknownGoal
 from fsm_sites.spec import EVENTS_BY_KIND, SiteSpec
 from fsm_sites.state import State, UIEvent
 from fsm_sites.verdict import StepVerdict
@@ -112,6 +112,8 @@ class SessionStore:
         return session
 
     def create(self, site: str, *, goal: str, start_state: str | None = None, seed: int = 0) -> Session:
+        """A new session; ``start_state`` is a state key or the id of a start state the spec
+        names, and ``goal`` a goal id, an ``expr:...`` condition or a state key."""
         machine = self.machine(site)
         start = self._reachable(machine, start_state, "start_state") if start_state else machine.initial
         goal_fn = self._goal(machine, goal)
@@ -150,6 +152,8 @@ class SessionStore:
             distance_before=session.distance(before), distance_after=session.distance(after),
             goal_reached=session.goal_fn(after),
         )
+        if fired:
+            session.machine.mark_reachable(after)
         session.state = after
         session.seq += 1
         record = EventRecord(session.seq, event, verdict)
@@ -161,25 +165,35 @@ class SessionStore:
         machine, state = session.machine, session.state
         if event.page != state.page:
             raise StaleEvent(f"expected an event from page {state.page!r}, got one from {event.page!r}; reload the page")
-        element = machine.elements.get((event.page, event.element))
+        page_id = state.page_id
+        element = machine.elements.get((page_id, event.element))
         if element is None:
-            known = [e.id for e in machine.pages[event.page].elements]
+            known = [e.id for e in machine.pages[page_id].elements]
             raise BadRequest(f"expected an element of page {event.page!r} ({known}), got {event.element!r}")
         allowed = EVENTS_BY_KIND[element.kind]
         if event.event not in allowed:
             raise BadRequest(
                 f"expected event in {list(allowed)} for {element.kind} {element.id!r}, got {event.event!r}"
             )
-        if not machine.holds(state, element.visible_when):
+        copy = event.value if element.repeat else None
+        if not machine.element_shown(state, page_id, element.id, copy):
             raise StaleEvent(f"element {element.id!r} is not shown in state {state.key()!r}; reload the page")
 
     @staticmethod
     def _reachable(machine: Machine, key: str, name: str) -> State:
+        if any(s.id == key for s in machine.spec.starts):
+            return machine.named_start(key)
         try:
             state = State.from_key(key)
-        except ValueError as exc:
-            raise BadRequest(f"expected {name} as a state key like 'page{{\"var\":1}}', got {key!r}: {exc}") from exc
-        if state not in machine.graph():
+            known = machine.is_reachable(state)
+        except (ValueError, KeyError) as exc:
+            raise BadRequest(f"expected {name} reachable from the start of {machine.spec.name!r} (a state key like "
+                             f"'page{{\"var\":1}}' or a start state of {[s.id for s in machine.spec.starts]}), "
+                             f"got {key!r}: {exc}") from exc
+        except SearchBudgetExceeded as exc:
+            raise BadRequest(f"expected {name} reachable from the start of {machine.spec.name!r}, got {key!r}, "
+                             f"which could not be checked: {exc}") from exc
+        if not known:
             raise BadRequest(f"expected {name} reachable from the start of {machine.spec.name!r}, got {key!r}")
         return state
 
@@ -187,14 +201,20 @@ class SessionStore:
     def _goal(machine: Machine, goal: str) -> Callable[[State], bool]:
         if any(g.id == goal for g in machine.spec.goals):
             return machine.goal_predicate(goal)
+        if goal.startswith("expr:"):
+            try:
+                return machine.resolve_goal(goal)
+            except UnknownGoal as exc:
+                raise BadRequest(str(exc)) from exc
         try:
             target = State.from_key(goal)
-        except ValueError:
-            target = None
-        if target is None or target not in machine.graph():
+            reachable = "{" in goal and machine.is_reachable(target)
+        except (ValueError, KeyError, SearchBudgetExceeded):
+            reachable = False
+        if not reachable:
             ids = [g.id for g in machine.spec.goals]
-            raise BadRequest(f"expected goal as a goal id of {machine.spec.name!r} ({ids}) or a reachable "
-                             f"state key, got {goal!r}")
+            raise BadRequest(f"expected goal as a goal id of {machine.spec.name!r} ({ids}), an 'expr:...' "
+                             f"condition or a reachable state key, got {goal!r}")
         return machine.state_goal(target)
 
 

@@ -1,10 +1,14 @@
 """Task synthesis: (site, start state, goal, instruction, difficulty, oracle path).
 
-Goals come from the spec's named goals and from reachable states (any state can
-be a goal). Instructions are built from the goal's description or from the
-transitions' descriptions along the oracle path, in several phrasings chosen by
-the seed. The oracle path is one shortest path; ``difficulty`` is its length.
-Pure: the browser check that the oracle really works lives elsewhere.
+Goals come from the spec's named goals, from reachable states (any state can be a
+goal), and from structured state (``expr`` goals: "the cart holds exactly two mugs and
+one lamp"). Instructions are built from the goal's description, from the words of a
+structured goal, or from the transitions' descriptions along the oracle path, in several
+phrasings chosen by the seed. A task starts in the site's initial state, a state the
+spec names, any given state, or a random reachable one. The oracle path is one shortest
+path; ``difficulty`` is its length. Distances come from goal-directed search, so this
+works on sites far too large to enumerate. Pure: the browser check of the oracle lives
+elsewhere.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from fsm_sites.engine import Edge, Machine, compile_site
+from fsm_sites.errors import SearchBudgetExceeded
 from fsm_sites.spec import VALUE_PLACEHOLDER, SiteSpec
 from fsm_sites.state import State
+from fsm_sites.task_goals import goal_about, random_walk, scalar_goal, structured
 
 
 class TaskSpec(BaseModel):
@@ -31,8 +37,9 @@ class TaskSpec(BaseModel):
     id: str = Field(description="unique id, stable for the same site, start and goal")
     site: str = Field(description="the site's name (SiteSpec.name)")
     start_state: str = Field(description="State.key() of the state the episode starts in")
-    goal: str = Field(description="a named goal id (goal_kind 'named') or a target State.key() ('state')")
-    goal_kind: Literal["named", "state"] = Field(description="how to read `goal`")
+    goal: str = Field(description="a named goal id ('named'), a target State.key() ('state'), or "
+                      "'expr:' and a condition over the variables ('expr')")
+    goal_kind: Literal["named", "state", "expr"] = Field(description="how to read `goal`")
     instruction: str = Field(description="what the agent is told to do")
     difficulty: int = Field(ge=0, description="length of the shortest path from start to goal")
     oracle_path: list[dict[str, Any]] = Field(description="one shortest path, as Edge.to_dict() records")
@@ -41,6 +48,8 @@ class TaskSpec(BaseModel):
         """The goal as a predicate over states (cached inside the machine)."""
         if self.goal_kind == "named":
             return machine.goal_predicate(self.goal)
+        if self.goal_kind == "expr":
+            return machine.resolve_goal(self.goal)
         return machine.state_goal(self.goal)
 
     def start(self) -> State:
@@ -66,18 +75,31 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def describe_edge(machine: Machine, edge: Edge) -> str:
-    """The transition's description with ``$value`` filled in: the option's label as the
-    page shows it for a select or radio group, the value itself for text to type."""
-    text = machine.transitions[edge.transition_id].description
+def describe_edge(machine: Machine, edge: Edge, state: State | None = None) -> str:
+    """The transition's description with ``$value`` filled in (the option's label as the
+    page shows it for a select or radio group, the value itself for text to type) and its
+    ``{expr}`` holes filled from the item clicked (a repeated element)."""
+    t = machine.transitions[edge.transition_id]
+    text = t.description
     value = edge.value or ""
-    element = next((e for e in machine.pages[edge.page].elements if e.id == edge.element), None)
-    option = next((o for o in (element.options if element else ()) if o.value == value), None)
-    return text.replace(VALUE_PLACEHOLDER, option.label if option and option.label else value)
+    page_id = edge.page.split("(", 1)[0]
+    element = machine.elements.get((page_id, edge.element))
+    options = machine.options(edge.page, edge.element) if element else ()
+    option = next((o for o in options if o.value == value), None)
+    text = text.replace(VALUE_PLACEHOLDER, option.label if option and option.label else value)
+    if "{" in text and element is not None and state is not None:
+        item = dict(machine.instances(state, edge.element)).get(value) if element.repeat else None
+        return machine.text(state, text, element=edge.element, item=item)
+    return text
 
 
-def path_instruction(machine: Machine, path: list[Edge], rng: random.Random) -> str:
-    steps = [describe_edge(machine, e) for e in path]
+def path_instruction(machine: Machine, path: list[Edge], rng: random.Random, start: State | None = None) -> str:
+    steps = []
+    state = start
+    for edge in path:
+        steps.append(describe_edge(machine, edge, state))
+        fired = machine.step(state, edge.to_event()) if state is not None else None
+        state = fired[1] if fired else None
     return rng.choice(_STEP_JOINS)(steps) if steps else "Stay where you are."
 
 
@@ -90,18 +112,23 @@ def _task_id(site: str, start: str, goal: str) -> str:
     return f"{site}-{digest}"
 
 
-def _make_task(machine: Machine, start: State, goal: str, kind: str, rng: random.Random) -> TaskSpec | None:
-    predicate = machine.goal_predicate(goal) if kind == "named" else machine.state_goal(goal)
-    paths = machine.shortest_paths(start, predicate, limit=8)
+def _make_task(machine: Machine, start: State, goal: str, kind: str, rng: random.Random,
+               description: str | None = None) -> TaskSpec | None:
+    predicate = machine.resolve_goal(goal) if kind != "state" else machine.state_goal(goal)
+    try:
+        paths = machine.shortest_paths(start, predicate, limit=8)
+    except SearchBudgetExceeded:
+        return None  # too far to verify cheaply: not a task
     if not paths or not paths[0]:
         return None  # unreachable, or already satisfied at the start: no task there
     path = rng.choice(paths)
     spec = machine.spec
     if kind == "named":
         description = next(g.description for g in spec.goals if g.id == goal)
+    if description is not None:
         instruction = goal_instruction(spec, description, rng)
     else:
-        instruction = path_instruction(machine, path, rng)
+        instruction = path_instruction(machine, path, rng, start)
     return TaskSpec(
         id=_task_id(spec.name, start.key(), goal), site=spec.name, start_state=start.key(), goal=goal,
         goal_kind=kind, instruction=instruction, difficulty=len(path),  # type: ignore[arg-type]
@@ -109,17 +136,27 @@ def _make_task(machine: Machine, start: State, goal: str, kind: str, rng: random
     )
 
 
-def _state_goals(machine: Machine, start: State, rng: random.Random, count: int, max_depth: int) -> list[str]:
-    """Reachable states as goals, spread over distances 1..max_depth (round-robin by distance)."""
-    graph = machine.graph(start=start)
-    depth: dict[State, int] = {start: 0}
-    for state in graph.states:  # BFS order: first visit is the shortest distance
-        for _, nxt in graph.edges[state]:
-            depth.setdefault(nxt, depth[state] + 1)
-    by_depth: dict[int, list[State]] = {}
-    for state, d in depth.items():
-        if 1 <= d <= max_depth:
-            by_depth.setdefault(d, []).append(state)
+def _state_goals(machine: Machine, start: State, rng: random.Random, count: int, max_depth: int,
+                 budget: int = 20_000) -> list[str]:
+    """Reachable states as goals, spread over distances 1..max_depth (round-robin by distance);
+    from a breadth-first search of at most ``budget`` states (depths are exact)."""
+    depth: dict[tuple, int] = {}
+    frontier = [machine.node(machine.canonical(start))]
+    depth[frontier[0]] = 0
+    d = 0
+    while frontier and d < max_depth and len(depth) < budget:
+        d += 1
+        nxt = []
+        for page, vals in frontier:
+            for _, _, node in machine.full.expand(page, vals):
+                if node not in depth and len(depth) < budget:
+                    depth[node] = d
+                    nxt.append(node)
+        frontier = nxt
+    by_depth: dict[int, list[tuple]] = {}
+    for node, d in depth.items():
+        if 1 <= d:
+            by_depth.setdefault(d, []).append(node)
     for bucket in by_depth.values():
         rng.shuffle(bucket)
     picked: list[str] = []
@@ -127,30 +164,79 @@ def _state_goals(machine: Machine, start: State, rng: random.Random, count: int,
     while len(picked) < count and any(by_depth[d] for d in levels):
         for d in levels:
             if by_depth[d] and len(picked) < count:
-                picked.append(by_depth[d].pop().key())
+                picked.append(machine.state(by_depth[d].pop()).key())
     return picked
 
 
-def synthesize_tasks(spec: SiteSpec, n: int, seed: int = 0, *, max_depth: int = 15,
-                     start: State | None = None) -> list[TaskSpec]:
-    """Up to ``n`` distinct tasks: the named goals first, then reachable states as goals.
+def _expr_goals(machine: Machine, start: State, rng: random.Random, count: int, max_depth: int) -> list[tuple[str, str]]:
+    """Goals over structured state (else over scalars), from the ends of random walks."""
+    variables = structured(machine) or [n for n in machine.layout if not n.startswith("_")]
+    out: list[tuple[str, str]] = []
+    for _ in range(8 * count):
+        if len(out) >= count or not variables:
+            break
+        end = random_walk(machine, start, rng.randint(2, 2 * max_depth), rng)
+        var = rng.choice(variables)
+        found = goal_about(machine, end, var, rng) if var in structured(machine) else scalar_goal(machine, end, var)
+        if found is not None and all(found[0] != text for text, _ in out):
+            out.append(found)
+    return out
 
-    Deterministic for (spec, n, seed). Fewer than ``n`` come back when the site has fewer
-    reachable goals. Every task's oracle path is a shortest path, ``difficulty`` its length.
+
+def resolve_start(machine: Machine, start: State | str | None, rng: random.Random, max_depth: int = 15) -> State:
+    """A task's start: None (the initial state), a State, a state key, the id of a start
+    state the spec names, or "random" (a random reachable state)."""
+    if start is None:
+        return machine.initial
+    if isinstance(start, State):
+        return start
+    if start == "random":
+        return random_walk(machine, machine.initial, rng.randint(1, max_depth), rng)
+    if any(s.id == start for s in machine.spec.starts):
+        return machine.named_start(start)
+    state = State.from_key(start)
+    if not machine.is_reachable(state):
+        raise ValueError(f"expected a start state reachable from the initial state of {machine.spec.name!r}, got {start!r}")
+    return state
+
+
+def synthesize_tasks(spec: SiteSpec, n: int, seed: int = 0, *, max_depth: int = 15,
+                     start: State | str | None = None) -> list[TaskSpec]:
+    """Up to ``n`` distinct tasks: the named goals first, then reachable states and goals over
+    structured state as goals, alternating.
+
+    ``start`` is where each task begins (see ``resolve_start``; "random" draws one per task).
+    Deterministic for (spec, n, seed, start). Fewer than ``n`` come back when the site has
+    fewer reachable goals. Every task's oracle path is a shortest path, ``difficulty`` its length.
     """
     machine = compile_site(spec)
-    start = start or machine.initial
     rng = random.Random(f"tasks-{spec.name}-{seed}")
+
+    def begin() -> State:
+        return resolve_start(machine, start, rng, max_depth)
+
+    fixed = None if start == "random" else begin()
     named = [g.id for g in spec.goals]
     rng.shuffle(named)
     tasks: list[TaskSpec] = []
     for goal in named:
-        task = _make_task(machine, start, goal, "named", rng)
+        task = _make_task(machine, fixed or begin(), goal, "named", rng)
         if task and task.difficulty <= max_depth and len(tasks) < n:
             tasks.append(task)
-    for key in _state_goals(machine, start, rng, n - len(tasks), max_depth):
-        task = _make_task(machine, start, key, "state", rng)
-        if task:
+    want = n - len(tasks)
+    exprs = _expr_goals(machine, fixed or machine.initial, rng, want // 2, max_depth) if structured(machine) else []
+    states = _state_goals(machine, fixed or machine.initial, rng, want, max_depth)
+    mixed = [("expr", "expr:" + text, words) for text, words in exprs]
+    mixed = [x for pair in zip(mixed, [("state", k, None) for k in states], strict=False) for x in pair] + \
+        [("state", k, None) for k in states[len(mixed):]]
+    seen = {t.id for t in tasks}
+    for kind, goal, words in mixed:
+        if len(tasks) >= n:
+            break
+        first = fixed or begin()
+        task = _make_task(machine, first, goal, kind, rng, words)
+        if task and task.difficulty <= max_depth and task.id not in seen:
+            seen.add(task.id)
             tasks.append(task)
     return tasks
 

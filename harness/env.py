@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import gymnasium
 import numpy as np
@@ -63,6 +63,42 @@ def resolve_codec(codec: Any) -> Any:
 
         return get_codec(codec or "json")
     return codec
+
+
+@runtime_checkable
+class Env(Protocol):
+    """What the rollout, the explorer and the trainers drive: an env, here or remote.
+
+    ``AsyncEnv`` (a task in a local sandbox) implements it; so does the env-server client
+    (an env served over HTTP, in another process, container or machine).
+    """
+
+    @property
+    def task_id(self) -> str:
+        """The id of the task the env runs."""
+
+    @property
+    def can_jump(self) -> bool:
+        """Whether the live episode can move straight to a state (FSM tasks)."""
+
+    async def reset(self, *, seed: int | None = None,
+                    options: dict[str, Any] | None = None) -> tuple[Observation, ResetInfo]:
+        """Start an episode."""
+
+    async def step(self, action: AgentAction | str | dict, *, codec: Any = None) -> StepResult:
+        """Act, judge, observe."""
+
+    async def oracle_action(self) -> Action | None:
+        """The task's oracle action for the current state, or None."""
+
+    async def jump(self, state_key: str, *, steps: int) -> tuple[Observation, str]:
+        """Move the live episode straight to a state."""
+
+    async def observe(self) -> Observation:
+        """A fresh observation without a step."""
+
+    async def close(self) -> None:
+        """End the episode and release what the env holds for it."""
 
 
 class AsyncEnv:
@@ -117,6 +153,11 @@ class AsyncEnv:
         self._last_obs: Observation | None = None
 
     @property
+    def task_id(self) -> str:
+        """The id of the task this env runs."""
+        return self.task.id
+
+    @property
     def codec(self) -> Any:
         """The codec that decodes text actions (resolved on first use; default "json")."""
         if self._codec is None:
@@ -162,6 +203,7 @@ class AsyncEnv:
             reset_seconds=time.perf_counter() - start,
             fsm_state=setup.fsm_state,
             start_distance=setup.start_distance,
+            goal=setup.goal,
         )
         return obs, info
 

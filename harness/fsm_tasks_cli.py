@@ -30,7 +30,7 @@ from fsm_sites.tasks import save_tasks, synthesize_tasks
 from harness.agents.oracle import OracleAgent
 from harness.cli_config import check_output_file, cli_errors
 from harness.env import AsyncEnv
-from harness.errors import InfrastructureError
+from harness.errors import ConfigError, InfrastructureError
 from harness.rollout import Episode, RolloutSink, Transition, rollout
 from harness.tasks.fsm import FSMTask
 from sandboxes.base import Sandbox
@@ -132,19 +132,28 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option("--seed", help="synthesis seed and verification layout seed")] = 0,
         verify: Annotated[bool, typer.Option("--verify/--no-verify", help="replay each oracle in a browser")] = True,
         concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="tasks verified at once")] = 2,
+        start: Annotated[str | None, typer.Option(
+            "--start", help="where tasks start: a start state the spec names, a state key, or 'random' "
+                            "(a random reachable state per task); default: the site's initial state")] = None,
     ) -> None:
         """Synthesize tasks for a site and keep those whose oracle verifies in a real browser."""
         with cli_errors():
             spec = resolve_sites([site])[0]  # every mistake is refused before any work
             check_output_file(out, "--out")
-            _synth(spec, n, out, seed, verify, concurrency)
+            _synth(spec, n, out, seed, verify, concurrency, start)
 
     app.add_typer(tasks_app, name="tasks")
 
 
-def _synth(spec: SiteSpec, n: int, out: Path, seed: int, verify: bool, concurrency: int) -> None:
+def _synth(spec: SiteSpec, n: int, out: Path, seed: int, verify: bool, concurrency: int,
+           start: str | None) -> None:
     """Synthesize, verify (unless told not to) and write the kept tasks."""
-    tasks = synthesize_tasks(spec, n=n, seed=seed)
+    try:
+        tasks = synthesize_tasks(spec, n=n, seed=seed, start=start)
+    except (ValueError, KeyError) as exc:
+        raise ConfigError(f"--start: expected a start state of {spec.name!r} "
+                          f"({[s.id for s in spec.starts]}), a reachable state key or 'random', "
+                          f"got {start!r}: {exc}") from None
     kept = tasks
     if verify:
         verdicts = asyncio.run(verify_tasks(tasks, [spec], seed=seed, concurrency=concurrency))

@@ -48,6 +48,7 @@ class ResetInfo(BaseModel):
     fsm_state: str | None = Field(default=None, description="FSM state key, for FSM tasks")
     start_distance: int | None = Field(
         default=None, description="shortest distance from the start state to the goal, where known")
+    goal: str | None = Field(default=None, description="the FSM goal (an id or a state key), for FSM tasks")
 
 
 class StepInfo(BaseModel):

@@ -33,7 +33,7 @@ from harness.observation import Observation, ResetInfo, StepInfo
 from harness.rewards import episode_progress
 
 if TYPE_CHECKING:
-    from harness.env import AsyncEnv
+    from harness.env import Env
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class Episode:
     task_id: str
     seed: int | None
     index: int
-    env: AsyncEnv
+    env: Env
     first: Observation  # the observation the episode started from
     reset_info: ResetInfo | None  # None when it started from a restored state
     history: list[Turn] = field(default_factory=list)  # steps before ``first`` (a restored path)
@@ -124,7 +124,7 @@ class RolloutSink:
         ``episode`` is None when the failure came before its first observation."""
 
 
-async def rollout(env: AsyncEnv, agent: Agent, sinks: Sequence[RolloutSink] = (), *,
+async def rollout(env: Env, agent: Agent, sinks: Sequence[RolloutSink] = (), *,
                   seed: int | None = None, index: int = 0, start: Observation | None = None,
                   history: Sequence[Turn] = (), max_steps: int | None = None,
                   timeout_s: float | None = None) -> Episode:
@@ -147,7 +147,7 @@ async def rollout(env: AsyncEnv, agent: Agent, sinks: Sequence[RolloutSink] = ()
     except BaseException as exc:
         error: BaseException = exc
         if isinstance(exc, TimeoutError) and not isinstance(exc, InfrastructureError):
-            error = EpisodeTimeout(f"expected the episode of {env.task.id} to end within "
+            error = EpisodeTimeout(f"expected the episode of {env.task_id} to end within "
                                    f"{timeout_s}s, got a timeout; raise the episode timeout")
         for sink in sinks:
             await sink.on_abort(state.get("episode"), error)
@@ -157,15 +157,15 @@ async def rollout(env: AsyncEnv, agent: Agent, sinks: Sequence[RolloutSink] = ()
     return episode
 
 
-async def _run(env: AsyncEnv, agent: Agent, sinks: Sequence[RolloutSink], seed: int | None,
+async def _run(env: Env, agent: Agent, sinks: Sequence[RolloutSink], seed: int | None,
                index: int, start: Observation | None, history: list[Turn], max_steps: int | None,
                state: dict[str, Episode], limit: asyncio.Timeout) -> Episode:
     began = time.perf_counter()
     reset_info = None
     if start is None:
         start, reset_info = await env.reset(seed=seed)
-    episode = state["episode"] = Episode(env.task.id, seed, index, env, start, reset_info, history)
-    ctx = AgentContext.for_episode(env.task.id, seed, index, env=env)
+    episode = state["episode"] = Episode(env.task_id, seed, index, env, start, reset_info, history)
+    ctx = AgentContext.for_episode(env.task_id, seed, index, env=env)
     ctx.history = list(history)
     codec = getattr(agent, "codec", None)
     for sink in sinks:

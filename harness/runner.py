@@ -32,14 +32,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.agents.base import Agent
-from harness.env import AsyncEnv
+from harness.env_providers import (
+    EnvOptions,
+    EnvProvider,
+    LocalEnvs,
+    ProviderContext,
+    check_provider,
+    make_env_provider,
+)
 from harness.errors import InfrastructureError
 from harness.records import EpisodeRecord, EpisodeSpec, RecordSink, read_results
 from harness.resources import TaskResources
 from harness.rewards import RewardMode
 from harness.rollout import RolloutSink, describe_error, rollout
-from harness.tasks.registry import check_task_id, make_task
-from sandboxes.base import Sandbox, SandboxProvider, SandboxRequest
+from harness.tasks.registry import check_task_id
+from sandboxes.base import SandboxProvider
 from sandboxes.errors import SandboxCrashed
 
 if TYPE_CHECKING:
@@ -71,6 +78,16 @@ class RunnerConfig(BaseModel):
     elements: bool = Field(
         default=False, description="observe the page's interactive elements each step (element "
         "lists for prompts and exports); always on for agents whose prompt shows elements")
+    provider: str = Field(
+        default="local", description="where the envs run: local (this process's sandboxes), or a "
+        "registered provider such as isolated, docker, remote:URL")
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, provider: str) -> str:
+        check_provider(provider)
+        return provider
+
     bind_host: str = Field(
         default="127.0.0.1", description="address the run's site and page servers bind (one a "
         "sandbox in a container or on another machine can reach)")
@@ -117,7 +134,9 @@ async def _maybe_await(value: Any) -> None:
 
 
 class EpisodeRunner:
-    """Runs episode specs with one shared agent over sandboxes from one provider."""
+    """Runs episode specs with one shared agent over envs from one env provider: ``envs``
+    if given; else local envs over a sandbox ``provider`` and ``resources`` if either is
+    given; else the provider ``config.provider`` names (default: local)."""
 
     def __init__(
         self,
@@ -125,6 +144,7 @@ class EpisodeRunner:
         config: RunnerConfig | None = None,
         *,
         out_dir: str | Path | None = None,
+        envs: EnvProvider | None = None,
         provider: SandboxProvider | None = None,
         resources: TaskResources | None = None,
         store: TrajectoryStore | None = None,
@@ -134,6 +154,7 @@ class EpisodeRunner:
         self.agent = agent
         self.config = config or RunnerConfig()
         self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.envs = envs
         self.provider = provider
         self.resources = resources
         self.store = store
@@ -152,24 +173,18 @@ class EpisodeRunner:
         todo = self._pending(specs)
         if not todo:
             return []
-        owns_provider, owns_resources = self.provider is None, self.resources is None
-        if self.provider is None:
-            from sandboxes.providers import LocalProvider
-
-            self.provider = LocalProvider()
-        if self.resources is None:
-            self.resources = TaskResources(bind_host=self.config.bind_host)
+        envs, owned = self._env_provider()
         queue: asyncio.Queue[EpisodeSpec] = asyncio.Queue()
         for spec in todo:
             queue.put_nowait(spec)
         records: list[EpisodeRecord] = []
         self._counts: dict[str, Any] = {"ok": 0, "failed": 0}
         try:
-            await self.provider.start()
+            await envs.start()
             with self._progress(len(todo)) as progress:
                 bar = progress.add_task("episodes", total=len(todo), ok=0, failed=0)
                 workers = [
-                    self._worker(queue, records, progress, bar)
+                    self._worker(envs, queue, records, progress, bar)
                     for _ in range(min(self.config.concurrency, len(todo)))
                 ]
                 await asyncio.gather(*workers)
@@ -177,13 +192,19 @@ class EpisodeRunner:
             if self._results_file is not None:
                 self._results_file.close()
                 self._results_file = None
-            if owns_resources:
-                await self.resources.close()
-                self.resources = None
-            if owns_provider:
-                await self.provider.close()
-                self.provider = None
+            if owned:
+                await envs.close()
         return records
+
+    def _env_provider(self) -> tuple[EnvProvider, bool]:
+        """The envs of this run, and whether the run owns them (and closes them)."""
+        if self.envs is not None:
+            return self.envs, False
+        if self.provider is not None or self.resources is not None:
+            return LocalEnvs(self.provider, resources=self.resources,
+                             bind_host=self.config.bind_host), True
+        context = ProviderContext(bind_host=self.config.bind_host)
+        return make_env_provider(self.config.provider, context), True
 
     # ---- scheduling ------------------------------------------------------------------
 
@@ -209,38 +230,26 @@ class EpisodeRunner:
             transient=False,
         )
 
-    async def _worker(self, queue: asyncio.Queue[EpisodeSpec], records: list[EpisodeRecord],
-                      progress: Progress, bar: Any) -> None:
-        sandboxes: dict[SandboxRequest, Sandbox] = {}
-        try:
-            while not queue.empty():
-                spec = queue.get_nowait()
-                record = await self._run_with_retries(spec, sandboxes)
-                records.append(record)
-                self._write(record)
-                if self.on_episode is not None:
-                    await _maybe_await(self.on_episode(record))
-                self._counts["ok"] += int(record.success)
-                self._counts["failed"] += int(record.error is not None)
-                progress.update(bar, advance=1, **self._counts)
-        finally:
-            for sandbox in sandboxes.values():
-                await sandbox.close()
+    async def _worker(self, envs: EnvProvider, queue: asyncio.Queue[EpisodeSpec],
+                      records: list[EpisodeRecord], progress: Progress, bar: Any) -> None:
+        while not queue.empty():
+            spec = queue.get_nowait()
+            record = await self._run_with_retries(envs, spec)
+            records.append(record)
+            self._write(record)
+            if self.on_episode is not None:
+                await _maybe_await(self.on_episode(record))
+            self._counts["ok"] += int(record.success)
+            self._counts["failed"] += int(record.error is not None)
+            progress.update(bar, advance=1, **self._counts)
 
-    async def _run_with_retries(self, spec: EpisodeSpec,
-                                sandboxes: dict[SandboxRequest, Sandbox]) -> EpisodeRecord:
+    async def _run_with_retries(self, envs: EnvProvider, spec: EpisodeSpec) -> EpisodeRecord:
         """One episode; infrastructure errors (setup included) are retried, then recorded."""
         error, attempt, failures, crashes = "", 0, 0, 0
         while failures <= self.config.retries:
             attempt += 1
-            request: SandboxRequest | None = None
             try:
-                task = make_task(spec.task_id)
-                request = task.sandbox_request
-                if request not in sandboxes:
-                    assert self.provider is not None
-                    sandboxes[request] = await self.provider.new_sandbox(request)
-                return await self._run_once(spec, task, sandboxes[request], attempt)
+                return await self._run_once(envs, spec, attempt)
             except InfrastructureError as exc:
                 error = describe_error(exc)
                 shared_crash = isinstance(exc, SandboxCrashed) and exc.shared
@@ -250,9 +259,6 @@ class EpisodeRunner:
                     failures += 1
             except Exception as exc:  # a harness bug (a task, a sink): retrying won't help
                 return self._failed(spec, attempt, describe_error(exc))
-            # A fresh sandbox for the retry: the old one may hold a dead context.
-            if request is not None and request in sandboxes:
-                await sandboxes.pop(request).close()
         return self._failed(spec, attempt, error)
 
     def _failed(self, spec: EpisodeSpec, attempts: int, error: str) -> EpisodeRecord:
@@ -262,13 +268,15 @@ class EpisodeRunner:
 
     # ---- one episode -----------------------------------------------------------------
 
-    async def _run_once(self, spec: EpisodeSpec, task: Any, sandbox: Sandbox,
-                        attempt: int) -> EpisodeRecord:
+    def env_options(self) -> EnvOptions:
+        """How this run's envs run their episodes."""
         cfg = self.config
-        env = AsyncEnv(task, sandbox, resources=self.resources, codec=cfg.codec or "json",
-                       max_steps=cfg.max_steps, reward=cfg.reward,
-                       elements=cfg.elements or wants_elements(self.agent),
-                       step_timeout_s=cfg.step_timeout_s, reset_timeout_s=cfg.step_timeout_s)
+        return EnvOptions(codec=cfg.codec or "json", max_steps=cfg.max_steps, reward=cfg.reward,
+                          elements=cfg.elements or wants_elements(self.agent),
+                          step_timeout_s=cfg.step_timeout_s, reset_timeout_s=cfg.step_timeout_s)
+
+    async def _run_once(self, envs: EnvProvider, spec: EpisodeSpec, attempt: int) -> EpisodeRecord:
+        cfg = self.config
         record_sink = RecordSink(spec, attempt, self.out_dir, reward_mode=cfg.reward,
                                  save_screenshots=cfg.save_screenshots,
                                  screenshot_max_side=cfg.screenshot_max_side)
@@ -280,11 +288,14 @@ class EpisodeRunner:
                                    agent=self.agent.name))
         if self.sinks is not None:
             sinks.extend(self.sinks(spec))
+        env = await envs.open(spec.task_id, self.env_options())
         try:
             await rollout(env, self.agent, sinks, seed=spec.seed, index=spec.index,
                           timeout_s=cfg.episode_timeout_s)
-        finally:
-            await env.close()
+        except BaseException:
+            await envs.discard(env)  # a fresh sandbox for a retry: this one may be dead
+            raise
+        await envs.release(env)
         return record_sink.record
 
     def _write(self, record: EpisodeRecord) -> None:

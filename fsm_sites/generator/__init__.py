@@ -1,11 +1,13 @@
 """Random site generator: ``synthesize_site(seed, difficulty) -> SiteSpec``.
 
 A site is a random *recipe* (see ``compose.py``) over one domain's vocabulary:
-a catalog with a collection, a form, and by difficulty a wizard, settings
-tabs, search and a confirm-in-a-modal action. Difficulty sets the number of
-items, fields and steps, hence the pages and the goals' path lengths. Every
-result passes ``validate_spec``; a draw that does not (too many states) is
-shrunk and drawn again, deterministically.
+a catalog (one detail page whose parameter is the item) with a collection (a cart
+with quantities, a map, for shops from medium up), a form, and by difficulty a
+wizard, settings tabs, search, a confirm-in-a-modal action and, at hard, bookings (a
+set of records made by a form, listed with a cancel button each: over 10^6 reachable
+states). Difficulty sets the number of items, fields and steps, hence the pages and
+the goals' path lengths. Every result passes ``validate_spec``; a draw that does not
+is shrunk and drawn again, deterministically.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from typing import Literal
 
 from fsm_sites.generator.compose import (
+    BookingsPart,
     CatalogPart,
     FormPart,
     ModalPart,
@@ -23,7 +26,7 @@ from fsm_sites.generator.compose import (
     WizardPart,
     compose,
 )
-from fsm_sites.generator.templates import FieldDef, Item
+from fsm_sites.generator.templates import FieldDef, Item, option_label
 from fsm_sites.generator.vocab import VOCABS, DomainVocab
 from fsm_sites.spec import SiteSpec
 
@@ -73,8 +76,9 @@ def draw_recipe(rng: random.Random, seed: int, difficulty: str, shrink: int = 0)
     n_items = max(3, rng.randint(lo, hi) - shrink // 2)
     labels = rng.sample(vocab.items, n_items)
     items = tuple(Item(slug(label), label, rng.choice(vocab.blurbs)) for label in labels)
+    quantities = 2 if vocab.domain in ("shop", "food") and difficulty != "easy" else 0
     catalog = CatalogPart("catalog", vocab.catalog, items, vocab.action, slug(vocab.collection),
-                          vocab.collection, max_len=2, per_page=rng.choice((2, 3, 3, 4)))
+                          vocab.collection, max_len=2, per_page=rng.choice((2, 3, 3, 4)), quantities=quantities)
     parts = ["settings", "search", "modal"]
     rng.shuffle(parts)
     chosen = set(parts[: max(0, optional - shrink)])
@@ -100,8 +104,25 @@ def draw_recipe(rng: random.Random, seed: int, difficulty: str, shrink: int = 0)
         search=_draw_search(rng, items) if "search" in chosen else {},
         modal=ModalPart(vocab.modal[0], vocab.modal[1], "hidden", vocab.modal[0],
                         tuple(i.id for i in rng.sample(items, 2))) if "modal" in chosen else None,
-        max_states=6000,
+        bookings=_draw_bookings(rng, vocab) if difficulty == "hard" else None,
     )
+
+
+def _draw_bookings(rng: random.Random, vocab: DomainVocab) -> BookingsPart:
+    """Records made by a form (two choices and a checkbox), at most three, never two in one slot."""
+    (a, a_label, a_opts), (b, b_label, b_opts) = rng.sample(vocab.selects, 2)
+    a_opts, b_opts = a_opts[:3], b_opts[:3]
+    check, check_label = rng.choice(vocab.checks)
+    title, form_title = vocab.bookings
+    fields = (FieldDef("select", a, a_label, a_opts), FieldDef("select", b, b_label, b_opts),
+              FieldDef("checkbox", check, check_label))
+    first = ((a, a_opts[-1]), (b, b_opts[-1]), (check, True))
+    second = ((a, a_opts[0]), (b, b_opts[-1]), (check, False))
+    words = [f"{a_label.lower()} {option_label(x)}, {b_label.lower()} {option_label(y)}" for (_, x), (_, y), _ in (first, second)]
+    return BookingsPart(
+        "entries", title, form_title, fields, (a, b), f"{{it.{a}}}, {{it.{b}}}", 3,
+        ((f"add to {title.lower()} one with {words[0]} and '{check_label}' ticked", first),
+         (f"one with {words[1]} and '{check_label}' not ticked", second)))
 
 
 def _draw_fields(rng: random.Random, vocab: DomainVocab, n: int, *, small: bool = False) -> tuple[FieldDef, ...]:

@@ -23,6 +23,15 @@ def cond(var: str, value: Any = None, op: str = "eq") -> Cond:
     return out
 
 
+def split_target(target: str) -> tuple[str, dict[str, str] | None]:
+    """``folder(inbox)`` -> ("folder", {"f": "'inbox'"}) for a page whose one parameter is ``f``;
+    the parameter's name is filled in by ``SiteBuilder.link`` (here: the value, quoted)."""
+    if "(" not in target:
+        return target, None
+    pid, _, arg = target[:-1].partition("(")
+    return pid, {"": f"'{arg}'"}
+
+
 def effect(op: str, var: str, value: Any = None) -> Cond:
     out: Cond = {"op": op, "var": var}
     if value is not None:
@@ -39,6 +48,7 @@ class SiteBuilder:
     domain: str
     start_page: str = "home"
     max_states: int = 5000
+    types: dict[str, dict[str, Any]] = field(default_factory=dict)
     variables: dict[str, dict[str, Any]] = field(default_factory=dict)
     pages: dict[str, dict[str, Any]] = field(default_factory=dict)
     transitions: list[dict[str, Any]] = field(default_factory=list)
@@ -46,18 +56,30 @@ class SiteBuilder:
     groups: list[tuple[set[str], list[str]]] = field(default_factory=list)
 
     # ---- declarations ----------------------------------------------------------------
+    def add_type(self, name: str, type: str, **kw: Any) -> str:
+        if name in self.types:
+            raise ValueError(f"expected a new type name, got duplicate {name!r}")
+        self.types[name] = {"name": name, "type": type, **{k: v for k, v in kw.items() if v}}
+        return name
+
     def add_var(self, name: str, type: str, **kw: Any) -> str:
         if name in self.variables:
             raise ValueError(f"expected a new variable name, got duplicate {name!r}")
         self.variables[name] = {"name": name, "type": type, **kw}
         return name
 
-    def add_page(self, pid: str, title: str, *, modal_of: str | None = None, body: str | None = None) -> str:
+    def add_page(self, pid: str, title: str, *, modal_of: str | None = None, body: str | None = None,
+                 params: list[dict[str, Any]] | None = None, route: str | None = None) -> str:
         if pid in self.pages:
             raise ValueError(f"expected a new page id, got duplicate {pid!r}")
         page: dict[str, Any] = {"id": pid, "title": title, "elements": []}
         if modal_of:
             page |= {"kind": "modal", "parent": modal_of}
+            params = params or self.pages[modal_of].get("params")
+        if params:
+            page["params"] = params
+        if route:
+            page["route"] = route
         if body:
             page["body"] = body
         self.pages[pid] = page
@@ -73,7 +95,8 @@ class SiteBuilder:
     def add_transition(self, page: str, element: str, description: str, *, target: str | None = None,
                        event: str = "click", values: tuple[str, ...] | list[str] = (),
                        when: list[Cond] | tuple = (), effects: list[Cond] | tuple = (),
-                       tid: str | None = None) -> str:
+                       tid: str | None = None, args: dict[str, Any] | None = None,
+                       toast: str | None = None) -> str:
         base = tid or f"{page}__{element}"
         tid, n = base, 2
         taken = {t["id"] for t in self.transitions}
@@ -82,7 +105,7 @@ class SiteBuilder:
         t: dict[str, Any] = {"id": tid, "page": page, "element": element, "event": event,
                              "description": description}
         for key, val in (("values", list(values)), ("when", list(when)), ("effects", list(effects)),
-                         ("target", target)):
+                         ("target", target), ("args", args), ("toast", toast)):
             if val:
                 t[key] = val
         self.transitions.append(t)
@@ -91,10 +114,12 @@ class SiteBuilder:
     def link(self, page: str, eid: str, label: str, target: str, description: str, *,
              kind: str = "link", section: str | None = None, **kw: Any) -> str:
         """An element plus the click transition that goes to ``target``."""
-        extra = {k: kw.pop(k) for k in ("description_text", "visible_when") if k in kw}
+        extra = {k: kw.pop(k) for k in ("description_text", "visible_when", "repeat") if k in kw}
+        if kw.get("args") and "" in kw["args"]:  # one unnamed argument: the target's only parameter
+            kw["args"] = {self.pages[target]["params"][0]["name"]: kw["args"][""]}
         self.add_element(page, eid, kind, label, section=section,
                          description=extra.get("description_text"),
-                         visible_when=extra.get("visible_when"))
+                         visible_when=extra.get("visible_when"), repeat=extra.get("repeat"))
         return self.add_transition(page, eid, description, target=target, **kw)
 
     def add_goal(self, gid: str, description: str, *, page: str | None = None,
@@ -112,14 +137,16 @@ class SiteBuilder:
         self.groups.append((set(pages), list(variables)))
 
     def nav_bar(self, links: list[tuple[str, str]], *, skip: set[str] = frozenset()) -> None:
-        """A navigation bar on every full page: a link to each ``(page, label)``."""
+        """A navigation bar on every full page: a link to each ``(page, label)``; a page with a
+        parameter is named with it, ``folder(inbox)``."""
         for pid, page in list(self.pages.items()):
             if page.get("kind") == "modal" or pid in skip:
                 continue
             for target, label in links:
+                target_id, args = split_target(target)
                 if target != pid:
-                    self.link(pid, f"nav_{target}", label, target, f"open {label} from the menu",
-                              section="nav")
+                    self.link(pid, "nav_" + target.replace("(", "_").rstrip(")"), label, target_id,
+                              f"open {label} from the menu", section="nav", args=args)
 
     # ---- output ----------------------------------------------------------------------
     def _with_group_clears(self, t: dict[str, Any]) -> dict[str, Any]:
@@ -135,13 +162,17 @@ class SiteBuilder:
         return t | {"effects": list(t.get("effects", [])) + clears}
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name, "title": self.title, "domain": self.domain,
-            "start_page": self.start_page, "variables": list(self.variables.values()),
+            "start_page": self.start_page, "types": list(self.types.values()),
+            "variables": list(self.variables.values()),
             "pages": list(self.pages.values()),
             "transitions": [self._with_group_clears(t) for t in self.transitions],
             "goals": self.goals, "max_states": self.max_states,
         }
+        if not self.types:
+            del out["types"]
+        return out
 
     def build(self) -> SiteSpec:
         return SiteSpec.model_validate(self.to_dict())

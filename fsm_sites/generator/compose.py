@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsm_sites.generator.builder import SiteBuilder, cond, effect
+from fsm_sites.generator.builder import SiteBuilder, cond, split_target
+from fsm_sites.generator.structured import (
+    BookingsPart,
+    FoldersPart,
+    bookings,
+    folders,
+    quantity_cart,
+)
 from fsm_sites.generator.templates import (
     FieldDef,
     Item,
@@ -36,6 +43,7 @@ class CatalogPart:
     collection_title: str
     max_len: int = 2
     per_page: int = 3
+    quantities: int = 0  # > 0: the collection holds up to this many of each item (a cart with quantities)
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,9 @@ class SiteRecipe:
     settings: SettingsPart | None = None
     search: dict[str, tuple[str, ...]] = field(default_factory=dict)  # query -> item ids
     modal: ModalPart | None = None
-    max_states: int = 6000
+    folders: FoldersPart | None = None
+    bookings: BookingsPart | None = None
+    max_states: int | None = None
 
 
 def compose(recipe: SiteRecipe) -> SiteSpec:
@@ -100,43 +110,68 @@ def compose(recipe: SiteRecipe) -> SiteSpec:
     b.add_element(home, "promo", "text", f"New at {recipe.title}: see what's changed", distractor=True,
                   section="header")
     b.add_element(home, "legal", "text", "Privacy - Terms - Help", distractor=True, section="footer")
-    nav = _catalog_part(b, recipe)
+    nav, detail = _catalog_part(b, recipe)
     for part in recipe.forms:
         nav += _form_part(b, recipe, part)
     if recipe.wizard:
-        nav += _wizard_part(b, recipe.catalog, recipe.wizard)
+        nav += _wizard_part(b, recipe.catalog, recipe.wizard, detail)
     if recipe.settings:
         nav += _settings_part(b, recipe.settings)
+    if recipe.folders:
+        nav += _folders_part(b, recipe, detail)
+    if recipe.bookings:
+        nav += _bookings_part(b, recipe.bookings)
     if recipe.search:
         items = {i.id: i for i in recipe.catalog.items}
-        queries = {q: [(items[i].label, f"{recipe.catalog.key}_{i}") for i in ids] for q, ids in recipe.search.items()}
+        queries = {q: [(items[i].label, detail, i) for i in ids] for q, ids in recipe.search.items()}
         page = search(b, "search", "Search", queries)
         nav.append((page, "Search"))
         first_q, ids = next(iter(recipe.search.items()))
         b.add_goal("search_open", f"find {items[ids[-1]].label} (searching for '{first_q}' lists it)",
-                   page=f"{recipe.catalog.key}_{ids[-1]}")
+                   page=f"{detail}({ids[-1]})")
     if recipe.modal:
-        _modal_part(b, recipe)
+        _modal_part(b, recipe, detail)
     for target, label in nav:
-        b.link(home, f"go_{target}", label, target, f"open {label}", kind="card")
+        target_id, args = split_target(target)
+        b.link(home, "go_" + target.replace("(", "_").rstrip(")"), label, target_id, f"open {label}", kind="card",
+               args=args)
     b.nav_bar([("home", "Home")] + nav[:4])
     return b.build()
 
 
-def _catalog_part(b: SiteBuilder, recipe: SiteRecipe) -> list[tuple[str, str]]:
+def _catalog_part(b: SiteBuilder, recipe: SiteRecipe) -> tuple[list[tuple[str, str]], str]:
     c = recipe.catalog
-    var = b.add_var(c.collection_key, "list", values=[i.id for i in c.items], max_len=c.max_len,
-                    label=c.collection_title.lower())
-    catalog(b, c.key, c.title, list(c.items), per_page=c.per_page, action=c.action, list_var=var)
-    collection(b, c.collection_key, c.collection_title, var, list(c.items))
-    verb = c.action[1]
-    first, last = c.items[0], c.items[-1]
-    b.add_goal(f"{verb}_{first.id}", f"make sure {first.label} is in your {c.collection_title.lower()}",
-               conditions=[cond(var, first.id, "contains")])
-    b.add_goal(f"{verb}_two", f"make sure both {first.label} and {last.label} are in your {c.collection_title.lower()}",
-               conditions=[cond(var, first.id, "contains"), cond(var, last.id, "contains")])
-    b.add_goal(f"open_{c.items[1].id}", f"open the page of {c.items[1].label}", page=f"{c.key}_{c.items[1].id}")
-    return [(c.key, c.title), (c.collection_key, c.collection_title)]
+    ck, verb = c.collection_key, c.action[1]
+    if c.quantities:
+        effects = [{"set": f"{ck}[item]", "to": f"{ck}[item] + 1"}]
+        when = [f"{ck}[item] < {c.quantities}"]
+    else:
+        effects = [{"add": ck, "item": "item"}]
+        when = [f"not (item in {ck})", f"count({ck}) < {c.max_len}"]
+    toast = f"{c.action[0]}: {{item}}"
+    detail = catalog(b, c.key, c.title, list(c.items), per_page=c.per_page, action=c.action, effects=effects,
+                     when=when, toast=toast)
+    item_type = f"{c.key}_item"
+    if c.quantities:
+        quantity_cart(b, ck, c.collection_title, item_type, c.quantities)
+    else:
+        b.add_var(ck, "set", item=item_type, max_len=c.max_len, label=c.collection_title.lower())
+        collection(b, ck, c.collection_title, ck)
+    first, last, where = c.items[0], c.items[-1], c.collection_title.lower()
+    b.add_goal(f"{verb}_{first.id}", f"make sure {first.label} is in your {where}", conditions=[_has(c, first.id)])
+    if c.quantities:
+        b.add_goal(f"{verb}_two", f"make sure your {where} holds exactly 2 {first.label} and 1 {last.label}",
+                   conditions=[f"{ck}['{first.id}'] == 2", f"{ck}['{last.id}'] == 1", f"sum({ck}) == 3"])
+    else:
+        b.add_goal(f"{verb}_two", f"make sure both {first.label} and {last.label} are in your {where}",
+                   conditions=[_has(c, first.id), _has(c, last.id)])
+    b.add_goal(f"open_{c.items[1].id}", f"open the page of {c.items[1].label}", page=f"{detail}({c.items[1].id})")
+    return [(c.key, c.title), (ck, c.collection_title)], detail
+
+
+def _has(c: CatalogPart, item: str) -> str:
+    """The collection holds the item (one or more of it, for a cart with quantities)."""
+    return f"{c.collection_key}['{item}'] > 0" if c.quantities else f"'{item}' in {c.collection_key}"
 
 
 def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple[str, str]]:
@@ -150,7 +185,7 @@ def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple
         b.link(c.collection_key, "proceed", part.submit, pages["form"], f"proceed to {part.title.lower()}",
                kind="button", visible_when=[cond(c.collection_key, op="nonempty")])
         wanted = [_item(c, i) for i in part.wanted_items] or [c.items[0]]
-        conditions += [cond(c.collection_key, item.id, "contains") for item in wanted]
+        conditions += [_has(c, item.id) for item in wanted]
         names = " and ".join(item.label for item in wanted)
         b.add_goal(part.key, f"{part.goal} for {names} ({details})", page=pages["result"], conditions=conditions)
         return []
@@ -181,7 +216,7 @@ def _item(c: CatalogPart, item_id: str) -> Item:
     raise ValueError(f"expected an item id of catalog {c.key!r} ({[i.id for i in c.items]}), got {item_id!r}")
 
 
-def _wizard_part(b: SiteBuilder, c: CatalogPart, w: WizardPart) -> list[tuple[str, str]]:
+def _wizard_part(b: SiteBuilder, c: CatalogPart, w: WizardPart, detail: str) -> list[tuple[str, str]]:
     pages = wizard(b, w.key, w.title, [list(s) for s in w.steps], exit_to="home")
     wanted = [(f, f"{w.key}{i + 1}") for i, step in enumerate(w.steps) for f in step if f.kind != "select"]
     conditions = [_choice(f, key) for f, key in wanted]
@@ -189,23 +224,24 @@ def _wizard_part(b: SiteBuilder, c: CatalogPart, w: WizardPart) -> list[tuple[st
     if w.from_items:
         if "{item}" not in w.goal:
             raise ValueError(f"expected the goal of wizard {w.key!r} to name its item as '{{item}}', got {w.goal!r}")
-        last = _wizard_entries(b, c, w, pages)
+        last = _wizard_entries(b, c, w, pages, detail)
         conditions.append(cond(f"{w.key}_item", last.id))
         goal = w.goal.replace("{item}", last.label)
     b.add_goal(w.key, f"{goal} ({_details([f for f, _ in wanted])})", page=pages["result"], conditions=conditions)
     return [] if w.from_items else [(pages["steps"][0], w.title)]
 
 
-def _wizard_entries(b: SiteBuilder, c: CatalogPart, w: WizardPart, pages: dict[str, Any]) -> Item:
-    """A start button on each ``from_items`` detail page that records the item in a wizard-local
-    variable, shown on every step and the review; returns the last item (the goal's)."""
+def _wizard_entries(b: SiteBuilder, c: CatalogPart, w: WizardPart, pages: dict[str, Any], detail: str) -> Item:
+    """A start button on the detail page of each ``from_items`` item that records the item in a
+    wizard-local variable, shown on every step and the review; returns the last item (the goal's)."""
     items = [_item(c, i) for i in w.from_items]
     var = b.add_var(f"{w.key}_item", "enum", values=["", *w.from_items], label=c.title.lower())
     shown_on = [*pages["steps"], pages["review"]]
+    listed = ", ".join(f"'{i.id}'" for i in items)
+    b.add_element(detail, "start", "button", w.start_label, visible_when=[f"item in [{listed}]"])
     for item in items:
-        b.add_element(f"{c.key}_{item.id}", "start", "button", w.start_label)
-        b.add_transition(f"{c.key}_{item.id}", "start", f"{w.start_label.lower()} ({item.label})",
-                         target=pages["steps"][0], effects=[effect("set", var, item.id)])
+        b.add_transition(detail, "start", f"{w.start_label.lower()} ({item.label})", when=[f"item == '{item.id}'"],
+                         target=pages["steps"][0], effects=[{"set": var, "to": f"'{item.id}'"}])
         for page in shown_on:
             b.add_element(page, f"item_{item.id}", "text", item.label, description=item.blurb or None,
                           section="header", visible_when=[cond(var, item.id)])
@@ -223,18 +259,41 @@ def _settings_part(b: SiteBuilder, s: SettingsPart) -> list[tuple[str, str]]:
     return [(pages[0], s.title)]
 
 
-def _modal_part(b: SiteBuilder, recipe: SiteRecipe) -> None:
+def _modal_part(b: SiteBuilder, recipe: SiteRecipe, detail: str) -> None:
     m = recipe.modal
     assert m is not None
     c = recipe.catalog
-    var = b.add_var(m.list_key, "list", values=list(m.items), max_len=1, label=m.list_label.lower())
+    item_type = f"{c.key}_item"
+    var = b.add_var(m.list_key, "set", item=item_type, max_len=1, label=m.list_label.lower())
     verb = m.label.lower()
     slug = verb.replace(" ", "_")
     labels = {i.id: i.label for i in c.items}
-    for item in m.items:
-        page = f"{c.key}_{item}"
-        modal_action(b, page, slug, m.label, m.question, f"{verb} {labels[item]}",
-                     effects=[{"op": "append", "var": var, "value": item}],
-                     when=[{"var": var, "op": "not_contains", "value": item}])
-    b.add_goal(f"{slug}_{m.items[-1]}", f"{verb} {labels[m.items[-1]]}",
-               conditions=[cond(var, m.items[-1], "contains")])
+    listed = ", ".join(f"'{i}'" for i in m.items)
+    modal_action(b, detail, slug, m.label, m.question, f"{verb} {{item}}",
+                 effects=[], when=[f"not (item in {var})", f"count({var}) < 1"], visible_when=[f"item in [{listed}]"],
+                 per_item={i: [{"add": var, "item": f"'{i}'"}] for i in m.items}, toast=f"{m.label}: done")
+    b.add_goal(f"{slug}_{m.items[-1]}", f"{verb} {labels[m.items[-1]]}", conditions=[f"'{m.items[-1]}' in {var}"])
+
+
+def _folders_part(b: SiteBuilder, recipe: SiteRecipe, detail: str) -> list[tuple[str, str]]:
+    part = recipe.folders
+    assert part is not None
+    page, first = folders(b, part, f"{recipe.catalog.key}_item", detail)
+    items = {i.id: i.label for i in recipe.catalog.items}
+    labels = dict(part.folders)
+    wants = [f"{part.key}['{item}'] == '{to}'" for item, to in part.wanted]
+    words = [f"{items[item]} is in {labels[to]}" for item, to in part.wanted]
+    b.add_goal(f"{part.key}_one", f"make sure {words[0]}", conditions=wants[:1])
+    b.add_goal(f"{part.key}_all", f"make sure {' and '.join(words)}", conditions=wants)
+    return [(f"{page}({first})", part.title)]
+
+
+def _bookings_part(b: SiteBuilder, part: BookingsPart) -> list[tuple[str, str]]:
+    form, listing = bookings(b, part, "home")
+    records = []
+    for words, record in part.wanted:
+        fields = ", ".join(f"{k}: {v!r}".replace("True", "true").replace("False", "false") for k, v in record)
+        records.append(("{" + fields + "}" + f" in {part.key}", words))
+    b.add_goal(f"{part.key}_one", records[0][1], conditions=[records[0][0]])
+    b.add_goal(f"{part.key}_two", " and ".join(w for _, w in records), conditions=[r for r, _ in records])
+    return [(listing, part.title)]

@@ -73,46 +73,49 @@ def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> t
 
 
 def catalog(b: SiteBuilder, key: str, title: str, items: list[Item], *, per_page: int = 4,
-            action: tuple[str, str] | None = None, list_var: str | None = None) -> dict[str, str]:
-    """List pages (paginated) of cards, one detail page per item; returns {item id: detail page}.
+            action: tuple[str, str] | None = None, effects: list[Cond] | None = None,
+            when: list[Cond | str] | None = None, toast: str | None = None) -> str:
+    """List pages (paginated) of cards and one detail page whose parameter is the item
+    (``{key}_item(<id>)``); returns the detail page's id.
 
-    ``action`` = (button label, verb) appends the item to ``list_var`` from its detail page.
+    ``action`` = (button label, verb) on the detail page applies ``effects`` (which may name
+    the page's ``item``), enabled while ``when`` holds, showing ``toast``.
     """
+    item_type = b.add_type(f"{key}_item", "enum", values=[i.id for i in items], labels={i.id: i.label for i in items})
     chunks = [items[i:i + per_page] for i in range(0, len(items), per_page)]
     list_pages = [b.add_page(key if n == 0 else f"{key}_p{n + 1}", title if n == 0 else f"{title} - page {n + 1}")
                   for n in range(len(chunks))]
-    details: dict[str, str] = {}
+    detail = b.add_page(f"{key}_item", "{item}", params=[{"name": "item", "type": item_type}],
+                        route=f"/{key}/{{item}}")
+    for item in items:
+        if item.blurb:
+            b.add_element(detail, f"about_{item.id}", "text", item.blurb, visible_when=[f"item == '{item.id}'"])
+    b.link(detail, "back", f"Back to {title.lower()}", list_pages[0], f"go back to {title.lower()}", section="header")
+    b.add_element(detail, "share", "text", "Share", distractor=True, section="sidebar")
+    if action and effects:
+        label, verb = action
+        b.add_element(detail, "act", "button", label)
+        b.add_transition(detail, "act", f"{verb} {{item}}", effects=effects, when=when or [], toast=toast)
     for n, (page, chunk) in enumerate(zip(list_pages, chunks, strict=True)):
         for item in chunk:
-            detail = b.add_page(f"{key}_{item.id}", item.label, body=item.blurb or None)
-            details[item.id] = detail
             b.link(page, item.id, item.label, detail, f"open {item.label}", kind="card",
-                   description_text=item.blurb or None)
-            b.link(detail, "back", f"Back to {title.lower()}", page, f"go back to {title.lower()}", section="header")
-            b.add_element(detail, "share", "text", "Share", distractor=True, section="sidebar")
-            if action and list_var:
-                label, verb = action
-                b.add_element(detail, "act", "button", label)
-                b.add_transition(detail, "act", f"{verb} {item.label}", effects=[effect("append", list_var, item.id)])
+                   description_text=item.blurb or None, args={"item": f"'{item.id}'"})
         if n + 1 < len(list_pages):
             b.link(page, "next", "Next page", list_pages[n + 1], f"go to page {n + 2} of {title.lower()}",
                    kind="pagination", section="footer")
         if n > 0:
             b.link(page, "prev", "Previous page", list_pages[n - 1], f"go back to page {n} of {title.lower()}",
                    kind="pagination", section="footer")
-    return details
+    return detail
 
 
-def collection(b: SiteBuilder, page: str, title: str, list_var: str, items: list[Item],
-               remove_label: str = "Remove") -> str:
-    """A page listing the items held in ``list_var``, each with a remove button."""
-    b.add_page(page, title, body=f"Items in your {title.lower()}.")
-    for item in items:
-        shown = [cond(list_var, item.id, "contains")]
-        b.add_element(page, f"row_{item.id}", "list_item", item.label, visible_when=shown)
-        b.add_element(page, f"rm_{item.id}", "button", f"{remove_label} {item.label}", visible_when=shown)
-        b.add_transition(page, f"rm_{item.id}", f"{remove_label.lower()} {item.label} from the {title.lower()}",
-                         effects=[effect("remove", list_var, item.id)])
+def collection(b: SiteBuilder, page: str, title: str, list_var: str, remove_label: str = "Remove") -> str:
+    """A page listing the items held in ``list_var``, one row each with a remove button."""
+    b.add_page(page, f"{title} ({{count({list_var})}})", body=f"Items in your {title.lower()}.")
+    b.add_element(page, "row", "text", "{it}", repeat=list_var)
+    b.add_element(page, "rm", "button", f"{remove_label} {{it}}", repeat=list_var)
+    b.add_transition(page, "rm", f"{remove_label.lower()} {{it}} from the {title.lower()}",
+                     effects=[{"remove": list_var, "item": "it"}], toast=f"Removed from your {title.lower()}")
     b.add_element(page, "empty", "text", f"Your {title.lower()} is empty", visible_when=[cond(list_var, op="empty")])
     return page
 
@@ -191,8 +194,8 @@ def settings(b: SiteBuilder, key: str, title: str, tabs: list[tuple[str, str, li
     return pages
 
 
-def search(b: SiteBuilder, key: str, title: str, queries: dict[str, list[tuple[str, str]]]) -> str:
-    """A search page with a text box; results list items link to detail pages."""
+def search(b: SiteBuilder, key: str, title: str, queries: dict[str, list[tuple[str, str, str]]]) -> str:
+    """A search page with a text box; results (label, detail page, item id) link to detail pages."""
     var = b.add_var(f"{key}_q", "enum", values=["", *queries], label="search")
     page = b.add_page(key, title)
     results = b.add_page(f"{key}_results", f"{title} - results")
@@ -202,20 +205,25 @@ def search(b: SiteBuilder, key: str, title: str, queries: dict[str, list[tuple[s
     b.add_element(page, "go", "button", "Search")
     b.add_transition(page, "go", "run the search", when=[cond(var, op="nonempty")], target=results)
     for n, (query, hits) in enumerate(queries.items()):
-        for m, (label, target) in enumerate(hits):
+        for m, (label, target, item) in enumerate(hits):
             b.link(results, f"hit{n}_{m}", label, target, f"open the result '{label}'", kind="list_item",
-                   visible_when=[cond(var, query)])
+                   visible_when=[cond(var, query)], args={"item": f"'{item}'"})
     b.link(results, "again", "New search", page, "start a new search", section="header")
     b.local_group({page, results}, [var])
     return page
 
 
 def modal_action(b: SiteBuilder, page: str, eid: str, label: str, question: str, description: str, *,
-                 effects: list[Cond], target: str | None = None, when: list[Cond] | None = None) -> str:
-    """A button that opens a confirm modal; confirming applies ``effects``."""
+                 effects: list[Cond], when: list[Cond | str] | None = None, visible_when: list[str] | None = None,
+                 per_item: dict[str, list[Cond]] | None = None, toast: str | None = None) -> str:
+    """A button that opens a confirm modal (over a page with an ``item`` parameter, keeping
+    it); confirming applies ``effects``, or, with ``per_item``, the effects of the page's item."""
     modal = b.add_page(f"{page}_{eid}", question, modal_of=page)
-    b.add_element(page, eid, "button", label)
-    b.add_transition(page, eid, f"press '{label}'", target=modal, when=when or [])
-    b.link(modal, "ok", "Yes", target or page, description, kind="button", effects=effects)
-    b.link(modal, "cancel", "No", page, "cancel", kind="button")
+    b.add_element(page, eid, "button", label, visible_when=visible_when)
+    b.add_transition(page, eid, f"press '{label}'", target=modal, when=when or [], args={"item": "item"})
+    b.add_element(modal, "ok", "button", "Yes")
+    for item, item_effects in (per_item or {"": effects}).items():
+        b.add_transition(modal, "ok", description, target=page, effects=item_effects, args={"item": "item"},
+                         when=[f"item == '{item}'"] if item else [], toast=toast)
+    b.link(modal, "cancel", "No", page, "cancel", kind="button", args={"item": "item"})
     return modal

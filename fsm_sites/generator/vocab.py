@@ -21,6 +21,7 @@ class DomainVocab:
     wizard: tuple[str, str]  # (title, goal phrase)
     toggles: tuple[tuple[str, str], ...]
     modal: tuple[str, str]  # (button label, question)
+    bookings: tuple[str, str] = ("Bookings", "New booking")  # (list title, form title)
 
 
 PEOPLE = ("Ada Park", "Li Wei", "Omar Haddad", "June Mori", "Sofia Rossi", "Kofi Mensah")
@@ -38,7 +39,8 @@ VOCABS: tuple[DomainVocab, ...] = (
                 (("gift", "Gift wrap"), ("news", "Subscribe to news")),
                 ("Return an item", "return an item"),
                 (("dark", "Dark mode"), ("deals", "Email deals"), ("sms", "SMS updates")),
-                ("Remove", "Remove this product?")),
+                ("Remove", "Remove this product?"),
+                ("Deliveries", "Schedule a delivery")),
     DomainVocab("mail", ("Postbox", "Inkwell Mail", "Letterly"), "Inbox", "Starred", ("Star", "star"),
                 ("Weekly sync notes", "Invoice due", "Welcome aboard", "Flight receipt", "Re: budget",
                  "Party on Friday", "Security alert", "Newsletter"),
@@ -49,7 +51,8 @@ VOCABS: tuple[DomainVocab, ...] = (
                 (("receipt", "Request read receipt"), ("later", "Send later")),
                 ("Set up an auto-reply", "set up an auto-reply"),
                 (("threads", "Group by conversation"), ("preview", "Show previews"), ("alerts", "Desktop alerts")),
-                ("Archive", "Archive this message?")),
+                ("Archive", "Archive this message?"),
+                ("Scheduled emails", "Schedule an email")),
     DomainVocab("bank", ("Harbor Bank", "Evercredit", "Pillar Finance"), "Accounts", "Dashboard",
                 ("Pin", "pin"),
                 ("Checking", "Savings", "Credit card", "Mortgage", "Brokerage", "Travel wallet"),
@@ -60,7 +63,8 @@ VOCABS: tuple[DomainVocab, ...] = (
                 (("save_payee", "Save this payee"), ("notify", "Notify recipient")),
                 ("Open an account", "open a new account"),
                 (("paperless", "Paperless statements"), ("alerts", "Balance alerts"), ("2fa", "Two-factor login")),
-                ("Freeze", "Freeze this account?")),
+                ("Freeze", "Freeze this account?"),
+                ("Scheduled payments", "Schedule a payment")),
     DomainVocab("travel", ("Wayfarer", "JetNest", "Roamly"), "Hotels", "Wishlist", ("Save", "save"),
                 ("Harbor Inn", "Alpine Lodge", "City Loft", "Beach House", "Garden Hotel", "Desert Camp"),
                 ("from $120/night", "from $89/night", "from $210/night", "from $64/night"),
@@ -70,7 +74,8 @@ VOCABS: tuple[DomainVocab, ...] = (
                 (("late", "Late check-out"), ("parking", "Parking spot")),
                 ("Plan a trip", "plan a trip"),
                 (("metric", "Metric units"), ("price_alerts", "Price alerts"), ("eco", "Eco stays only")),
-                ("Hide", "Hide this hotel?")),
+                ("Hide", "Hide this hotel?"),
+                ("Reservations", "New reservation")),
     DomainVocab("forum", ("Agora", "Hearth Forum", "Chatterbox"), "Threads", "Bookmarks", ("Bookmark", "bookmark"),
                 ("Intro thread", "Help with setup", "Show and tell", "Feature requests", "Off-topic",
                  "Bug reports", "Announcements"),
@@ -81,7 +86,8 @@ VOCABS: tuple[DomainVocab, ...] = (
                 (("watch", "Watch replies"), ("anon", "Post anonymously")),
                 ("Edit profile", "edit your profile"),
                 (("digest", "Weekly digest"), ("mentions", "Mention alerts"), ("avatars", "Show avatars")),
-                ("Report", "Report this thread?")),
+                ("Report", "Report this thread?"),
+                ("Events", "New event")),
     DomainVocab("recipes", ("Saucepan", "Greenfork", "Crumb"), "Recipes", "Favourites", ("Favourite", "save"),
                 ("Lentil soup", "Banana bread", "Fried rice", "Caesar salad", "Shakshuka", "Ramen", "Tiramisu"),
                 ("20 min", "45 min", "vegan", "1 h"),
@@ -91,7 +97,8 @@ VOCABS: tuple[DomainVocab, ...] = (
                 (("veg", "Vegetarian"), ("share", "Share publicly")),
                 ("Plan meals", "plan your meals"),
                 (("metric", "Metric units"), ("tips", "Cooking tips"), ("ads", "Show ads")),
-                ("Hide", "Hide this recipe?")),
+                ("Hide", "Hide this recipe?"),
+                ("Meal plan", "Plan a meal")),
     DomainVocab("jobs", ("Careerly", "Jobbit", "Worknest"), "Jobs", "Saved jobs", ("Save job", "save"),
                 ("Backend developer", "Nurse", "Accountant", "Barista", "Data analyst", "Teacher", "Electrician"),
                 ("remote", "full-time", "part-time", "contract"),
@@ -101,7 +108,8 @@ VOCABS: tuple[DomainVocab, ...] = (
                 (("remote", "Remote OK"), ("urgent", "Urgent hire")),
                 ("Apply", "apply for a job"),
                 (("alerts", "Job alerts"), ("visible", "Profile visible"), ("weekly", "Weekly summary")),
-                ("Not interested", "Hide this job?")),
+                ("Not interested", "Hide this job?"),
+                ("Interviews", "Book an interview")),
     DomainVocab("food", ("Dashdish", "Forkful", "Munch"), "Restaurants", "Basket", ("Add", "add"),
                 ("Sushi set", "Burrito", "Pad thai", "Burger", "Falafel wrap", "Pho bowl", "Pizza slice"),
                 ("$9", "$13", "$11", "$15"),
@@ -111,5 +119,6 @@ VOCABS: tuple[DomainVocab, ...] = (
                 (("cutlery", "Include cutlery"), ("leave", "Leave at door")),
                 ("Schedule an order", "schedule an order"),
                 (("veg", "Vegetarian only"), ("promos", "Promotions"), ("sms", "SMS updates")),
-                ("Hide", "Hide this dish?")),
+                ("Hide", "Hide this dish?"),
+                ("Scheduled orders", "Schedule an order")),
 )

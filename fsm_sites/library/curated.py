@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 
 from fsm_sites.generator.compose import (
+    BookingsPart,
     CatalogPart,
+    FoldersPart,
     FormPart,
     ModalPart,
     SettingsPart,
@@ -32,7 +34,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
             I("lamp", "Desk lamp", "$25 - warm LED light"), I("mug", "Coffee mug", "$9 - 350 ml stoneware"),
             I("chair", "Office chair", "$149 - mesh back"), I("rug", "Wool rug", "$89 - 120x170 cm"),
             I("kettle", "Electric kettle", "$39 - 1.7 l"), I("clock", "Wall clock", "$19 - silent")),
-            ("Add to cart", "add"), "cart", "Cart"),
+            ("Add to cart", "add"), "cart", "Cart", quantities=2),
         forms=(FormPart("checkout", "Checkout", (
             F("text", "name", "Full name", ("Ada Lovelace",)), F("text", "address", "Street address", ("12 Elm St",)),
             F("select", "shipping", "Shipping", ("standard", "express")), F("checkbox", "gift", "Gift wrap")),
@@ -48,10 +50,12 @@ RECIPES: tuple[SiteRecipe, ...] = (
 ),
             ("Star", "star"), "starred", "Starred", per_page=2),
         forms=(FormPart("compose", "Compose", (
-            F("text", "to", "To", ("sam@acme.io", "hr@acme.io")), F("text", "subject", "Subject", ("Offsite",)),
+            F("text", "to", "To", ("hr@acme.io",)), F("text", "subject", "Subject", ("Offsite",)),
             F("select", "priority", "Priority", ("normal", "high")), F("checkbox", "receipt", "Request read receipt")),
-            "Send", "send an email to hr@acme.io about the offsite", confirm=False),),
-        modal=ModalPart("Archive", "Archive this message?", "archived", "Archive", ("m2", "m3")),
+            "Send", "send an email to hr@acme.io about the offsite"),),
+        folders=FoldersPart("box", "Mailbox", (("inbox", "Inbox"), ("archive", "Archive"), ("trash", "Trash")),
+                            (("Archive", "archive"), ("Delete", "trash"), ("Move to inbox", "inbox")),
+                            (("m3", "archive"), ("m2", "trash"))),
     ),
     SiteRecipe(
         "calendar", "DayPlanner", "calendar", "Plan your week.",
@@ -59,11 +63,13 @@ RECIPES: tuple[SiteRecipe, ...] = (
             I("mon", "Monday", "3 events"), I("tue", "Tuesday", "1 event"), I("wed", "Wednesday", "No events"),
             I("thu", "Thursday", "2 events")),
             ("Mark as busy", "block"), "busy", "Busy days", per_page=4),
-        wizard=WizardPart("event", "New event", (
-            (F("text", "title", "Title", ("1:1 with Kim",)), F("select", "day", "Day", ("mon", "tue"))),
-            (F("select", "time", "Time", ("09:00", "14:00")), F("checkbox", "remind", "Remind me")),
-            (F("text", "guests", "Guests", ("kim@acme.io",)),)),
-            "create a '1:1 with Kim' event with a reminder and invite kim@acme.io"),
+        bookings=BookingsPart(
+            "meetings", "Meetings", "New meeting",
+            (F("select", "day", "Day", ("mon", "wed", "thu")), F("select", "time", "Time", ("09:00", "14:00")),
+             F("checkbox", "remind", "Remind me")),
+            ("day", "time"), "{it.day} at {it.time}", 2,
+            (("book a meeting on Wed at 14:00 with a reminder", (("day", "wed"), ("time", "14:00"), ("remind", True))),
+             ("one on Thu at 09:00 without", (("day", "thu"), ("time", "09:00"), ("remind", False))))),
         search={"team": ("mon", "thu"), "free": ("wed",)},
         modal=ModalPart("Clear day", "Cancel every event on this day?", "cleared", "Cleared days", ("tue",)),
     ),
@@ -190,7 +196,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
         CatalogPart("menu", "Menu", (
             I("pizza", "Margherita pizza", "$14 - Luigi's"), I("ramen", "Tonkotsu ramen", "$16 - Ichiban"),
             I("tacos", "Fish tacos", "$12 - La Playa"), I("wings", "Hot wings", "$11 - Wing Co")),
-            ("Add to basket", "add"), "basket", "Basket"),
+            ("Add to basket", "add"), "basket", "Basket", quantities=2),
         forms=(FormPart("order", "Checkout", (
             F("text", "addr", "Delivery address", ("5 Pine Ave",)), F("radio", "tip", "Tip", ("10", "15", "20")),
             F("checkbox", "contactless", "Contactless delivery")),

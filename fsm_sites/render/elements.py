@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 
-from fsm_sites.spec import Element, VarValue
+from fsm_sites.spec import Element, Option, VarValue
 
 CLICK_KINDS = frozenset({"button", "link", "tab", "list_item", "card", "pagination", "radio"})
 
@@ -23,37 +23,53 @@ class Ctx:
     value_of: Callable[[Element], VarValue | None]  # the bound variable's value, None if unbound
     is_active: Callable[[Element], bool]  # tab/pagination/nav link that matches the state
     live: bool  # interactive (False beneath a modal)
+    text: Callable[[Element, str | None], str] = lambda el, s: s or ""  # a label with {expr} filled in
+    is_disabled: Callable[[Element], bool] = lambda el: False
+    options: Callable[[Element], tuple[Option, ...]] = lambda el: el.options
+    show_value: Callable[[Element, VarValue | None], str] = lambda el, v: show(v)
+    instance: str | None = None  # the event value of one copy of a repeated element
 
 
 def attrs(el: Element, ctx: Ctx, *extra: str) -> str:
-    """The data attributes of an element (none when it is inert)."""
+    """The data attributes of an element (none when it is inert); a disabled one says so,
+    but still sends its click, which the site records as a step that changed nothing."""
     if not ctx.live:
         return " " + " ".join(extra) if extra else ""
     parts = [f'data-el="{escape(el.id)}"', f'data-kind="{el.kind}"']
     if el.kind in CLICK_KINDS:
         parts.append('data-ev="click"')
+    if ctx.instance is not None:
+        parts.append(f'data-value="{escape(ctx.instance)}"')
+    if ctx.is_disabled(el):
+        parts.append('aria-disabled="true"')
     return " " + " ".join([*parts, *extra])
 
 
 def show(value: VarValue | None) -> str:
-    """A variable's value as display text."""
+    """A variable's value as display text (when its type is unknown)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "Yes" if value else "No"
     if isinstance(value, tuple):
-        return ", ".join(value) if value else "(none)"
+        return ", ".join(map(str, value)) if value else "(none)"
     return str(value)
+
+
+def label(el: Element, ctx: Ctx) -> str:
+    return escape(ctx.text(el, el.label))
 
 
 def _button(el: Element, ctx: Ctx, secondary: bool) -> str:
     cls = "btn secondary" if secondary else "btn"
-    return f'<button type="button" class="{cls}"{attrs(el, ctx)}>{escape(el.label)}</button>'
+    if ctx.live and ctx.is_disabled(el):
+        cls += " disabled"
+    return f'<button type="button" class="{cls}"{attrs(el, ctx)}>{label(el, ctx)}</button>'
 
 
 def _link(el: Element, ctx: Ctx) -> str:
     active = ' class="active"' if ctx.is_active(el) else ""
-    return f'<a href="#"{active}{attrs(el, ctx)}>{escape(el.label)}</a>'
+    return f'<a href="#"{active}{attrs(el, ctx)}>{label(el, ctx)}</a>'
 
 
 def _text_input(el: Element, ctx: Ctx) -> str:
@@ -61,7 +77,7 @@ def _text_input(el: Element, ctx: Ctx) -> str:
     placeholder = f' placeholder="{escape(el.placeholder)}"' if el.placeholder else ""
     input_id = f"in-{escape(el.id)}"
     return (
-        f'<div class="field"><label class="field-label" for="{input_id}">{escape(el.label)}</label>'
+        f'<div class="field"><label class="field-label" for="{input_id}">{label(el, ctx)}</label>'
         f'<input class="input" id="{input_id}" type="text" autocomplete="off" spellcheck="false"'
         f' value="{escape(value)}"{placeholder}{attrs(el, ctx)}></div>'
     )
@@ -69,14 +85,15 @@ def _text_input(el: Element, ctx: Ctx) -> str:
 
 def _select(el: Element, ctx: Ctx) -> str:
     current = show(ctx.value_of(el)) if el.bind else ""
-    shown = next((o.label or o.value for o in el.options if o.value == current), "Choose…")
+    options = ctx.options(el)
+    shown = next((o.label or o.value for o in options if o.value == current), "Choose…")
     options = "".join(
         f'<li class="dd-option{" selected" if o.value == current else ""}" role="option"'
         f' data-value="{escape(o.value)}">{escape(o.label or o.value)}</li>'
-        for o in el.options
+        for o in options
     )
     return (
-        f'<div class="field"><span class="field-label">{escape(el.label)}</span>'
+        f'<div class="field"><span class="field-label">{label(el, ctx)}</span>'
         f'<div class="dropdown"{attrs(el, ctx)}><button type="button" class="dd-toggle">'
         f'<span>{escape(shown)}</span><span class="caret">▾</span></button>'
         f'<ul class="dd-menu" role="listbox" hidden>{options}</ul></div></div>'
@@ -87,7 +104,7 @@ def _checkbox(el: Element, ctx: Ctx) -> str:
     checked = " checked" if el.bind and ctx.value_of(el) is True else ""
     return (
         f'<div class="field"><label class="check"{attrs(el, ctx)}>'
-        f'<input type="checkbox"{checked}><span>{escape(el.label)}</span></label></div>'
+        f'<input type="checkbox"{checked}><span>{label(el, ctx)}</span></label></div>'
     )
 
 
@@ -106,7 +123,7 @@ def _radio(el: Element, ctx: Ctx) -> str:
         on = el.bind is not None and radio_checked(el, value)
         return (
             f'<div class="{"radio checked" if on else "radio"}" role="radio" aria-checked="{str(on).lower()}"'
-            f'{attrs(el, ctx)}><span class="dot"></span><span>{escape(el.label)}</span></div>'
+            f'{attrs(el, ctx)}><span class="dot"></span><span>{label(el, ctx)}</span></div>'
         )
     items = []
     for option in el.options:
@@ -119,34 +136,34 @@ def _radio(el: Element, ctx: Ctx) -> str:
         )
     holder = f' data-el="{escape(el.id)}" data-kind="radio"' if ctx.live else ""
     return (
-        f'<div class="field"><span class="field-label">{escape(el.label)}</span>'
+        f'<div class="field"><span class="field-label">{label(el, ctx)}</span>'
         f'<div class="radio-group" role="radiogroup"{holder}>{"".join(items)}</div></div>'
     )
 
 
 def _tab(el: Element, ctx: Ctx) -> str:
     cls = "tab active" if ctx.is_active(el) else "tab"
-    return f'<div class="{cls}" role="tab"{attrs(el, ctx)}>{escape(el.label)}</div>'
+    return f'<div class="{cls}" role="tab"{attrs(el, ctx)}>{label(el, ctx)}</div>'
 
 
 def _card(el: Element, ctx: Ctx) -> str:
-    desc = f'<span class="desc">{escape(el.description)}</span>' if el.description else ""
+    desc = f'<span class="desc">{escape(ctx.text(el, el.description))}</span>' if el.description else ""
     return (
         f'<div class="card"{attrs(el, ctx)}><span class="thumb"></span>'
-        f'<span><span class="title">{escape(el.label)}</span><br>{desc}</span></div>'
+        f'<span><span class="title">{label(el, ctx)}</span><br>{desc}</span></div>'
     )
 
 
 def _pagination(el: Element, ctx: Ctx) -> str:
     cls = "page-btn active" if ctx.is_active(el) else "page-btn"
-    return f'<span class="{cls}"{attrs(el, ctx)}>{escape(el.label)}</span>'
+    return f'<span class="{cls}"{attrs(el, ctx)}>{label(el, ctx)}</span>'
 
 
 def _text(el: Element, ctx: Ctx) -> str:
     if el.bind:
-        value = escape(show(ctx.value_of(el)))
-        return f'<div class="stat"{attrs(el, ctx)}><span>{escape(el.label)}</span><span class="value">{value}</span></div>'
-    return f'<p class="body-text"{attrs(el, ctx)}>{escape(el.label)}</p>'
+        value = escape(ctx.show_value(el, ctx.value_of(el)))
+        return f'<div class="stat"{attrs(el, ctx)}><span>{label(el, ctx)}</span><span class="value">{value}</span></div>'
+    return f'<p class="body-text"{attrs(el, ctx)}>{label(el, ctx)}</p>'
 
 
 def render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:

@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from html import escape
 from importlib import resources
-from typing import Protocol
+from typing import Any, Protocol
 
 from fsm_sites.render.distractors import distractors
 from fsm_sites.render.elements import Ctx, group_of, radio_checked, render_element, render_group
 from fsm_sites.render.themes import Layout, Theme, choose_style
-from fsm_sites.spec import Condition, Element, Page, SiteSpec, VarValue
+from fsm_sites.spec import Element, Option, Page, SiteSpec, VarValue
 from fsm_sites.state import State, UIEvent
 
 
 class MachineView(Protocol):
     """The part of ``fsm_sites.engine.Machine`` the renderer uses."""
 
-    def holds(self, state: State, conditions: tuple[Condition, ...]) -> bool: ...
     def visible_elements(self, state: State) -> list[Element]: ...
+    def element_shown(self, state: State, page: str, element: str, value: str | None = None) -> bool: ...
     def step(self, state: State, event: UIEvent) -> object | None: ...
+    def text(self, state: State, template: str | None, *, element: str | None = None, item: Any = None,
+             page: str | None = None) -> str: ...
+    def disabled(self, state: State, element: Element, value: str | None = None) -> bool: ...
+    def instances(self, state: State, element: str) -> list[tuple[str, Any]]: ...
+    def options(self, page: str, element: str) -> tuple[Option, ...]: ...
+    def toast(self, state: State) -> str | None: ...
+    def route(self, state: State) -> str: ...
 
 
 @lru_cache(maxsize=1)
@@ -48,7 +56,8 @@ def _body_classes(theme: Theme, layout: Layout) -> str:
     return " ".join(classes)
 
 
-def _make_ctx(state: State, machine: MachineView, *, live: bool) -> Ctx:
+def _make_ctx(state: State, machine: MachineView, *, live: bool, page: str | None = None) -> Ctx:
+    page = page or state.page_id
     def value_of(el: Element) -> VarValue | None:
         return state.get(el.bind) if el.bind else None
 
@@ -59,7 +68,35 @@ def _make_ctx(state: State, machine: MachineView, *, live: bool) -> Ctx:
         result = machine.step(state, UIEvent(state.page, el.id, "click")) if live else None
         return result is not None and result[1] == state  # type: ignore[index]
 
-    return Ctx(value_of=value_of, is_active=is_active, live=live)
+    return Ctx(value_of=value_of, is_active=is_active, live=live,
+               text=lambda el, s: machine.text(state, s),
+               is_disabled=lambda el: live and machine.disabled(state, el),
+               options=lambda el: machine.options(page, el.id) if el.kind == "select" else el.options,
+               show_value=lambda el, v: machine.text(state, "{" + el.bind + "}") if el.bind else "")
+
+
+def _copies(el: Element, ctx: Ctx, state: State, machine: MachineView) -> list[tuple[str, Ctx]]:
+    """One context per shown copy of a repeated element: its item in the text, its value on the event."""
+    out = []
+    for value, item in machine.instances(state, el.id):
+        out.append((value, replace(
+            ctx, instance=value if ctx.live else None,
+            text=lambda e, s, item=item: machine.text(state, s, element=e.id, item=item),
+            is_disabled=lambda e, value=value: ctx.live and machine.disabled(state, e, value))))
+    return out
+
+
+def _repeat_block(block: list[Element], ctx: Ctx, state: State, machine: MachineView) -> str:
+    """Elements repeated over one collection, drawn as rows: one row per item."""
+    copies = {el.id: _copies(el, ctx, state, machine) for el in block}
+    order: list[str] = []
+    for el in block:
+        order += [v for v, _ in copies[el.id] if v not in order]
+    rows = []
+    for value in order:
+        cells = [render_element(el, c, secondary=True) for el in block for v, c in copies[el.id] if v == value]
+        rows.append(f'<div class="repeat-row">{"".join(cells)}</div>')
+    return f'<div class="collection list repeat">{"".join(rows)}</div>' if rows else ""
 
 
 def _sections(elements: list[Element]) -> dict[str, list[Element]]:
@@ -70,13 +107,21 @@ def _sections(elements: list[Element]) -> dict[str, list[Element]]:
     return out
 
 
-def _main_groups(elements: list[Element], ctx: Ctx, layout: Layout) -> list[str]:
-    """Runs of like elements become one component each, in spec order."""
+def _main_groups(elements: list[Element], ctx: Ctx, layout: Layout, state: State, machine: MachineView) -> list[str]:
+    """Runs of like elements become one component each, in spec order; elements repeated
+    over the same collection become one list of rows."""
     blocks: list[str] = []
     run: list[Element] = []
+
+    def kind(el: Element) -> str:
+        return "repeat:" + el.repeat if el.repeat else group_of(el)
+
     for el in [*elements, None]:
-        if run and (el is None or group_of(el) != group_of(run[0])):
-            blocks.append(render_group(group_of(run[0]), run, ctx, layout.collection))
+        if run and (el is None or kind(el) != kind(run[0])):
+            if run[0].repeat:
+                blocks.append(_repeat_block(run, ctx, state, machine))
+            else:
+                blocks.append(render_group(group_of(run[0]), run, ctx, layout.collection))
             run = []
         if el is not None:
             run.append(el)
@@ -94,16 +139,16 @@ def _nav(spec: SiteSpec, items: list[Element], ctx: Ctx, layout: Layout) -> str:
 
 
 def _page_frame(spec: SiteSpec, page: Page | None, sections: dict[str, list[Element]], ctx: Ctx,
-                layout: Layout, extras: dict[str, list[str]]) -> str:
+                layout: Layout, extras: dict[str, list[str]], state: State, machine: MachineView) -> str:
     """Navigation, header, main column, sidebar and footer of a full page."""
-    title = escape(page.title) if page else ""
+    title = escape(machine.text(state, page.title)) if page else ""
     header = [f'<div class="crumbs">{escape(spec.title)} / {title}</div><h1>{title}</h1>']
     if page and page.body:
-        header.append(f'<p class="body-text">{escape(page.body)}</p>')
+        header.append(f'<p class="body-text">{escape(machine.text(state, page.body))}</p>')
     if sections["header"]:
         header.append('<div class="toolbar">' + "".join(render_element(e, ctx) for e in sections["header"]) + "</div>")
     main = [f'<div class="page-header">{"".join(header)}</div>', *extras["top"],
-            *_main_groups(sections["main"], ctx, layout), *extras["bottom"]]
+            *_main_groups(sections["main"], ctx, layout, state, machine), *extras["bottom"]]
     side_items = [render_element(e, ctx) for e in sections["sidebar"]]
     side = ""
     if side_items or (extras["side"] and layout.sidebar != "none"):
@@ -128,28 +173,33 @@ def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView
     """
     theme, layout = choose_style(seed)
     pages = {p.id: p for p in spec.pages}
-    page = pages[state.page]
+    page = pages[state.page_id]
     live_ctx = _make_ctx(state, machine, live=True)
     extras = distractors(seed, spec.name, spec.title, layout.distractors)
     visible = machine.visible_elements(state)
+    title = machine.text(state, page.title)
     if page.kind == "modal":
         parent = pages.get(page.parent) if page.parent else None
-        parent_elements = [e for e in (parent.elements if parent else ()) if machine.holds(state, e.visible_when)]
-        inert_ctx = _make_ctx(state, machine, live=False)
-        base = _page_frame(spec, parent, _sections(parent_elements), inert_ctx, layout, extras)
-        body = _main_groups(visible, live_ctx, layout)
+        parent_elements = [e for e in (parent.elements if parent else ())
+                           if machine.element_shown(state, parent.id, e.id)] if parent else []
+        inert_ctx = _make_ctx(state, machine, live=False, page=page.parent)
+        base = _page_frame(spec, parent, _sections(parent_elements), inert_ctx, layout, extras, state, machine)
+        body = _main_groups(visible, live_ctx, layout, state, machine)
         overlay = (f'<div class="backdrop"><div class="modal" role="dialog" aria-modal="true">'
-                   f'<h2>{escape(page.title)}</h2>'
-                   + (f'<p class="body-text">{escape(page.body)}</p>' if page.body else "")
+                   f'<h2>{escape(title)}</h2>'
+                   + (f'<p class="body-text">{escape(machine.text(state, page.body))}</p>' if page.body else "")
                    + "".join(body) + "</div></div>")
         content = f'<div inert>{base}</div>{overlay}'
     else:
-        content = _page_frame(spec, page, _sections(visible), live_ctx, layout, extras)
+        content = _page_frame(spec, page, _sections(visible), live_ctx, layout, extras, state, machine)
+    toast = machine.toast(state)
+    if toast:
+        content += f'<div class="toast" role="status">{escape(toast)}</div>'
     css, script = _static()
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(page.title)} · {escape(spec.title)}</title>"
+        f"<title>{escape(title)} · {escape(spec.title)}</title>"
         f"<style>{_theme_vars(theme, layout)}</style><style>{css}</style></head>"
-        f'<body data-page="{escape(state.page)}" class="{_body_classes(theme, layout)}">'
-        f"{content}<script>{script}</script></body></html>"
+        f'<body data-page="{escape(state.page)}" data-route="{escape(machine.route(state))}"'
+        f' class="{_body_classes(theme, layout)}">{content}<script>{script}</script></body></html>'
     )

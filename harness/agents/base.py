@@ -26,7 +26,7 @@ from harness.observation import Observation
 from harness.prompts import Message, Prompt, PromptBuilder
 
 if TYPE_CHECKING:
-    from harness.env import AsyncEnv
+    from harness.env import Env
 
 
 class AgentStep(BaseModel):
@@ -98,14 +98,14 @@ class AgentContext:
     seed: int | None
     index: int = 0
     step: int = 0
-    env: AsyncEnv | None = None
+    env: Env | None = None
     history: list[Turn] = field(default_factory=list)
     rng: random.Random = field(default_factory=random.Random)
     memory: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def for_episode(cls, task_id: str, seed: int | None, index: int = 0,
-                    env: AsyncEnv | None = None) -> AgentContext:
+                    env: Env | None = None) -> AgentContext:
         """A fresh context whose ``rng`` is the episode's own stream."""
         return cls(task_id, seed, index, env=env, rng=episode_rng(task_id, seed, index))
 

@@ -7,6 +7,14 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field, field_validator
 
+from harness.env_providers import (
+    EnvOptions,
+    EnvProvider,
+    LocalEnvs,
+    ProviderContext,
+    check_provider,
+    make_env_provider,
+)
 from harness.errors import ConfigError
 from harness.resources import TaskResources
 from harness.rewards import RewardMode
@@ -27,6 +35,8 @@ class CollectConfig(ExploreConfig):
     hindsight: bool = Field(default=True, description="emit hindsight tasks for reached states")
     reward: RewardMode = Field(default="outcome", description="the step reward stored in nodes: "
                                "outcome, step (verdict-shaped) or progress")
+    provider: str = Field(default="local", description="where the env runs: local, or a "
+                          "registered provider such as isolated, docker, remote:URL")
     bind_host: str = Field(default="127.0.0.1", description="address the site and page servers bind")
     elements: bool = Field(default=False, description="observe and store each step's interactive "
                            "elements (for element-mode exports); always on for agents whose "
@@ -37,6 +47,12 @@ class CollectConfig(ExploreConfig):
     def _one_task(cls, suite: str) -> str:
         task_for(suite)
         return suite
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, provider: str) -> str:
+        check_provider(provider)
+        return provider
 
 
 def task_for(suite: str):  # -> harness.tasks.base.Task
@@ -62,30 +78,31 @@ def transition_describer(task):  # noqa: ANN001, ANN201 - an FSMTask; returns a 
     return phrases.get
 
 
-async def collect_async(config: CollectConfig, *, provider: SandboxProvider | None = None,
+async def collect_async(config: CollectConfig, *, envs: EnvProvider | None = None,
+                        provider: SandboxProvider | None = None,
                         resources: TaskResources | None = None) -> dict:
+    """Grow the config's tree. ``envs`` (or a sandbox ``provider`` and ``resources`` for
+    local envs) may be handed in; otherwise ``config.provider`` names where the env runs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from harness.agents.registry import make_agent
-    from harness.env import AsyncEnv
     from harness.runner import wants_elements
     from harness.store.sink import env_key
-    from sandboxes.providers import LocalProvider
 
     task = task_for(config.suite)
     agent = make_agent(config.agent)
     store = TrajectoryStore(config.store)
-    owned_provider = provider is None
-    provider = provider or LocalProvider()
-    resources_given = resources is not None
-    resources = resources or TaskResources(bind_host=config.bind_host)
-    sandbox = None
+    owned = envs is None
+    if envs is None and (provider is not None or resources is not None):
+        envs = LocalEnvs(provider, resources=resources, bind_host=config.bind_host)
+    elif envs is None:
+        envs = make_env_provider(config.provider, ProviderContext(bind_host=config.bind_host))
     env = None
     try:
-        await provider.start()
-        sandbox = await provider.new_sandbox(task.sandbox_request)
-        env = AsyncEnv(task, sandbox, resources=resources, max_steps=config.max_depth + 1,
-                       reward=config.reward, elements=config.elements or wants_elements(agent))
+        await envs.start()
+        options = EnvOptions(max_steps=config.max_depth + 1, reward=config.reward,
+                             elements=config.elements or wants_elements(agent))
+        env = await envs.open(task.id, options)
         key = env_key(config.suite, config.seed)
         with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn()) as progress:
@@ -101,13 +118,9 @@ async def collect_async(config: CollectConfig, *, provider: SandboxProvider | No
         return report
     finally:
         if env is not None:
-            await env.close()
-        if sandbox is not None:
-            await sandbox.close()
-        if not resources_given:
-            await resources.close()
-        if owned_provider:
-            await provider.close()
+            await envs.release(env)
+        if owned:
+            await envs.close()
         store.close()
 
 

@@ -133,7 +133,7 @@ class StoreCursor(sqlite3.Cursor):
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc) from exc
 
-    def fetchmany(self, size: int = 1) -> list[Any]:
+    def fetchmany(self, size: int | None = 1) -> list[Any]:
         try:
             return super().fetchmany(size)
         except sqlite3.DatabaseError as exc:

@@ -43,7 +43,7 @@ from harness.store.sink import StoreSink
 from harness.store.store import TrajectoryStore
 
 if TYPE_CHECKING:
-    from harness.env import AsyncEnv
+    from harness.env import Env
     from harness.observation import Observation
 
 
@@ -117,7 +117,7 @@ class Explorer:
     """Grows one tree of ``store`` by driving ``env`` with ``agent`` (default: the agent
     the config names, from the agent registry)."""
 
-    def __init__(self, store: TrajectoryStore, env: AsyncEnv, config: ExploreConfig, *,
+    def __init__(self, store: TrajectoryStore, env: Env, config: ExploreConfig, *,
                  env_key: str, agent: Agent | None = None,
                  progress: Any = None) -> None:  # a callback taking the steps spent
         from harness.agents.registry import make_agent
@@ -211,7 +211,7 @@ class Explorer:
                          existing: set[str]) -> AgentStep:
         """The branch's first step: the agent's own first, then random new edges."""
         if index == 0:
-            ctx = AgentContext.for_episode(self.env.task.id, self.config.seed, self.rng.randrange(2**31),
+            ctx = AgentContext.for_episode(self.env.task_id, self.config.seed, self.rng.randrange(2**31),
                                            env=self.env)
             ctx.history = list(history)
             try:

@@ -1,7 +1,7 @@
 """Restore a tree node in a live env: jump the FSM session there, or replay its path.
 
 Jump (FSM sites): reset the env (a fresh session), move the session straight to the
-node's state (``AsyncEnv.jump``: the site server's jump, then the page swaps the new
+node's state (``Env.jump``: the site server's jump, then the page swaps the new
 state in, no reload), and check that the FSM state is the node's. Replay (any env):
 reset, then re-run the stored actions from the root through the one rollout path
 (``harness.rollout``, a scripted agent), checking each step's state key (FSM state, or
@@ -31,7 +31,7 @@ from harness.store.store import TrajectoryStore
 from sandboxes.base import UIElement
 
 if TYPE_CHECKING:
-    from harness.env import AsyncEnv
+    from harness.env import Env
 
 RestoreMode = Literal["auto", "jump", "replay"]
 #: perceptual-hash bits that may differ between the stored and the restored screenshot
@@ -50,7 +50,7 @@ class Restored:
     phash_distance: int
 
 
-async def restore_node(env: AsyncEnv, store: TrajectoryStore, node_id: int, *,
+async def restore_node(env: Env, store: TrajectoryStore, node_id: int, *,
                        seed: int | None, mode: RestoreMode = "auto",
                        spend: Callable[[int], None] | None = None) -> Restored:
     """Put ``env`` in the state of ``node_id`` (see the module docstring). ``spend`` is
@@ -64,7 +64,7 @@ async def restore_node(env: AsyncEnv, store: TrajectoryStore, node_id: int, *,
                   f"got {root_key!r}; restore nodes with the env and seed that built the tree")
     can_jump = env.can_jump and node.state_key.startswith("fsm:")
     if mode == "jump" and not can_jump:
-        raise StoreError(f"expected an FSM env for mode='jump', got task {env.task.id!r} "
+        raise StoreError(f"expected an FSM env for mode='jump', got task {env.task_id!r} "
                          f"and node state {node.state_key!r}; use mode='replay'")
     if len(path) == 1:
         return Restored(node, obs, "reset", 0, _check_shot(store, node, obs))

@@ -75,7 +75,7 @@ class StoreSink(RolloutSink):
     async def on_end(self, episode: Episode) -> None:
         assert self.writer is not None
         self.committed = self.writer.commit(reward=episode.total_reward, success=episode.success)
-        goal = getattr(getattr(episode.env.task, "task", None), "goal", None)
+        goal = episode.reset_info.goal if episode.reset_info is not None else None
         self.store.put_task(self.task_id, episode.first.instruction, tree_id=self.committed.tree_id,
                             goal_state=goal, source="suite")
 

@@ -41,6 +41,7 @@ class TaskSetup(BaseModel):
         default=None, ge=0,
         description="shortest distance from the start state to the goal, where the task knows it",
     )
+    goal: str | None = Field(default=None, description="the FSM goal (an id or a state key), for FSM tasks")
 
 
 class Validation(BaseModel):

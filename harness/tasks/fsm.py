@@ -118,7 +118,8 @@ class FSMTask(Task):
         await self._settle(browser, sites, view.id)  # first paint done before the screenshot
         return TaskSetup(instruction=self.task.instruction, start_url=view.url,
                          allowed_origins=(sites.site_url,), fsm_state=view.state,
-                         max_steps=step_budget(self.task), start_distance=view.distance)
+                         max_steps=step_budget(self.task), start_distance=view.distance,
+                         goal=self.task.goal)
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
         sites, sid = self._require()

@@ -23,11 +23,14 @@ from harness.actions import Action, Click, Key, Scroll, TypeText, Wait
 _PROBE = """(() => {
   const q = %s, value = %s, event = %s;
   if (!window.__fsm) return null;
-  const host = document.querySelector('[data-el="' + CSS.escape(q) + '"]');
+  const sel = '[data-el="' + CSS.escape(q) + '"]';
+  // One copy of a repeated element carries the event value itself (data-value on the host).
+  const host = (value !== null && document.querySelector(sel + '[data-value="' + CSS.escape(value) + '"]'))
+    || document.querySelector(sel);
   const box = (el) => { if (!el) return null; const r = el.getBoundingClientRect();
     return {x: r.left + r.width / 2, y: r.top + r.height / 2, w: r.width, h: r.height}; };
   let target = host, menuOpen = false, option = null;
-  if (host && value !== null && host.querySelector('[data-value]')) {
+  if (host && value !== null && !host.hasAttribute('data-value') && host.querySelector('[data-value]')) {
     option = host.querySelector('[data-value="' + CSS.escape(value) + '"]');
     if (event !== 'select') target = option;
   }

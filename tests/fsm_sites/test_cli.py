@@ -32,7 +32,7 @@ def test_list_json() -> None:
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert [r["name"] for r in rows] == list_sites()
-    assert all(r["pages"] >= 10 and r["goals"] >= 4 for r in rows)
+    assert all(r["pages"] >= 8 and r["goals"] >= 4 and r["states_exact"] for r in rows)
 
 
 def test_validate_ok_and_broken(tmp_path: Path) -> None:
@@ -46,7 +46,23 @@ def test_validate_ok_and_broken(tmp_path: Path) -> None:
     broken.write_text(yaml.safe_dump(data))
     bad = runner.invoke(_app(), ["sites", "validate", str(broken)])
     assert bad.exit_code == 1
-    assert "transitions[0].target" in bad.output and "goals[0].conditions[0].var" in bad.output
+    assert "transitions.open_cart.target" in bad.output and "goals.lamp_in_cart.conditions[0].var" in bad.output
+
+
+def test_validate_json_reports_counts_and_lower_bounds(tmp_path: Path) -> None:
+    small = runner.invoke(_app(), ["sites", "validate", "--json", str(EXAMPLES_DIR / "tiny_shop.yaml")])
+    report = json.loads(small.stdout)
+    assert small.exit_code == 0 and report["valid"] and report["reachable_states"] == 152
+    assert report["reachable_states_exact"] and report["goal_depths"]["buy_two_express"] == 8
+    big = runner.invoke(_app(), ["sites", "validate", "--json", "--count", "2000", str(EXAMPLES_DIR / "clinic.yaml")])
+    report = json.loads(big.stdout)
+    assert big.exit_code == 0 and (report["reachable_states_at_least"], report["reachable_states_exact"]) == (2000, False)
+    data = yaml.safe_load((EXAMPLES_DIR / "clinic.yaml").read_text())
+    data["transitions"][0]["target"] = "basket"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(yaml.safe_dump(data))
+    bad = runner.invoke(_app(), ["sites", "validate", "--json", str(broken)])
+    assert bad.exit_code == 1 and json.loads(bad.stdout)["problems"][0]["place"] == "transitions.home_pets.target"
 
 
 def test_synth_writes_valid_site(tmp_path: Path) -> None:

@@ -52,6 +52,27 @@ def test_difficulty_sets_size_and_depth() -> None:
     assert len(_site(0, "easy").pages) < len(_site(0, "hard").pages)
 
 
+def test_hard_sites_have_a_million_states_and_records_and_their_goals_are_solved() -> None:
+    from fsm_sites.engine import compile_site
+    from fsm_sites.types import MapT, RecordT, SeqT
+
+    spec = _site(0, "hard")
+    machine = compile_site(spec)
+    kinds = {type(t).__name__ for t in machine.schema.variables.values()}
+    assert any(isinstance(t, SeqT) and isinstance(t.item, RecordT) for t in machine.schema.variables.values()), kinds
+    assert any(p.params for p in spec.pages)
+    counted = machine.count_states(1_000_000)
+    assert counted.count == 1_000_000 and not counted.exact  # at least a million reachable states
+    for goal in spec.goals:  # each goal's oracle path, from the search, reaches it
+        path = machine.shortest_paths(machine.initial, goal.id, limit=1)[0]
+        state = machine.initial
+        for edge in path:
+            state = machine.step(state, edge.to_event())[1]
+        assert machine.goal_predicate(goal.id)(state) and len(path) >= 2
+    shop = compile_site(_site(2, "hard"))
+    assert any(isinstance(t, MapT) for t in shop.schema.variables.values())  # a cart with quantities
+
+
 def test_bad_difficulty_is_refused() -> None:
     with pytest.raises(ValueError, match="expected difficulty in"):
         synthesize_site(0, "impossible")  # type: ignore[arg-type]
@@ -93,7 +114,7 @@ def test_step_agrees_with_enabled(case: tuple[int, str], pick) -> None:
     enabled = machine.enabled(state)
     for edge, nxt in enabled:
         assert machine.step(state, edge.to_event()) == (edge, nxt)
-    for element in machine.pages[state.page].elements:
+    for element in machine.pages[state.page_id].elements:
         for event in ("click", "input", "select", "check", "uncheck"):
             fired = machine.step(state, _event(state.page, element.id, event, "no-such-value"))
             assert fired is None or fired in enabled

@@ -31,20 +31,29 @@ def _explored(name: str) -> tuple[int, dict[str, int | None]]:
     initial state, None when unreachable), from the engine."""
     machine = load_machine(name)
     spec = machine.spec
-    states = len(machine.graph())
-    return states, {g.id: machine.distance(machine.initial, g.id) for g in spec.goals}
+    states = machine.count_states(200_000)
+    assert states.exact
+    return states.count, {g.id: machine.distance(machine.initial, g.id) for g in spec.goals}
+
+
+def _page_instances(name: str) -> int:
+    """Pages counted as a user sees them: a page with a parameter once per value."""
+    machine = load_machine(name)
+    return sum(len(machine.schema.params[p.id][0][1].values) if machine.schema.params[p.id] else 1
+               for p in machine.spec.pages)
 
 
 @pytest.mark.parametrize("name", sorted(r.name for r in RECIPES))
 def test_site_is_valid_sized_and_deep(name: str) -> None:
     spec = load_site(name)  # load_site validates; an invalid site raises SpecInvalid
-    assert 10 <= len(spec.pages) <= 40
+    assert 10 <= _page_instances(name) <= 40
+    assert any(p.params for p in spec.pages)  # one detail page per catalog, its item a parameter
     assert any(p.kind == "modal" for p in spec.pages)
     kinds = {e.kind for p in spec.pages for e in p.elements}
     assert {"link", "button", "card", "text_input", "checkbox"} <= kinds
     assert any(e.distractor for p in spec.pages for e in p.elements)
     states, goal_depths = _explored(name)
-    assert states < 6000
+    assert states < 60_000  # small enough for the full-graph reference of the equivalence test
     depths = list(goal_depths.values())
     assert len(depths) >= 4 and all(d is not None and 2 <= d <= 15 for d in depths), goal_depths
     assert max(depths) >= 6  # at least one multi-page flow
@@ -61,6 +70,25 @@ def test_at_least_four_sites_have_a_goal_12_steps_deep() -> None:
     deepest = {name: max((d for d in _explored(name)[1].values() if d is not None), default=0)
                for name in list_sites()}
     assert sum(d >= 12 for d in deepest.values()) >= 4, deepest
+
+
+def test_at_least_three_sites_hold_records_or_structures_a_flat_spec_could_not() -> None:
+    from fsm_sites.types import EnumT, MapT, RecordT, SeqT
+
+    def structured(name: str) -> set[str]:
+        kinds = set()
+        for vtype in load_machine(name).schema.variables.values():
+            if isinstance(vtype, MapT) and not isinstance(vtype.value, EnumT):
+                kinds.add("quantities")
+            elif isinstance(vtype, MapT):
+                kinds.add("folders")
+            elif isinstance(vtype, SeqT) and isinstance(vtype.item, RecordT):
+                kinds.add("records")
+        return kinds
+
+    found = {name: structured(name) for name in list_sites()}
+    assert "quantities" in found["shop"] and "folders" in found["mail"] and "records" in found["calendar"], found
+    assert sum(bool(kinds) for kinds in found.values()) >= 3
 
 
 def test_yaml_files_match_recipes(tmp_path: Path) -> None:
@@ -97,5 +125,5 @@ def test_doc_example_is_the_example_file() -> None:
     import yaml
 
     doc = (Path(__file__).parents[2] / "docs" / "fsm_spec.md").read_text()
-    block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    block = doc.split("## A complete small example", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     assert yaml.safe_load(block) == yaml.safe_load((EXAMPLES_DIR / "tiny_shop.yaml").read_text())

@@ -168,5 +168,5 @@ async def test_a_spec_file_to_serve_is_validated(tmp_path) -> None:
     data["transitions"][0]["when"] = [{"var": "ghost", "op": "empty"}]
     path = tmp_path / "shop.yaml"
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(SpecInvalid, match=r"transitions\[0\]\.when\[0\]\.var: 'ghost' is not a variable"):
+    with pytest.raises(SpecInvalid, match=r"transitions\.open_cart\.when\[0\]\.var: 'ghost' is not a variable"):
         SiteServer(resolve_sites([path]))

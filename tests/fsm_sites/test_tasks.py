@@ -31,10 +31,10 @@ def test_oracle_paths_reach_their_goals(shop_tasks: list[TaskSpec]) -> None:
         assert task.difficulty == len(task.oracle_path) == machine.distance(task.start(), goal)
 
 
-def test_named_goals_come_first_then_states(shop_tasks: list[TaskSpec]) -> None:
+def test_named_goals_come_first_then_states_and_structured_goals(shop_tasks: list[TaskSpec]) -> None:
     kinds = [t.goal_kind for t in shop_tasks]
     n_named = len(load_site("shop").goals)
-    assert kinds[:n_named] == ["named"] * n_named and set(kinds[n_named:]) == {"state"}
+    assert kinds[:n_named] == ["named"] * n_named and set(kinds[n_named:]) == {"state", "expr"}
     assert len({t.id for t in shop_tasks}) == len(shop_tasks)
     assert len({t.difficulty for t in shop_tasks}) >= 5  # spread over depths
 
@@ -42,12 +42,18 @@ def test_named_goals_come_first_then_states(shop_tasks: list[TaskSpec]) -> None:
 def test_instructions_use_descriptions_and_several_phrasings(shop_tasks: list[TaskSpec]) -> None:
     machine = Machine(load_site("shop"))
     state_tasks = [t for t in shop_tasks if t.goal_kind == "state"]
+    assert len({t.instruction.split()[0] for t in shop_tasks if t.goal_kind == "expr"}) >= 2
     openings = {t.instruction.split()[0] for t in state_tasks}
     assert len(openings) >= 3
+    from fsm_sites.tasks import describe_edge
+
     for task in state_tasks:
-        last = task.oracle_edges()[-1]
-        description = machine.transitions[last.transition_id].description.replace("$value", last.value or "")
+        state = task.start()
+        for edge in task.oracle_edges()[:-1]:
+            state = machine.step(state, edge.to_event())[1]
+        description = describe_edge(machine, task.oracle_edges()[-1], state)
         assert description.lower() in task.instruction.lower()
+        assert "{" not in task.instruction
     assert all("$value" not in t.instruction for t in shop_tasks)
 
 
@@ -76,3 +82,60 @@ def test_a_step_names_an_option_by_the_label_the_page_shows() -> None:
     assert describe_edge(machine, large) == "choose size Large"  # the spec says "choose size $value"
     typed = next(e for e in edges if e.element == "city")
     assert typed.value and typed.value in describe_edge(machine, typed)  # text to type: verbatim
+
+
+@pytest.fixture(scope="module")
+def clinic():
+    from fsm_sites.library import load_site
+
+    return load_site("clinic")
+
+
+def _replay(machine: Machine, task: TaskSpec) -> None:
+    goal = task.goal_predicate(machine)
+    state = task.start()
+    assert not goal(state)
+    for edge in task.oracle_edges():
+        fired = machine.step(state, edge.to_event())
+        assert fired is not None, (task.id, edge)
+        state = fired[1]
+    assert goal(state)
+
+
+def test_structured_goals_name_records_and_are_solved(clinic) -> None:
+    from fsm_sites.engine import compile_site
+
+    machine = compile_site(clinic)
+    tasks = synthesize_tasks(clinic, 16, seed=3)
+    structured = [t for t in tasks if t.goal_kind == "expr"]
+    assert len(structured) >= 3
+    for task in tasks:
+        _replay(machine, task)
+    words = " ".join(t.instruction for t in structured)
+    assert "appointments" in words and any(day in words for day in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday"))
+    assert all(t.goal.startswith("expr:") and "bookings" in t.goal for t in structured)
+
+
+def test_tasks_start_where_asked(clinic) -> None:
+    from fsm_sites.engine import compile_site
+
+    machine = compile_site(clinic)
+    named = synthesize_tasks(clinic, 4, seed=1, start="busy_week")
+    assert named and {t.start_state for t in named} == {machine.named_start("busy_week").key()}
+    drawn = synthesize_tasks(clinic, 8, seed=1, start="random")
+    assert len({t.start_state for t in drawn}) >= 3
+    for task in named + drawn:
+        _replay(machine, task)
+    with pytest.raises(ValueError, match="expected a start state reachable"):
+        synthesize_tasks(clinic, 2, start=machine.initial.with_page("book(rex)").with_vars({"form_day": "fri"}).with_page("home").key())
+
+
+def test_a_repeated_element_step_is_described_by_its_item(clinic) -> None:
+    from fsm_sites.engine import compile_site
+    from fsm_sites.state import UIEvent
+    from fsm_sites.tasks import describe_edge
+
+    machine = compile_site(clinic)
+    state = machine.named_start("busy_week")
+    edge, _ = machine.step(state, UIEvent("appointments", "cancel_row", "click", "1"))
+    assert describe_edge(machine, edge, state) == "cancel Milo's Grooming on Tuesday at 11:00"

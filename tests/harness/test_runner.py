@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-import harness.runner as runner_module
+import harness.env_providers as env_providers
 from harness.actions import Click
 from harness.agents import AgentStep, ModelAgent, OracleAgent
 from harness.errors import UnknownTaskError
@@ -114,7 +114,7 @@ async def test_a_model_agent_is_decoded_with_its_own_codec(provider) -> None:
 
 
 async def test_step_timeout_limits_reset_too(provider, monkeypatch) -> None:
-    monkeypatch.setattr(runner_module, "make_task", lambda task_id: SlowSetup("click-test"))
+    monkeypatch.setattr(env_providers, "make_task", lambda task_id: SlowSetup("click-test"))
     config = RunnerConfig(progress=False, retries=0, step_timeout_s=1.0)
     [record] = await EpisodeRunner(OracleAgent(), config, provider=provider).run(
         episode_specs(["miniwob:click-test"], 1, seed=0))

@@ -109,10 +109,13 @@ def init_checkpoint(config: ModelInitConfig) -> InitReport:
     out = _prepare_out(config.out, config.overwrite)
     tokenizer = hf_tokenizer(build_tokenizer(config.vocab_size))
     preset = PRESETS[config.preset]
-    tokens = {t: tokenizer.convert_tokens_to_ids(t) for t in tokenizer.all_special_tokens}
-    tokens.update({t: tokenizer.convert_tokens_to_ids(t) for t in
-                   ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>",
-                    "<|im_end|>", "<|endoftext|>")})
+    names = [*tokenizer.all_special_tokens, "<|image_pad|>", "<|video_pad|>", "<|vision_start|>",
+             "<|vision_end|>", "<|im_end|>", "<|endoftext|>"]
+    tokens: dict[str, int] = {}
+    for name in names:
+        token_id = tokenizer.convert_tokens_to_ids(name)
+        assert isinstance(token_id, int), f"expected one id for {name}, got {token_id!r}"
+        tokens[name] = token_id
     vocab_size = -(-len(tokenizer) // 64) * 64  # rounded up, as Qwen pads its embedding
     model_cfg = model_config(config.arch, preset, tokens, vocab_size)
     torch.manual_seed(config.seed)

@@ -192,8 +192,8 @@ def _hf_model(model: Any) -> Any:
 
 def _stop_ids(model: Any, tokenizer: Any) -> list[int]:
     configured = getattr(model.generation_config, "eos_token_id", None)
-    ids = configured if isinstance(configured, list) else [configured]
-    ids = [i for i in ids if i is not None]
+    listed = configured if isinstance(configured, list) else [configured]
+    ids: list[int] = [int(i) for i in listed if i is not None]
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     for extra in (end, tokenizer.eos_token_id):
         if isinstance(extra, int) and extra >= 0 and extra not in ids:

@@ -75,7 +75,7 @@ def model_config(arch: str, preset: Preset, tokens: dict[str, int], vocab_size: 
         bos_token_id=tokens["<|endoftext|>"], eos_token_id=tokens["<|im_end|>"],
         pad_token_id=tokens["<|endoftext|>"],
     )
-    ids = dict(image_token_id=tokens["<|image_pad|>"], video_token_id=tokens["<|video_pad|>"],
+    ids: dict[str, Any] = dict(image_token_id=tokens["<|image_pad|>"], video_token_id=tokens["<|video_pad|>"],
                vision_start_token_id=tokens["<|vision_start|>"],
                vision_end_token_id=tokens["<|vision_end|>"], tie_word_embeddings=True)
     if arch == "qwen2_5_vl":

@@ -62,5 +62,7 @@ def hf_tokenizer(tokenizer: Tokenizer) -> PreTrainedTokenizerBase:
     """The transformers tokenizer (Qwen2Tokenizer, as Qwen checkpoints use) around ``tokenizer``."""
     from transformers import Qwen2Tokenizer
 
+    # unk_token=None: a byte-level BPE has no unknown token (transformers' stub says str only)
     return Qwen2Tokenizer(tokenizer_object=tokenizer, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN,
-                          unk_token=None, bos_token=None, errors="replace", clean_up_tokenization_spaces=False)
+                          unk_token=None, bos_token=None, errors="replace",  # type: ignore[arg-type]
+                          clean_up_tokenization_spaces=False)

@@ -2,9 +2,10 @@
 // place: the server's answer carries the new state's page, whose <head> and <body> are
 // swapped in, and history.replaceState records it as "./?v=<seq>", so no reload happens
 // between two steps.
-// Relative URLs: the page lives at <session>/ and posts to <session>/event, so the HTML
-// is the same for every session. Every handler is delegated to `document`, so a
-// swapped-in body needs no new script run.
+// URLs: the page lives under /s/<session>/ and posts to /s/<session>/event; the path after
+// the session is the page's route (its body's data-route, e.g. pets/rex), shown with
+// history.replaceState, so the HTML is the same for every session. Every handler is
+// delegated to `document`, so a swapped-in body needs no new script run.
 //
 // window.__fsm, read by the harness:
 //   pending   an event or a swap is in flight or queued
@@ -20,6 +21,10 @@
     page: document.body.getAttribute("data-page"),
   };
   window.__softNavigate = function (url, html) { return fsm.show(url, html); };
+  // A full load shows the route of its page too (the server serves every route of a session).
+  if (document.body.hasAttribute("data-route")) {
+    history.replaceState(null, "", shown(location.href, document.body));
+  }
 
   // Another layout seed changes the theme's <style>; patch only what differs, so the big
   // shared stylesheet is not parsed again.
@@ -34,13 +39,27 @@
     }
   }
 
+  // The session's base path (/s/<id>/) of a path, and the URL a page shows: that base, the
+  // page's route and the query of `url` (its ?v= marker).
+  function baseOf(path) {
+    var m = path.match(/^\/s\/[^\/]+\//);
+    return m ? m[0] : "./";
+  }
+  function shown(url, body) {
+    var target = new URL(url, location.href);
+    var route = (body.getAttribute("data-route") || "/").replace(/^\//, "");
+    return baseOf(target.pathname) + route + target.search;
+  }
+  function here(suffix) { return baseOf(location.pathname) + suffix; }
+
   function swap(html, url) {
     var doc = new DOMParser().parseFromString(html, "text/html");
     if (!doc.body || !doc.body.hasAttribute("data-page")) throw new Error("not an FSM page: " + url);
+    var body = doc.body, address = shown(url, body);
     swapHead(doc.head);
-    document.body.replaceWith(doc.body);
+    document.body.replaceWith(body);
     document.title = doc.title;
-    history.replaceState(null, "", url);
+    history.replaceState(null, "", address);
     window.scrollTo(0, 0);
     fsm.page = document.body.getAttribute("data-page");
     fsm.swapped = true;
@@ -92,12 +111,12 @@
     var body = JSON.stringify({ page: fsm.page, element: el, event: event, value: value });
     track(function () {
       // The answer carries the new state's page: swap it in without another request.
-      return fetch("event", { method: "POST", headers: { "content-type": "application/json" }, body: body })
+      return fetch(here("event"), { method: "POST", headers: { "content-type": "application/json" }, body: body })
         .then(function (r) { return r.json(); })
         .then(function (d) {
-          if (d.seq === undefined || typeof d.html !== "string") return load("./?v=x");
-          return showHtml(d.html, "./?v=" + d.seq);
-        }, function () { return load("./?v=x"); });
+          if (d.seq === undefined || typeof d.html !== "string") return load(here("?v=x"));
+          return showHtml(d.html, here("?v=" + d.seq));
+        }, function () { return load(here("?v=x")); });
     });
   }
 

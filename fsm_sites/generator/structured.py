@@ -1,0 +1,121 @@
+"""Templates for structured state: a cart with quantities (a map), folders that items move
+between (a map to an enum, one parameterized page per folder), and bookings (a set of
+records made by a form, listed with a cancel button each)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fsm_sites.generator.builder import SiteBuilder
+from fsm_sites.generator.templates import FieldDef, option_label
+
+
+@dataclass(frozen=True)
+class FoldersPart:
+    key: str  # the map variable, e.g. "box"
+    title: str  # e.g. "Mailbox"
+    folders: tuple[tuple[str, str], ...]  # (id, label); items start in the first
+    moves: tuple[tuple[str, str], ...]  # (button label, folder id): "Archive" -> archive
+    wanted: tuple[tuple[str, str], ...]  # (item id, folder id) the deepest goal asks for
+
+
+@dataclass(frozen=True)
+class BookingsPart:
+    key: str  # the set variable, e.g. "meetings"
+    title: str  # list page title, e.g. "My meetings"
+    form_title: str  # e.g. "New meeting"
+    fields: tuple[FieldDef, ...]  # selects (options) and checkboxes: the record's fields
+    slot: tuple[str, ...]  # fields no two bookings may share, e.g. ("day", "time")
+    item_text: str  # a row, e.g. "{it.day} at {it.time}"
+    max_len: int
+    wanted: tuple[tuple[str, tuple[tuple[str, str | bool], ...]], ...]  # (words, record) the goals ask for
+    submit: str = "Book"
+
+
+def quantity_cart(b: SiteBuilder, key: str, title: str, item_type: str, max_qty: int) -> str:
+    """A cart holding a quantity of each item; rows with +, - and remove; returns its page."""
+    b.add_var(key, "map", keys=item_type, value={"type": "int", "min": 0, "max": max_qty}, label=title.lower())
+    page = b.add_page(key, f"{title} ({{sum({key})}} items)", body=f"What is in your {title.lower()}.")
+    shown = [f"{key}[it] > 0"]
+    b.add_element(page, "row", "text", f"{{it}} x {{{key}[it]}}", repeat=key, visible_when=shown)
+    b.add_element(page, "more", "button", "+", repeat=key, visible_when=shown)
+    b.add_transition(page, "more", "add one more {it}", when=[f"{key}[it] < {max_qty}"],
+                     effects=[{"set": f"{key}[it]", "to": f"{key}[it] + 1"}])
+    b.add_element(page, "less", "button", "-", repeat=key, visible_when=shown)
+    b.add_transition(page, "less", "take one {it} out", effects=[{"set": f"{key}[it]", "to": f"{key}[it] - 1"}])
+    b.add_element(page, "rm", "button", "Remove {it}", repeat=key, visible_when=shown)
+    b.add_transition(page, "rm", f"remove {{it}} from the {title.lower()}", effects=[{"set": f"{key}[it]", "to": 0}],
+                     toast=f"Removed from your {title.lower()}")
+    b.add_element(page, "empty", "text", f"Your {title.lower()} is empty", visible_when=[f"sum({key}) == 0"])
+    return page
+
+
+def folders(b: SiteBuilder, part: FoldersPart, item_type: str, detail: str) -> tuple[str, str]:
+    """Folder pages ``{key}_folder(<folder>)`` listing their items with move buttons, and move
+    buttons on the items' detail page; returns (the folder page, its first folder)."""
+    ftype = b.add_type(f"{part.key}_folder", "enum", values=[f for f, _ in part.folders],
+                       labels={f: label for f, label in part.folders})
+    var = b.add_var(part.key, "map", keys=item_type, value=ftype, label=part.title.lower())
+    labels = dict(part.folders)
+    page = b.add_page(f"{part.key}_folder", "{f}", params=[{"name": "f", "type": ftype}], route=f"/{part.key}/{{f}}")
+    for fid, label in part.folders:
+        b.link(page, f"tab_{fid}", label, page, f"open the {label} folder", kind="tab", section="header",
+               args={"f": f"'{fid}'"})
+    b.add_element(page, "row", "text", "{it}", repeat=var, visible_when=[f"{var}[it] == f"])
+    for label, to in part.moves:
+        here = [f"{var}[it] == f", f"f != '{to}'"]
+        b.add_element(page, f"to_{to}", "button", label, repeat=var, visible_when=here)
+        b.add_transition(page, f"to_{to}", f"move {{it}} to {labels[to]}", effects=[{"set": f"{var}[it]", "to": f"'{to}'"}],
+                         toast=f"Moved to {labels[to]}")
+        b.add_element(detail, f"to_{to}", "button", label, visible_when=[f"{var}[item] != '{to}'"])
+        b.add_transition(detail, f"to_{to}", f"move {{item}} to {labels[to]}",
+                         effects=[{"set": f"{var}[item]", "to": f"'{to}'"}], toast=f"Moved to {labels[to]}")
+    b.add_element(page, "empty", "text", "Nothing here", visible_when=[f"not any({var}, it == f)"])
+    return page, part.folders[0][0]
+
+
+def bookings(b: SiteBuilder, part: BookingsPart, exit_to: str) -> tuple[str, str]:
+    """A form whose fields make a record, added to a set of at most ``max_len`` (never two in
+    one slot), and a page listing them with a cancel button each; returns (form, list) pages."""
+    fields = []
+    for f in part.fields:
+        if f.kind == "checkbox":
+            fields.append({"name": f.id, "type": "bool", "label": f.label.lower()})
+            continue
+        type_name = b.add_type(f"{part.key}_{f.id}", "enum", values=list(f.options),
+                               labels={o: option_label(o) for o in f.options if option_label(o) != o})
+        fields.append({"name": f.id, "type": type_name, "label": f.label.lower()})
+    record = b.add_type(f"{part.key}_entry", "record", fields=fields)
+    var = b.add_var(part.key, "set", item=record, max_len=part.max_len, label=part.title.lower())
+    form = b.add_page(f"{part.key}_new", part.form_title)
+    listing = b.add_page(part.key, f"{part.title} ({{count({var})}})")
+    form_vars = []
+    for f, spec in zip(part.fields, fields, strict=True):
+        name = b.add_var(f"{part.key}_{f.id}", spec["type"], label=f.label.lower())
+        form_vars.append((f, name))
+        if f.kind == "checkbox":
+            b.add_element(form, f.id, "checkbox", f.label, bind=name)
+            b.add_transition(form, f.id, f"tick '{f.label}'", event="check", when=[f"not {name}"],
+                             effects=[{"set": name, "to": True}])
+            b.add_transition(form, f.id, f"untick '{f.label}'", event="uncheck", when=[name],
+                             effects=[{"set": name, "to": False}])
+        else:
+            b.add_element(form, f.id, "select", f.label, bind=name)
+            b.add_transition(form, f.id, f"choose '$value' as the {f.label.lower()}", event="select",
+                             effects=[{"set": name, "to": "value"}])
+    taken = " and ".join(f"it.{f.id} == {name}" for f, name in form_vars if f.id in part.slot)
+    b.add_element(form, "taken", "text", "That slot is taken; pick another.", visible_when=[f"any({var}, {taken})"])
+    item = "{" + ", ".join(f"{f.id}: {name}" for f, name in form_vars) + "}"
+    b.add_element(form, "submit", "button", part.submit)
+    b.add_transition(form, "submit", f"press '{part.submit}'", target=listing, effects=[{"add": var, "item": item}],
+                     when=[f"count({var}) < {part.max_len}", f"not any({var}, {taken})"],
+                     toast=f"Added: you have {{count({var})}} now")
+    b.link(form, "cancel", "Cancel", exit_to, f"leave {part.form_title.lower()}", section="footer")
+    b.add_element(listing, "row", "text", part.item_text, repeat=var)
+    b.add_element(listing, "cancel", "button", "Cancel", repeat=var)
+    b.add_transition(listing, "cancel", f"cancel {part.item_text}", effects=[{"remove": var, "item": "it"}],
+                     toast="Cancelled")
+    b.add_element(listing, "none", "text", "Nothing booked yet", visible_when=[f"count({var}) == 0"])
+    b.link(listing, "new", part.form_title, form, f"open {part.form_title}", kind="button", section="header")
+    b.local_group({form}, [name for _, name in form_vars])
+    return form, listing

@@ -1,0 +1,141 @@
+"""Building the typed model of a spec: pages, elements, transitions, goals and starts,
+with every problem found (``build_model``). The model's data and shared helpers live in
+``fsm_sites.model``; the checks of transitions and of goals in ``model_transitions`` and
+``model_goals``, which this module calls (so neither imports it).
+"""
+
+from __future__ import annotations
+
+from fsm_sites.check import CheckError, Env, compile_expr
+from fsm_sites.errors import SpecProblem
+from fsm_sites.expr import (
+    ExprSyntaxError,
+    Lit,
+    Node,
+    parse_expr,
+)
+from fsm_sites.model import (
+    _ID,
+    ElementModel,
+    SiteModel,
+    check_template,
+    when_node,
+)
+from fsm_sites.model_goals import check_goals, check_starts
+from fsm_sites.model_transitions import check_transition
+from fsm_sites.schema import build_schema
+from fsm_sites.spec import Element, Option, Page, SiteSpec, Transition
+from fsm_sites.types import EnumT, MapT, SeqT, VType
+
+
+def build_model(spec: SiteSpec) -> SiteModel:
+    """The spec's ASTs and every static problem (empty when it is sound)."""
+    schema, problems = build_schema(spec)
+    model = SiteModel(spec, schema, {p.id: p for p in spec.pages}, problems=problems)
+    _check_ids(model)
+    if spec.start_page not in model.pages:
+        model.problems.append(SpecProblem("start_page", f"expected one of the pages {sorted(model.pages)}, got {spec.start_page!r}"))
+    elif schema.params.get(spec.start_page):
+        model.problems.append(SpecProblem("start_page", f"expected a page without parameters, got {spec.start_page!r}"))
+    for page in spec.pages:
+        _page(model, page)
+    for index, t in enumerate(spec.transitions):
+        _transition(model, index, t)
+    check_goals(model)
+    check_starts(model)
+    return model
+
+
+def _check_ids(model: SiteModel) -> None:
+    spec = model.spec
+    groups = [("types", "type", [t.name for t in spec.types]), ("variables", "variable", [v.name for v in spec.variables]),
+              ("pages", "page", [p.id for p in spec.pages]), ("transitions", "transition", [t.id for t in spec.transitions]),
+              ("goals", "goal", [g.id for g in spec.goals]), ("starts", "start state", [s.id for s in spec.starts])]
+    for place, what, ids in groups:
+        seen: set[str] = set()
+        for ident in ids:
+            if not _ID.match(ident):
+                model.problems.append(SpecProblem(f"{place}.{ident}", f"expected an id of letters, digits, _ and -, got {ident!r}"))
+            if ident in seen:
+                model.problems.append(SpecProblem(f"{place}.{ident}", f"duplicate {what} {ident!r}; give each one a unique id"))
+            seen.add(ident)
+
+
+def _page(model: SiteModel, page: Page) -> None:
+    place = f"pages.{page.id}"
+    if page.kind == "modal":
+        parent = model.pages.get(page.parent or "")
+        if parent is None:
+            model.problems.append(SpecProblem(f"{place}.parent", f"modal {page.id!r} needs a parent page; got {page.parent!r}"))
+        elif parent.kind == "modal":
+            model.problems.append(SpecProblem(f"{place}.parent", f"expected a full page as parent of {page.id!r}, got modal {parent.id!r}"))
+        elif [p for p, _ in model.schema.params.get(parent.id, ())] != [p for p, _ in model.schema.params.get(page.id, ())]:
+            model.problems.append(SpecProblem(f"{place}.params", f"a modal takes its parent's parameters; expected "
+                                              f"{[p.name for p in parent.params]}, got {[p.name for p in page.params]}"))
+    elif page.parent is not None:
+        model.problems.append(SpecProblem(f"{place}.parent", f"only a modal has a parent; remove it or set kind: modal on {page.id!r}"))
+    env = model.env(page.id)
+    for text, where in ((page.title, "title"), (page.body, "body"), (page.route, "route")):
+        check_template(model, text, env, f"{place}.{where}")
+    seen: set[str] = set()
+    for element in page.elements:
+        eplace = f"{place}.elements.{element.id}"
+        if element.id in seen:
+            model.problems.append(SpecProblem(eplace, f"duplicate element {element.id!r} of page {page.id!r}; give each one a unique id"))
+        seen.add(element.id)
+        _element(model, page, element, eplace)
+
+
+def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
+    env = model.env(page.id)
+    repeat, rtype = None, None
+    if el.repeat:
+        repeat, rtype = _repeat(model, el, env, place)
+        if rtype is not None:
+            env = model.env(page.id, it=rtype.keys if isinstance(rtype, MapT) else rtype.item)  # type: ignore[attr-defined]
+    if el.bind is not None and (el.bind not in model.schema.variables or el.bind.startswith("_")):
+        model.problems.append(SpecProblem(f"{place}.bind", f"{el.bind!r} is not a variable; expected one of "
+                                          f"{sorted(v for v in model.schema.variables if not v.startswith('_'))}"))
+    visible = when_node(model, el.visible_when, f"{place}.visible_when", env)
+    disabled = when_node(model, el.disabled_when, f"{place}.disabled_when", env) if el.disabled_when else None
+    for text, where in ((el.label, "label"), (el.description, "description")):
+        check_template(model, text, env, f"{place}.{where}")
+    options = el.options
+    bound = model.schema.variables.get(el.bind or "")
+    if not options and el.kind in ("select", "radio") and isinstance(bound, EnumT) and el.kind == "select":
+        options = tuple(Option(value=v, label=bound.show(v) if v != bound.show(v) else None) for v in bound.values)
+    model.elements[(page.id, el.id)] = ElementModel(page.id, el, visible or Lit(True), disabled, repeat, rtype, options)
+
+
+def _repeat(model: SiteModel, el: Element, env: Env, place: str) -> tuple[Node | None, VType | None]:
+    try:
+        node = parse_expr(el.repeat or "")
+        _, rtype = compile_expr(node, env)
+    except (CheckError, ExprSyntaxError) as exc:
+        model.problems.append(SpecProblem(f"{place}.repeat", str(exc)))
+        return None, None
+    if not isinstance(rtype, (SeqT, MapT)):
+        model.problems.append(SpecProblem(f"{place}.repeat", f"expected a list, set or map to repeat over, got {rtype.describe()}"))
+        return None, None
+    if el.kind not in ("button", "link", "card", "list_item", "text"):
+        model.problems.append(SpecProblem(f"{place}.kind", f"expected a button, link, card, list_item or text to repeat, got {el.kind}"))
+    return node, rtype
+
+
+def _transition(model: SiteModel, index: int, t: Transition) -> None:
+    place = f"transitions.{t.id}"
+    page = model.pages.get(t.page)
+    if page is None:
+        model.problems.append(SpecProblem(f"{place}.page", f"{t.page!r} is not a page; expected one of {sorted(model.pages)}"))
+    if t.target is not None and t.target not in model.pages:
+        model.problems.append(SpecProblem(f"{place}.target", f"{t.target!r} is not a page; expected one of {sorted(model.pages)}"))
+    if page is None:
+        return
+    em = model.elements.get((t.page, t.element))
+    if em is None:
+        ids = [e.id for e in page.elements]
+        model.problems.append(SpecProblem(f"{place}.element", f"{t.element!r} is not an element of page {t.page!r}; it has {ids}"))
+        return
+    check_transition(model, index, t, em, place)
+
+

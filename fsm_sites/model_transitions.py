@@ -1,0 +1,101 @@
+"""Static checks and the model of one transition (see ``fsm_sites.model``)."""
+
+from __future__ import annotations
+
+from fsm_sites.errors import SpecProblem
+from fsm_sites.expr import Lit, Name, all_of
+from fsm_sites.model import (
+    ElementModel,
+    SiteModel,
+    TransitionModel,
+    check_template,
+    compile_plans,
+    convert_args,
+    event_value,
+    reads_of,
+    when_node,
+)
+from fsm_sites.schema import TOAST_VAR
+from fsm_sites.spec import EVENTS_BY_KIND, VALUE_PLACEHOLDER, Transition
+from fsm_sites.types import MapT, TextT
+
+
+def check_transition(model: SiteModel, index: int, t: Transition, em: ElementModel, place: str) -> None:
+    el = em.element
+    allowed = EVENTS_BY_KIND[el.kind]
+    if t.event not in allowed:
+        model.problems.append(SpecProblem(f"{place}.event", f"a {el.kind} sends {list(allowed) or 'no events'}, got {t.event!r}"))
+    if el.distractor:
+        model.problems.append(SpecProblem(f"{place}.element", f"{t.element!r} is a distractor and must have no transition"))
+    options = {o.value for o in em.options}
+    if options and t.values:
+        for v in t.values:
+            if v not in options:
+                model.problems.append(SpecProblem(f"{place}.values", f"{v!r} is not an option of {t.element!r} ({sorted(options)})"))
+    value_type, edge_values = event_value(model, t, em, place)
+    it = None
+    if em.repeat_type is not None:
+        rtype = em.repeat_type
+        it = rtype.keys if isinstance(rtype, MapT) else rtype.item  # type: ignore[attr-defined]
+    env = model.env(t.page, value=value_type, it=it)
+    guard = when_node(model, t.when, f"{place}.when", env)
+    plans = compile_plans(model, t, env, place)
+    args = convert_args(model, t, env, place)
+    for text, where in ((t.toast, "toast"), (t.description.replace(VALUE_PLACEHOLDER, "value"), "description")):
+        check_template(model, text, _after_env(model, t, env), f"{place}.{where}")
+    if guard is None or len(plans) != len(t.effects):
+        return
+    params = {p for p, _ in model.schema.params.get(t.page, ())}
+    full_guard = all_of([n for n in (em.visible, guard) if not (isinstance(n, Lit) and n.value is True)])
+    guard_reads = reads_of(full_guard, params) | reads_of(em.repeat, params)
+    for _, node in args:
+        guard_reads |= reads_of(node, params)
+    plan_reads = []
+    for plan in plans:
+        got: set[str] = set()
+        for node in (plan.expr, plan.where, *[n for _, n in plan.fields]):
+            got |= reads_of(node, params)
+        if plan.kind != "set" or not isinstance(plan.target, Name):
+            got |= reads_of(plan.target, params)  # a field, entry or item update keeps the rest
+        got |= reads_of(em.repeat, params) if "it" in _names(plan) else set()
+        plan_reads.append((plan.var, frozenset(got)))
+    reads = guard_reads.union(*(r for _, r in plan_reads))
+    writes = {p.var for p in plans}
+    if t.toast:
+        writes.add(TOAST_VAR)
+    target = t.target or t.page
+    moves = t.target is not None and (target != t.page or bool(model.schema.params.get(target)))
+    raw_text = tuple(p.var for p in plans if p.kind == "set" and isinstance(p.target, Name)
+                     and p.expr == Name("value") and isinstance(model.schema.variables.get(p.var), TextT))
+    model.transitions.append(TransitionModel(
+        t, index, full_guard, plans, args, value_type, edge_values,
+        frozenset(reads), frozenset(guard_reads), tuple(plan_reads), frozenset(writes), moves, raw_text,
+    ))
+
+
+def _names(plan) -> set[str]:
+    from fsm_sites.expr import names
+
+    out: set[str] = set()
+    for node in (plan.expr, plan.where, plan.target, *[n for _, n in plan.fields]):
+        if node is not None:
+            out |= names(node)
+    return out
+
+
+def _after_env(model: SiteModel, t: Transition, env):
+    """Descriptions and toasts may name the target page's parameters too."""
+    if t.target is None:
+        return env
+    params = dict(model.schema.params.get(t.page, ())) | dict(model.schema.params.get(t.target, ()))
+    out = model.env(t.page, value=env.value, it=env.it)
+    out.params = params
+    return out
+
+
+def guard_parts(tm: TransitionModel) -> list:
+    """The guard's conjuncts (for the heuristic's atoms)."""
+    from fsm_sites.expr import conjuncts
+
+    return [] if isinstance(tm.guard, Lit) else conjuncts(tm.guard)
+

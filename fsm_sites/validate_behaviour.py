@@ -1,0 +1,178 @@
+"""Behavioural checks of a statically sound spec, by goal-directed search (no whole graph).
+
+- nondeterminism: two transitions of one element and event that can both fire for the
+  same value in some reachable state (a copy-pasted transition, say): guards that
+  contradict each other are told apart at once, the rest by a search for a reachable
+  state where both hold;
+- every page, goal and named start state reachable from the initial state;
+- the reachable states counted up to a budget, and ``max_states`` enforced, naming the
+  variables that multiply the states.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from itertools import combinations
+
+from fsm_sites.engine import Machine, compile_site
+from fsm_sites.errors import SearchBudgetExceeded, SpecProblem, StateGraphTooLarge
+from fsm_sites.expr import Binary, Const, Lit, Node, Unary, all_of, conjuncts, names, replace_names
+from fsm_sites.model import TransitionModel
+from fsm_sites.spec import SiteSpec
+
+SEARCH_BUDGET = 50_000  # states one validation search may expand before the check is left undecided
+
+
+@contextmanager
+def _bounded(machine: Machine, goal):
+    """The goal's search, with validation's smaller budget while the check runs."""
+    search, _ = machine.search_for(goal)
+    saved, search.budget = search.budget, min(search.budget, SEARCH_BUDGET)
+    try:
+        yield
+    finally:
+        search.budget = saved
+
+
+def check_behaviour(spec: SiteSpec, report, count_budget: int) -> None:
+    machine = compile_site(spec)
+    _nondeterminism(machine, report)
+    if report.problems:
+        return
+    _reachability(machine, report)
+    _count(machine, report, count_budget)
+    machine.report = report.to_json()
+
+
+def _values(tm: TransitionModel) -> set | None:
+    """The values a transition accepts (None: any, as a value-less click or a repeated element)."""
+    if tm.edge_values is None or tm.edge_values == (None,):
+        return None
+    return set(tm.edge_values)
+
+
+def _nondeterminism(machine: Machine, report) -> None:
+    by_trigger: dict[tuple[str, str, str], list[TransitionModel]] = {}
+    for tm in machine.model.transitions:
+        by_trigger.setdefault((tm.t.page, tm.t.element, tm.t.event), []).append(tm)
+    for (page, element, event), group in by_trigger.items():
+        for a, b in combinations(group, 2):
+            va, vb = _values(a), _values(b)
+            common = None if va is None and vb is None else (va if vb is None else vb if va is None else va & vb)
+            if common is not None and not common:
+                continue
+            if _exclusive(a.guard, b.guard):
+                continue
+            for value in sorted(common, key=str) if common is not None else [None]:
+                found = _both_enabled(machine, a, b, value, report)
+                if found is not None:
+                    report.problems.append(SpecProblem(
+                        f"transitions.{b.t.id}",
+                        f"{b.t.id!r} and {a.t.id!r} are both enabled for ({page}, {element}, {event}, "
+                        f"{value}) in state {found}; make their `when` conditions exclusive"))
+                    break
+
+
+def _both_enabled(machine: Machine, a: TransitionModel, b: TransitionModel, value, report) -> str | None:
+    """A reachable state where both fire (its key), or None."""
+    mapping = {"value": Lit(value)} if value is not None else {}
+    guard = all_of([replace_names(a.guard, mapping), replace_names(b.guard, mapping)])
+    if "it" in names(guard) or "value" in names(guard):
+        report.notes.append(f"could not check whether {a.t.id!r} and {b.t.id!r} can both fire (their guards read "
+                            "the repeated item); make them exclusive by hand")
+        return None
+    page = a.t.page
+    params = tuple(p for p, _ in machine.schema.params.get(page, ()))
+    goal = machine.make_goal(f"both:{a.t.id}:{b.t.id}:{value}", guard, page, False, params)
+    try:
+        with _bounded(machine, goal):
+            paths = machine.shortest_paths(machine.initial, goal, limit=1)
+    except SearchBudgetExceeded as exc:
+        report.notes.append(f"could not decide whether {a.t.id!r} and {b.t.id!r} can both fire: {exc}")
+        return None
+    if not paths:
+        return None
+    state = machine.initial
+    for edge in paths[0]:
+        state = machine.step(state, edge.to_event())[1]  # type: ignore[index]
+    return state.key()
+
+
+def _exclusive(ga: Node, gb: Node) -> bool:
+    """Whether two guards contradict each other on their face (no search needed)."""
+    return any(_contradict(x, y) for x in conjuncts(ga) for y in conjuncts(gb))
+
+
+def _negation(node: Node) -> Node:
+    if isinstance(node, Unary) and node.op == "not":
+        return node.operand
+    if isinstance(node, Binary) and node.op in ("in", "not in"):
+        return Binary("not in" if node.op == "in" else "in", node.left, node.right)
+    return Unary("not", node)
+
+
+def _contradict(x: Node, y: Node) -> bool:
+    if _negation(x) == y or _negation(y) == x:
+        return True
+    if not (isinstance(x, Binary) and isinstance(y, Binary) and x.left == y.left):
+        return False
+    cx, cy = x.right, y.right
+    if not (isinstance(cx, (Lit, Const)) and isinstance(cy, (Lit, Const))):
+        return False
+    ops = {x.op, y.op}
+    if ops == {"=="}:
+        return cx.value != cy.value
+    if ops == {"==", "!="}:
+        return cx.value == cy.value
+    if all(isinstance(c.value, int) and not isinstance(c.value, bool) for c in (cx, cy)) and "!=" not in ops:
+        tests = {"==": int.__eq__, "<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__}
+        if x.op in tests and y.op in tests:
+            points = {c + d for c in (cx.value, cy.value) for d in (-1, 0, 1)}
+            return not any(tests[x.op](p, cx.value) and tests[y.op](p, cy.value) for p in points)
+    return False
+
+
+def _reachability(machine: Machine, report) -> None:
+    spec = machine.spec
+    for page in spec.pages:
+        goal = machine.make_goal(f"page:{page.id}", Lit(True), page.id, False)
+        if _distance(machine, goal, report, f"page {page.id!r}") is None:
+            report.problems.append(SpecProblem(f"pages.{page.id}", f"page {page.id!r} is unreachable from start page "
+                                               f"{spec.start_page!r}; add a transition that leads to it"))
+    for goal in spec.goals:
+        depth = _distance(machine, machine.goal_predicate(goal.id), report, f"goal {goal.id!r}")
+        report.goal_depths[goal.id] = None if depth == -1 else depth
+        if depth is None:
+            report.problems.append(SpecProblem(f"goals.{goal.id}", f"goal {goal.id!r} holds in no state reachable "
+                                               "from the start"))
+    for start in spec.starts:
+        state = machine.named_start(start.id)
+        try:
+            with _bounded(machine, machine.state_goal(machine.canonical(state))):
+                reachable = machine.is_reachable(state)
+        except SearchBudgetExceeded as exc:
+            report.notes.append(f"could not decide whether start state {start.id!r} is reachable: {exc}")
+            continue
+        if not reachable:
+            report.problems.append(SpecProblem(f"starts.{start.id}", f"start state {start.id!r} cannot be reached from "
+                                               "the initial state; change its variables or the transitions"))
+
+
+def _distance(machine: Machine, goal, report, what: str) -> int | None:
+    try:
+        with _bounded(machine, goal):
+            return machine.distance(machine.initial, goal)
+    except SearchBudgetExceeded as exc:
+        report.notes.append(f"could not decide whether {what} is reachable: {exc}")
+        return -1
+
+
+def _count(machine: Machine, report, budget: int) -> None:
+    bound = machine.spec.max_states
+    counted = machine.count_states(bound + 1 if bound else budget)
+    report.states, report.states_exact = counted.count, counted.exact
+    if bound and counted.count > bound:
+        report.problems.append(SpecProblem("max_states", str(StateGraphTooLarge(bound, machine.spec.name, counted.culprits()))))
+
+
+__all__ = ["check_behaviour"]

@@ -1,0 +1,141 @@
+"""What a page shows of a state: elements shown, copies of repeated ones, disabled
+controls, text with values, routes, toasts. Mixed into ``fsm_sites.engine.Machine``; pure
+(no rendering here, see ``fsm_sites.render``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fsm_sites.check import Ctx, compile_bool
+from fsm_sites.spec import Element, Option
+from fsm_sites.state import State, UIEvent
+
+
+def item_type(em: Any) -> Any:
+    """The type of ``it`` in a repeated element (its collection's item, or a map's key)."""
+    rtype = em.repeat_type
+    if rtype is None:
+        return None
+    return rtype.keys if hasattr(rtype, "keys") else rtype.item
+
+
+class PageViewMixin:
+    """Element visibility, repeated copies, disabled state, templated text, routes, toasts."""
+
+    def visible_elements(self, state: State) -> list[Element]:
+        """Elements of ``state.page`` shown in ``state`` (a repeated one: if any copy is)."""
+        pid = self.full.page_of(state.page)[0]
+        return [e for e in self.pages[pid].elements if self.element_shown(state, pid, e.id)]
+
+    def element_shown(self, state: State, page: str, element: str, value: str | None = None) -> bool:
+        """Whether the element (with ``value``: that copy of a repeated element) is shown."""
+        em = self.model.elements.get((page, element))
+        if em is None:
+            return False
+        node = self.node(state)
+        vals = self.full.canonical(node[1])
+        if em.repeat is None:
+            return self.full.visible(em, node[0], vals)
+        copies = self.instances(state, element)
+        return bool(copies) if value is None else any(v == value for v, _ in copies)
+
+    def instances(self, state: State, element: str) -> list[tuple[str, Any]]:
+        """(event value, item) of each shown copy of a repeated element, in order."""
+        page, vals = self.node(state)
+        pid, args = self.full.page_of(page)
+        em = self.model.elements[(pid, element)]
+        if em.repeat is None:
+            return []
+        vals = self.full.canonical(vals)
+        fn = self._repeat_fn(pid, element)
+        coll = fn(vals, Ctx(args))
+        if hasattr(em.repeat_type, "keys"):
+            pairs = [(k, k) for k in em.repeat_type.keys.values]  # type: ignore[union-attr]
+        else:
+            pairs = [(str(i), item) for i, item in enumerate(coll)]
+        return [(v, it) for v, it in pairs if self.full.visible(em, page, vals, it)]
+
+    def _repeat_fn(self, pid: str, element: str) -> Callable:
+        key = ("repeat", pid, element)
+        fn = self._conditions.get(key)
+        if fn is None:
+            from fsm_sites.check import compile_expr
+
+            fn = self._conditions[key] = compile_expr(self.model.elements[(pid, element)].repeat, self.model.env(pid))[0]
+        return fn
+
+    def text(self, state: State, template: str | None, *, element: str | None = None, item: Any = None,
+             page: str | None = None, raw: bool = False) -> str:
+        """A text with its ``{expr}`` holes filled from ``state`` (values as the page shows them:
+        enum labels, Yes/No); ``element`` names the repeated element whose copy ``item`` is."""
+        if not template:
+            return ""
+        if "{" not in template and "}" not in template:
+            return template
+        page_str = page or state.page
+        pid, args = self.full.page_of(page_str)
+        key = ("text", pid, element, template)
+        parts = self._conditions.get(key)
+        if parts is None:
+            from fsm_sites.check import compile_expr
+            from fsm_sites.expr import template_parts
+
+            em = self.model.elements.get((pid, element)) if element else None
+            env = self.model.env(pid, it=item_type(em) if em is not None else None)
+            parts = [p if isinstance(p, str) else compile_expr(p, env) for p in template_parts(template)]
+            self._conditions[key] = parts
+        _, vals = self.node(state)
+        ctx = Ctx(args, None, item)
+        if raw:
+            from fsm_sites.model_goals import format_arg
+
+            return "".join(p if isinstance(p, str) else format_arg(p[0](vals, ctx)) for p in parts)
+        return "".join(p if isinstance(p, str) else p[1].show(p[0](vals, ctx)) for p in parts)
+
+    def route(self, state: State) -> str:
+        """The URL path the page shows: its ``route`` filled in, else ``/<page>/<parameters>``
+        (the start page: ``/``)."""
+        pid, args = self.full.page_of(state.page)
+        page = self.pages[pid]
+        if page.kind == "modal" and page.parent:
+            page = self.pages[page.parent]
+        if page.route:
+            return self.text(state, page.route, page=state.page, raw=True)
+        if page.id == self.spec.start_page:
+            return "/"
+        from fsm_sites.model_goals import format_arg
+
+        return "/" + "/".join([page.id, *(format_arg(a) for a in args.values())])
+
+    def toast(self, state: State) -> str | None:
+        """The message a transition left on the page, if any."""
+        from fsm_sites.schema import TOAST_VAR
+
+        tid = dict(state.vars).get(TOAST_VAR)
+        if not tid:
+            return None
+        return self.text(state, self.transitions[tid].toast)
+
+    def options(self, page: str, element: str) -> tuple[Option, ...]:
+        """The choices of a select or radio group (a select bound to an enum: its values)."""
+        return self.model.elements[(page.split("(", 1)[0], element)].options
+
+    def disabled(self, state: State, element: Element, value: str | None = None) -> bool:
+        """Shown disabled: its ``disabled_when`` holds, or it is a button none of whose
+        transitions can fire (a click on it is a step that changes nothing)."""
+        pid = self.full.page_of(state.page)[0]
+        em = self.model.elements[(pid, element.id)]
+        if em.disabled is not None:
+            page, vals = self.node(state)
+            key = ("disabled", pid, element.id)
+            fn = self._conditions.get(key)
+            if fn is None:
+                env = self.model.env(pid, it=item_type(em))
+                fn = self._conditions[key] = compile_bool(em.disabled, env)
+            item = dict(self.instances(state, element.id)).get(value) if em.repeat is not None else None
+            if fn(self.full.canonical(vals), Ctx(self.full.page_of(page)[1], None, item)):
+                return True
+        if element.kind != "button" or not self.full.by_trigger.get((pid, element.id, "click")):
+            return False
+        return self.step(state, UIEvent(state.page, element.id, "click", value)) is None

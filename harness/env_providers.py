@@ -1,0 +1,179 @@
+"""Env providers: where the envs of a run live (`--provider`).
+
+The runner and `cua collect` ask an ``EnvProvider`` for an env per episode
+(``open``), hand it back when the episode ended (``release``: its sandbox may serve the
+next episode) or failed on infrastructure (``discard``: nothing of it is reused), and
+close the provider when the run is done (unless it was handed to them: one provider can
+serve many runs).
+
+- ``local`` (the default): ``LocalEnvs``, an ``AsyncEnv`` per episode over sandboxes from
+  a ``SandboxProvider`` (``LocalProvider``: one shared Chromium) and the run's
+  ``TaskResources``; idle sandboxes are kept per ``SandboxRequest`` and reused.
+- further providers register here by name (``register_env_provider``, or an entry point
+  in the ``cua.providers`` group): a name maps onto ``"module:function"``, the function
+  takes the text after the first ``:`` (``remote:http://host:8000`` gives the URL) and
+  the ``EnvOptions``-independent ``ProviderContext`` and returns an ``EnvProvider``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.env import AsyncEnv, Env
+from harness.errors import ConfigError, UnknownNameError, did_you_mean
+from harness.resources import TaskResources
+from harness.rewards import RewardMode
+from harness.tasks.registry import make_task
+from sandboxes.base import Sandbox, SandboxProvider, SandboxRequest
+
+ENTRY_POINT_GROUP = "cua.providers"
+
+
+class EnvOptions(BaseModel):
+    """How an env runs its episodes (the same for a local and a remote env)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    codec: str = Field(default="json", description="codec of text actions (an agent's own wins)")
+    max_steps: int | None = Field(default=None, ge=1, description="steps before truncation; "
+                                  "None: the task's budget, else 30")
+    reward: RewardMode = Field(default="outcome", description="outcome, step or progress")
+    elements: bool = Field(default=False, description="observe the page's interactive elements")
+    step_timeout_s: float = Field(default=30.0, gt=0, description="limit for one step")
+    reset_timeout_s: float = Field(default=60.0, gt=0, description="limit for one reset")
+
+
+class UnknownProviderError(UnknownNameError):
+    """A provider name that is not registered."""
+
+
+@runtime_checkable
+class EnvProvider(Protocol):
+    """Makes envs for task ids and owns what they share."""
+
+    async def start(self) -> None:
+        """Start what the envs share. Idempotent."""
+
+    async def open(self, task_id: str, options: EnvOptions) -> Env:
+        """An env for ``task_id``, ready for ``reset``."""
+
+    async def release(self, env: Env) -> None:
+        """The episode ended: close the env; what it ran on may serve the next one."""
+
+    async def discard(self, env: Env) -> None:
+        """The env failed on infrastructure: close it and reuse nothing of it."""
+
+    async def close(self) -> None:
+        """Close everything. Idempotent."""
+
+
+class LocalEnvs:
+    """``AsyncEnv``s over sandboxes from a sandbox provider, in this process."""
+
+    def __init__(self, sandboxes: SandboxProvider | None = None, *,
+                 resources: TaskResources | None = None, bind_host: str = "127.0.0.1") -> None:
+        from sandboxes.providers import LocalProvider
+
+        self._owns_sandboxes = sandboxes is None
+        self.sandboxes: SandboxProvider = sandboxes or LocalProvider()
+        self._owns_resources = resources is None
+        self.resources = resources or TaskResources(bind_host=bind_host)
+        self._idle: dict[SandboxRequest, list[Sandbox]] = {}
+        self._busy: dict[int, tuple[SandboxRequest, Sandbox]] = {}
+
+    async def start(self) -> None:
+        await self.sandboxes.start()
+
+    async def open(self, task_id: str, options: EnvOptions) -> Env:
+        task = make_task(task_id)
+        request = task.sandbox_request
+        idle = self._idle.get(request)
+        sandbox = idle.pop() if idle else await self.sandboxes.new_sandbox(request)
+        env = AsyncEnv(task, sandbox, resources=self.resources, **options.model_dump())
+        self._busy[id(env)] = (request, sandbox)
+        return env
+
+    async def release(self, env: Env) -> None:
+        request, sandbox = self._busy.pop(id(env))
+        try:
+            await env.close()
+        except BaseException:
+            await sandbox.close()
+            raise
+        self._idle.setdefault(request, []).append(sandbox)
+
+    async def discard(self, env: Env) -> None:
+        _, sandbox = self._busy.pop(id(env))
+        try:
+            await env.close()
+        finally:
+            await sandbox.close()
+
+    async def close(self) -> None:
+        for pool in self._idle.values():
+            for sandbox in pool:
+                await sandbox.close()
+        self._idle.clear()
+        if self._owns_resources:
+            await self.resources.close()
+        if self._owns_sandboxes:
+            await self.sandboxes.close()
+
+
+@dataclass(frozen=True)
+class ProviderContext:
+    """What a provider factory may use besides its argument."""
+
+    bind_host: str = "127.0.0.1"
+    resources: TaskResources | None = None
+
+
+def local(arg: str | None, context: ProviderContext) -> EnvProvider:
+    """The registry's entry for ``local``."""
+    if arg:
+        raise ConfigError(f"expected --provider local without an argument, got local:{arg}")
+    return LocalEnvs(resources=context.resources, bind_host=context.bind_host)
+
+
+#: name -> "module:function"; the function takes (argument or None, ProviderContext).
+PROVIDERS: dict[str, str] = {"local": "harness.env_providers:local"}
+
+
+def register_env_provider(name: str, target: str) -> None:
+    """Register (or replace) an env provider: ``target`` is ``"module:function"``."""
+    if not name or ":" in name or target.count(":") != 1:
+        raise ConfigError(f"expected a name without ':' and 'module:function', got {name!r}, {target!r}")
+    PROVIDERS[name] = target
+
+
+@cache
+def _entry_points() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def provider_names() -> list[str]:
+    return sorted({**_entry_points(), **PROVIDERS})
+
+
+def check_provider(spec: str) -> None:
+    """Raise ``UnknownProviderError`` unless ``spec`` names a registered provider."""
+    name = spec.partition(":")[0]
+    if name not in {**_entry_points(), **PROVIDERS}:
+        raise UnknownProviderError(
+            f"expected a provider in {provider_names()}, got {name!r}"
+            f"{did_you_mean(name, provider_names())}; pass --provider NAME or NAME:ARG")
+
+
+def make_env_provider(spec: str, context: ProviderContext | None = None) -> EnvProvider:
+    """The env provider ``spec`` names (``NAME`` or ``NAME:ARG``)."""
+    check_provider(spec)
+    name, sep, arg = spec.partition(":")
+    module_name, func_name = {**_entry_points(), **PROVIDERS}[name].split(":")
+    factory: Any = getattr(importlib.import_module(module_name), func_name)
+    return factory(arg if sep else None, context or ProviderContext())

@@ -1,0 +1,51 @@
+"""Env providers: the registry, and local envs reusing (or dropping) their sandboxes."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.env import Env
+from harness.env_providers import (
+    EnvOptions,
+    LocalEnvs,
+    UnknownProviderError,
+    make_env_provider,
+    register_env_provider,
+)
+from harness.errors import ConfigError
+from harness.runner import RunnerConfig
+
+
+async def test_local_envs_reuse_a_released_sandbox_and_drop_a_discarded_one(provider) -> None:
+    envs = LocalEnvs(provider)
+    options = EnvOptions(max_steps=3)
+    try:
+        first = await envs.open("miniwob:click-test", options)
+        assert isinstance(first, Env) and first.task_id == "miniwob:click-test"
+        await first.reset(seed=0)
+        sandbox = first.sandbox
+        await envs.release(first)
+        second = await envs.open("miniwob:click-button", options)  # same viewport: same sandbox
+        assert second.sandbox is sandbox
+        other = await envs.open("fsm:shop/open_mug", options)  # another request: a new one
+        assert other.sandbox is not sandbox
+        await envs.discard(second)
+        assert not await sandbox.health()  # closed, never handed out again
+        third = await envs.open("miniwob:click-test", options)
+        assert third.sandbox is not sandbox
+        await envs.release(third)
+        await envs.release(other)
+    finally:
+        await envs.close()
+
+
+def test_the_registry_names_providers_and_offers_close_names() -> None:
+    with pytest.raises(UnknownProviderError, match="did you mean 'local'"):
+        make_env_provider("locl")
+    with pytest.raises(ConfigError, match="without an argument"):
+        make_env_provider("local:x")
+    with pytest.raises(ConfigError, match="module:function"):
+        register_env_provider("bad", "nocolon")
+    with pytest.raises(ValueError, match="provider"):
+        RunnerConfig(provider="dokcer")
+    assert isinstance(make_env_provider("local"), LocalEnvs)
