@@ -49,13 +49,14 @@ class DeadSignalWarning(UserWarning):
     """Groups whose episodes all earned the same return: no episode-level signal."""
 
 
-def train_grpo(config: GRPOConfig) -> Path:
-    """Run GRPO as ``config`` says; returns the path of the run's report.html."""
+def train_grpo(config: GRPOConfig, *, agent_class: type | None = None) -> Path:
+    """Run GRPO as ``config`` says; returns the path of the run's report.html.
+    ``agent_class``: the rollout agent's class (default ``HFAgent``; the test seam)."""
     from trainers.models.policy import require_train_extra
 
     require_train_extra()
     _start_run(config)
-    return asyncio.run(_train(config))
+    return asyncio.run(_train(config, agent_class))
 
 
 def _start_run(config: GRPOConfig) -> None:
@@ -83,10 +84,31 @@ def _start_run(config: GRPOConfig) -> None:
         init_checkpoint(ModelInitConfig(out=path, preset=config.init))
 
 
+def check_signal(loop: checkpoint.LoopState, stats: BatchStats, rewards: list[float], update: int,
+                 patience: int) -> None:
+    """Warn about groups whose returns are all equal; stop after ``patience`` updates in a row
+    whose completions were all truncated or whose rewards were all identical."""
+    if stats.flat_groups:
+        warnings.warn(f"update {update}: {stats.flat_groups} of {stats.groups} groups earned the same "
+                      "return in every episode (no episode-level signal)", DeadSignalWarning, stacklevel=2)
+    loop.truncated_streak = loop.truncated_streak + 1 if stats.truncated == stats.steps else 0
+    loop.flat_streak = loop.flat_streak + 1 if len(set(rewards)) <= 1 else 0
+    if loop.truncated_streak >= patience:
+        raise TrainingSignalError(
+            f"expected some completions to end before rollout.max_new_tokens, got every one of "
+            f"{stats.steps} truncated for {patience} updates in a row (update {update}); raise "
+            "rollout.max_new_tokens or start from a model that answers in the prompt's format")
+    if loop.flat_streak >= patience:
+        raise TrainingSignalError(
+            f"expected rewards that differ, got every reward equal to {rewards[0] if rewards else None} "
+            f"for {patience} updates in a row (update {update}); use reward: step or progress, "
+            "easier tasks (curriculum), or start from an SFT model")
+
+
 class Trainer:
     """The objects one run holds; ``update`` is one pass of the loop in the module docstring."""
 
-    def __init__(self, config: GRPOConfig) -> None:
+    def __init__(self, config: GRPOConfig, agent_class: type | None = None) -> None:
         import torch
 
         from harness.env_providers import EnvOptions, LocalEnvs
@@ -105,7 +127,7 @@ class Trainer:
         self.reference = None
         if config.loss.kl_coef > 0:
             self.reference = load_policy(PolicyConfig(**{**config.model.model_dump(), "finetune": "none"})).model
-        self.agent = HFAgent(self.policy, _agent_options(config, temperature=config.rollout.temperature))
+        self.agent = (agent_class or HFAgent)(self.policy, _agent_options(config, temperature=config.rollout.temperature))
         self.greedy = HFAgent(self.policy, _agent_options(config, temperature=0.0))
         loss = config.loss
         self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=loss.learning_rate,
@@ -161,26 +183,6 @@ class Trainer:
             len(group) + j * tree.continuations) for j, (parent, step) in enumerate(points)))
         return [r for rs in made for r in rs]
 
-    def check_signal(self, stats: BatchStats, rewards: list[float], update: int) -> None:
-        """Warn about flat groups; stop after ``patience`` dead updates in a row."""
-        patience = self.config.signal.patience
-        if stats.flat_groups:
-            warnings.warn(f"update {update}: {stats.flat_groups} of {stats.groups} groups earned the same "
-                          "return in every episode (no episode-level signal)", DeadSignalWarning, stacklevel=2)
-        loop = self.loop
-        loop.truncated_streak = loop.truncated_streak + 1 if stats.truncated == stats.steps else 0
-        loop.flat_streak = loop.flat_streak + 1 if len(set(rewards)) <= 1 else 0
-        if loop.truncated_streak >= patience:
-            raise TrainingSignalError(
-                f"expected some completions to end before rollout.max_new_tokens, got every one of "
-                f"{stats.steps} truncated for {patience} updates in a row (update {update}); raise "
-                "rollout.max_new_tokens or start from a model that answers in the prompt's format")
-        if loop.flat_streak >= patience:
-            raise TrainingSignalError(
-                f"expected rewards that differ, got every reward equal to {rewards[0] if rewards else None} "
-                f"for {patience} updates in a row (update {update}); use reward: step or progress, "
-                "easier tasks (curriculum), or start from an SFT model")
-
     async def update(self, update: int) -> dict[str, Any]:
         """One update (see the module docstring); returns its metrics line."""
         from trainers.grpo.optimize import optimize
@@ -191,13 +193,13 @@ class Trainer:
         rollout_s = time.perf_counter() - started
         steps, stats = build_batch(rollouts, self.config.advantage, self.agent.generator.stop_ids)
         rewards = [t.reward for r in rollouts for t in r.episode.transitions]
-        self.check_signal(stats, rewards, update)
+        check_signal(self.loop, stats, rewards, update, self.config.signal.patience)
         started = time.perf_counter()
         figures = optimize(self.policy, self.reference, steps, self.config.loss, self.optimizer,
                            self.shuffle, update=update)
         self.scheduler.step()
         train_s = time.perf_counter() - started
-        mains = [r for r in rollouts if not r.prefix]
+        mains = [r for r in rollouts if r.parent is None]
         events = []
         for group in dict.fromkeys(r.group for r in mains):
             members = [r for r in mains if r.group == group]
@@ -248,11 +250,11 @@ class Trainer:
         self.store.close()
 
 
-async def _train(config: GRPOConfig) -> Path:
+async def _train(config: GRPOConfig, agent_class: type | None) -> Path:
     from trainers.grpo.report import save_filmstrips, write_report
     from trainers.training.evaluate import write_agent_file
 
-    trainer = Trainer(config)
+    trainer = Trainer(config, agent_class)
     if config.resume:
         trainer.resume()
     every = config.eval.every if config.eval is not None else 0
