@@ -120,12 +120,12 @@ def test_resume_continues_bit_identically(tmp_path, tiny_dir) -> None:
         {k: v for k, v in last_resumed.items() if k not in noisy}
 
 
-def test_a_run_whose_rewards_never_differ_stops_with_a_clear_error(tmp_path, tiny_dir) -> None:
+def test_a_run_whose_completions_are_all_truncated_stops_with_a_clear_error(tmp_path, tiny_dir) -> None:
     config = grpo_config(tmp_path / "dead", tiny_dir, reward="outcome", signal={"patience": 1},
                          tree={"branch_states": 0}, rollout={"max_steps": 1, "max_new_tokens": 4})
-    with pytest.raises(TrainingSignalError, match="every reward equal to 0.0 for 1 updates"), \
+    with pytest.raises(TrainingSignalError, match="every one of 2 truncated for 1 updates"), \
             pytest.warns(DeadSignalWarning, match="1 of 1 groups"):
-        train_grpo(config)  # the random-init model: no episode reaches the goal
+        train_grpo(config)  # the random-init model: 4 tokens never finish a reply
 
 
 def test_dead_signal_checks_count_updates_in_a_row() -> None:
@@ -136,6 +136,12 @@ def test_dead_signal_checks_count_updates_in_a_row() -> None:
     check_signal(loop, truncated, [0.0, 1.0], 3, patience=2)
     with pytest.raises(TrainingSignalError, match="every one of 4 truncated for 2 updates"):
         check_signal(loop, truncated, [0.0, 1.0], 4, patience=2)
+    loop, flat = LoopState(), BatchStats(4, 2, 1, 1, 0, [0.0, 0.0])
+    with pytest.warns(DeadSignalWarning, match="update 1: 1 of 1 groups"):
+        check_signal(loop, flat, [0.0] * 4, 1, patience=2)
+    with pytest.raises(TrainingSignalError, match="every reward equal to 0.0 for 2 updates"), \
+            pytest.warns(DeadSignalWarning):
+        check_signal(loop, flat, [0.0] * 4, 2, patience=2)
 
 
 def test_a_nan_loss_stops_the_update(tiny_policy, prompts) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from fsm_sites.tasks import TaskSpec, path_instruction
 from harness.tasks.fsm import FSMTask
@@ -85,7 +85,7 @@ def make_variants(task_id: str, *, seed: int = 0) -> list[TaskSpec]:
         if fired is None:
             return []
         middle = fired[1]
-    kind = getattr(base, "goal_kind", "named")
+    kind: Literal["named", "state", "expr"] = getattr(base, "goal_kind", "named")
     variants = []
     if machine.distance(middle, goal) == len(path) - half:
         variants.append(TaskSpec(

@@ -26,6 +26,8 @@ from harness.errors import InfrastructureError
 from harness.rollout import Episode, RolloutSink, Transition, rollout
 
 if TYPE_CHECKING:
+    from harness.env import Env
+    from harness.observation import Observation
     from harness.store.store import TrajectoryStore
 
 ATTEMPTS = 3  # tries of one episode on infrastructure errors (a fresh env each)
@@ -123,12 +125,9 @@ class Rollouts:
         return [sink], sink
 
 
-async def _restore(env: object, parent: Rollout, step: int) -> tuple[object, list[Turn]]:
+async def _restore(env: Env, parent: Rollout, step: int) -> tuple[Observation, list[Turn]]:
     """Reset ``env`` to the parent's layout, jump to the parent's state before ``step`` and
     return that observation with the steps that led there (the agent's history)."""
-    from harness.env import Env
-
-    assert isinstance(env, Env)
     transitions = parent.prefix + parent.episode.transitions[:step]
     await env.reset(seed=parent.episode.seed)
     own = parent.episode.transitions[step]

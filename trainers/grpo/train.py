@@ -115,7 +115,6 @@ class Trainer:
         from harness.runner import wants_elements
         from harness.store.store import TrajectoryStore
         from trainers.agents.hf import HFAgent
-        from trainers.grpo.rollouts import Rollouts
         from trainers.models.policy import PolicyConfig, load_policy
         from trainers.training.config import task_ids
 
