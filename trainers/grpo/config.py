@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.prompts import PromptConfig
 from harness.rewards import RewardMode
@@ -43,7 +43,13 @@ class GroupSpec(_Strict):
 
 
 class RolloutSpec(_Strict):
-    """How episodes are sampled (the hf: agent's batched generation)."""
+    """How episodes are sampled, and by which backend (trainers.grpo.backends)."""
+
+    backend: Literal["hf", "openai"] = Field(default="hf", description="hf: the trained policy in "
+                                             "this process; openai: a server with POST /v1/weights "
+                                             "(`cua serve` on the starting checkpoint) at url")
+    url: str | None = Field(default=None, description="the openai backend's base URL, e.g. "
+                            "http://127.0.0.1:8000/v1")
 
     max_steps: int = Field(default=8, ge=1, description="steps before an episode is truncated")
     temperature: float = Field(default=1.0, gt=0.0, description="sampling temperature of rollouts")
@@ -53,6 +59,13 @@ class RolloutSpec(_Strict):
                            "across every concurrent episode)")
     max_wait_ms: float = Field(default=20.0, ge=0.0, description="how long a prompt waits for others")
     step_timeout_s: float = Field(default=60.0, gt=0, description="limit for one env step or reset")
+
+    @model_validator(mode="after")
+    def _url_for_openai(self) -> RolloutSpec:
+        if self.backend == "openai" and not self.url:
+            raise ValueError("expected rollout.url with backend: openai, got none; e.g. "
+                             "url: http://127.0.0.1:8000/v1 (cua serve)")
+        return self
 
 
 class AdvantageSpec(_Strict):

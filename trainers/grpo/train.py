@@ -126,8 +126,9 @@ class Trainer:
         self.reference = None
         if config.loss.kl_coef > 0:
             self.reference = load_policy(PolicyConfig(**{**config.model.model_dump(), "finetune": "none"})).model
-        self.agent = (agent_class or HFAgent)(self.policy, _agent_options(config, temperature=config.rollout.temperature))
         self.greedy = HFAgent(self.policy, _agent_options(config, temperature=0.0))
+        self.backend = _backend(config, self.policy, agent_class)
+        self.agent: Any = self.backend.agent
         loss = config.loss
         self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=loss.learning_rate,
                                            weight_decay=loss.weight_decay)
@@ -186,11 +187,11 @@ class Trainer:
         """One update (see the module docstring); returns its metrics line."""
         from trainers.grpo.optimize import optimize
 
-        self.agent.policy_version = update - 1  # the weights that sample this update's rollouts
+        await self.backend.sync(self.policy, update - 1)  # the weights that sample this update
         started = time.perf_counter()
         rollouts, branches = await self.collect(update)
         rollout_s = time.perf_counter() - started
-        steps, stats = build_batch(rollouts, self.config.advantage, self.agent.generator.stop_ids)
+        steps, stats = build_batch(rollouts, self.config.advantage, self.greedy.generator.stop_ids)
         rewards = [t.reward for r in rollouts for t in r.episode.transitions]
         check_signal(self.loop, stats, rewards, update, self.config.signal.patience)
         started = time.perf_counter()
@@ -282,6 +283,23 @@ async def _train(config: GRPOConfig, agent_class: type | None) -> Path:
     trainer.policy.save(model_dir)
     write_agent_file(model_dir, config.prompt)
     return write_report(Path(config.out), config, trainer.metrics.read())
+
+
+def _backend(config: GRPOConfig, policy: Any, agent_class: type | None) -> Any:
+    """The rollout backend the config names, with its agent."""
+    from trainers.agents.hf import HFAgent
+    from trainers.grpo.backends import HFBackend, OpenAIBackend
+
+    rollout = config.rollout
+    if rollout.backend == "hf":
+        return HFBackend((agent_class or HFAgent)(policy, _agent_options(config, temperature=rollout.temperature)))
+    from trainers.agents.openai_agent import OpenAIAgent
+    from trainers.agents.options import OpenAIAgentOptions
+
+    options = OpenAIAgentOptions(**config.prompt.model_dump(), temperature=rollout.temperature,
+                                 top_p=rollout.top_p, max_new_tokens=rollout.max_new_tokens, seed=config.seed)
+    assert rollout.url is not None
+    return OpenAIBackend(OpenAIAgent(rollout.url, options), Path(config.out) / "weights")
 
 
 def _agent_options(config: GRPOConfig, *, temperature: float) -> Any:
