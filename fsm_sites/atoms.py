@@ -86,12 +86,12 @@ def relax(node: Node | None, tables: Tables) -> Node | None:
                 parts.append(Binary("==", Call("count", (part.left,)), Lit(len(value))))
                 parts.extend(Binary("in", Const(x, vtype.item), part.left) for x in value)
                 continue
-            if isinstance(vtype, (MapT, RecordT)) and isinstance(value, Rec):
-                inner = vtype.value if isinstance(vtype, MapT) else None
-                for key, x in value:
-                    t = inner or vtype.field_type(key)  # type: ignore[union-attr]
-                    if isinstance(vtype, RecordT) or x != t.default():
-                        parts.append(Binary("==", Index(part.left, Lit(key)) if inner else Attr(part.left, key), Const(x, t)))
+            if isinstance(vtype, MapT) and isinstance(value, Rec):
+                parts.extend(Binary("==", Index(part.left, Lit(key)), Const(x, vtype.value))
+                             for key, x in value if x != vtype.value.default())
+                continue
+            if isinstance(vtype, RecordT) and isinstance(value, Rec):
+                parts.extend(Binary("==", Attr(part.left, key), Const(x, vtype.field_type(key))) for key, x in value)
                 continue
         parts.append(part)
     return all_of(parts)
@@ -154,7 +154,7 @@ def _regressed(atom: Node, tables: Tables, compiled: list[CTrans]) -> list[Node]
     if shape is None:
         return []
     var, wanted = shape
-    out = []
+    out: list[Node] = []
     for ct in compiled:
         for plan in ct.tm.plans:
             if plan.kind == "add" and plan.var == var:
@@ -166,7 +166,7 @@ def _regressed(atom: Node, tables: Tables, compiled: list[CTrans]) -> list[Node]
 
 def entry_key(atom: Node) -> tuple[str, str] | None:
     """(map variable, key) of an atom that reads one map entry only: ``m['k'] == 2``, ``m.k > 0``."""
-    found = []
+    found: list[tuple[str, str | None]] = []
 
     def walk(node: Node) -> None:
         if isinstance(node, Index) and isinstance(node.obj, Name) and isinstance(node.key, Lit):
@@ -180,7 +180,10 @@ def entry_key(atom: Node) -> tuple[str, str] | None:
                 walk(child)
 
     walk(atom)
-    return found[0] if len(found) == 1 and found[0][1] is not None else None  # type: ignore[return-value]
+    if len(found) != 1:
+        return None
+    var, key = found[0]
+    return None if key is None else (var, key)
 
 
 def field_nodes(item: Node | None, wanted: dict[str | None, Any]) -> list[tuple[Node, Any]]:

@@ -311,8 +311,7 @@ def compatible(a: VType, b: VType) -> str | None:
     if isinstance(a, MapT) and isinstance(b, RecordT):  # a map written as a record literal {key: value, ...}
         if sorted(a.keys.values) != [n for n, _ in b.fields]:
             return f"a map with keys {sorted(a.keys.values)} and a record with fields {[n for n, _ in b.fields]}"
-        bad = next((f"key {n!r}: {p}" for n, t in b.fields if (p := compatible(a.value, t))), None)
-        return bad
+        return next((f"key {n!r}: {p}" for n, t in b.fields if (p := compatible(a.value, t))), None)
     if isinstance(a, RecordT) and isinstance(b, RecordT):
         if [n for n, _ in a.fields] != [n for n, _ in b.fields]:
             return f"records with fields {[n for n, _ in a.fields]} and {[n for n, _ in b.fields]}"

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from threading import Lock
 from typing import Any
 
-from fsm_sites.check import Ctx, compile_bool
+from fsm_sites.check import Ctx, Fn, compile_bool
 from fsm_sites.conditions import conditions_node
 from fsm_sites.errors import SpecInvalid, UnknownGoal
 from fsm_sites.expr import ExprSyntaxError, parse_expr
@@ -38,6 +38,7 @@ from fsm_sites.search import GoalSearch
 from fsm_sites.spec import Condition, Element, SiteSpec
 from fsm_sites.state import Edge, State, UIEvent
 from fsm_sites.tables import Tables
+from fsm_sites.types import VType
 from fsm_sites.views import PageViewMixin
 
 Goal = Callable[[State], bool]
@@ -67,6 +68,7 @@ class Machine(FullGraphMixin, PageViewMixin):
         self._searches: OrderedDict[str, tuple[GoalSearch, Callable[[tuple], tuple]]] = OrderedDict()
         self._projections: dict[frozenset[str], Tables] = {}
         self._conditions: dict[Any, Callable] = {}
+        self._texts: dict[tuple[str, str | None, str], list[str | tuple[Fn, VType]]] = {}
         self._reachable: set[tuple[str, tuple]] = set()
         self._lock = Lock()
         self.report: dict[str, Any] | None = None  # the validation report, once validated

@@ -16,6 +16,7 @@ predicate in ``any``/``all``/``count``). Types are checked by ``fsm_sites.check`
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -372,10 +373,10 @@ def template_parts(text: str) -> list[str | Node]:
 
 
 def has_template(text: str | None) -> bool:
-    return bool(text) and ("{" in text or "}" in text)  # type: ignore[operator]
+    return text is not None and ("{" in text or "}" in text)
 
 
-def replace_names(node: Node, mapping: dict[str, Node]) -> Node:
+def replace_names(node: Node, mapping: Mapping[str, Node]) -> Node:
     """``node`` with free names replaced (a predicate's ``it`` is left alone)."""
     if isinstance(node, Name):
         return mapping.get(node.name, node)

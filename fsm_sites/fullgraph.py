@@ -10,10 +10,15 @@ from __future__ import annotations
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fsm_sites.errors import StateGraphTooLarge
 from fsm_sites.state import Edge, State
+
+if TYPE_CHECKING:
+    from fsm_sites.goals import GoalSpec
+    from fsm_sites.spec import SiteSpec
+    from fsm_sites.tables import Tables
 
 FULL_GRAPH_LIMIT = 250_000  # states graph() explores when neither the caller nor the spec bounds it
 _CACHE_SIZE = 16
@@ -75,6 +80,16 @@ class StateCount:
 class FullGraphMixin:
     """Breadth-first exploration of the whole graph (``graph``, ``distances``, ``count_states``)."""
 
+    # what the mixin reads of ``fsm_sites.engine.Machine`` (set in its ``__init__``)
+    spec: SiteSpec
+    full: Tables
+    layout: tuple[str, ...]
+    initial: State
+
+    if TYPE_CHECKING:
+        def canonical(self, state: State) -> State: ...
+        def resolve_goal(self, goal: Callable[[State], bool] | str) -> GoalSpec: ...
+
     def _init_graphs(self) -> None:
         self._graphs: OrderedDict[State, StateGraph] = OrderedDict()
         self._distances: OrderedDict[tuple[Any, State], dict[State, int]] = OrderedDict()
@@ -82,18 +97,18 @@ class FullGraphMixin:
     def _bound(self, max_states: int | None) -> int:
         if max_states is not None:
             return max_states
-        return self.spec.max_states or FULL_GRAPH_LIMIT  # type: ignore[attr-defined]
+        return self.spec.max_states or FULL_GRAPH_LIMIT
 
     def graph(self, *, start: State | None = None, max_states: int | None = None) -> StateGraph:
         """The reachable state graph from ``start`` (default: initial) by BFS; cached per start.
         Raises ``StateGraphTooLarge`` naming the variables that multiply the states."""
-        start = self.canonical(start or self.initial)  # type: ignore[attr-defined]
+        start = self.canonical(start or self.initial)
         bound = self._bound(max_states)
         cached = self._graphs.get(start)
         if cached is not None and len(cached) <= bound:
             self._graphs.move_to_end(start)
             return cached
-        full, layout = self.full, self.layout  # type: ignore[attr-defined]
+        full, layout = self.full, self.layout
         root = (start.page, tuple(v for _, v in start.vars))
         states: dict[tuple, State] = {root: start}
         edges: dict[State, list[tuple[Edge, State]]] = {}
@@ -116,12 +131,12 @@ class FullGraphMixin:
 
     def _too_large(self, bound: int) -> StateGraphTooLarge:
         counted = self.count_states(bound)
-        return StateGraphTooLarge(bound, self.spec.name, counted.culprits())  # type: ignore[attr-defined]
+        return StateGraphTooLarge(bound, self.spec.name, counted.culprits())
 
     def distances(self, goal: Callable[[State], bool] | str, graph: StateGraph | None = None) -> dict[State, int]:
         """Shortest number of steps from each state of ``graph`` to a goal state, by reverse BFS
         over the whole graph (the reference the search is checked against). Cached."""
-        predicate = self.resolve_goal(goal)  # type: ignore[attr-defined]
+        predicate = self.resolve_goal(goal)
         graph = graph or self.graph()
         key = (predicate.key, graph.start)
         cached = self._distances.get(key)
@@ -129,28 +144,28 @@ class FullGraphMixin:
             self._distances.move_to_end(key)
             return cached
         reverse = graph.reverse_index()
-        test = predicate.compile(self.full)  # type: ignore[attr-defined]
+        test = predicate.compile(self.full)
         far: list[int | None] = [None] * len(graph.states)
-        queue = deque()
+        queue: deque[tuple[int, int]] = deque()  # (state index, its distance)
         nodes = graph.nodes or [(s.page, tuple(v for _, v in s.vars)) for s in graph.states]
         for i, node in enumerate(nodes):
             if test(*node):
                 far[i] = 0
-                queue.append(i)
+                queue.append((i, 0))
         while queue:
-            i = queue.popleft()
+            i, d = queue.popleft()
             for prev in reverse[i]:
                 if far[prev] is None:
-                    far[prev] = far[i] + 1  # type: ignore[operator]
-                    queue.append(prev)
+                    far[prev] = d + 1
+                    queue.append((prev, d + 1))
         dist = {s: d for s, d in zip(graph.states, far, strict=True) if d is not None}
         _remember(self._distances, key, dist)
         return dist
 
     def count_states(self, budget: int, *, progress: Callable[[int], None] | None = None) -> StateCount:
         """Reachable states counted by BFS, up to ``budget`` (then a lower bound)."""
-        full = self.full  # type: ignore[attr-defined]
-        start = self.canonical(self.initial)  # type: ignore[attr-defined]
+        full = self.full
+        start = self.canonical(self.initial)
         root = (start.page, tuple(v for _, v in start.vars))
         seen = {root}
         queue = deque([root])
@@ -167,7 +182,7 @@ class FullGraphMixin:
                     queue.append(nxt)
                     if progress is not None and len(seen) % 10_000 == 0:
                         progress(len(seen))
-        layout = self.layout  # type: ignore[attr-defined]
+        layout = self.layout
         values: list[set] = [set() for _ in layout]
         for _, vals in seen:
             for i, v in enumerate(vals):

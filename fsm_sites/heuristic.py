@@ -78,7 +78,7 @@ class AbstractHeuristic:
 
     def _goal_states(self, goal: GoalSpec) -> list[tuple[str, int]]:
         index = {atom: i for i, atom in enumerate(self.atoms)}
-        out = []
+        out: list[tuple[str, int]] = []
         for pid, insts in self.instances.items():
             for inst, args in insts:
                 if goal.page is not None:

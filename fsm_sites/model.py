@@ -28,7 +28,7 @@ from fsm_sites.expr import (
 )
 from fsm_sites.schema import Schema
 from fsm_sites.spec import Element, Option, Page, SiteSpec, Transition, When
-from fsm_sites.types import MapT, TextT, VType
+from fsm_sites.types import MapT, SeqT, TextT, VType
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
@@ -40,8 +40,20 @@ class ElementModel:
     visible: Node
     disabled: Node | None
     repeat: Node | None = None
-    repeat_type: VType | None = None  # the collection's type
+    repeat_type: SeqT | MapT | None = None  # the collection's type
     options: tuple[Option, ...] = ()
+
+    @property
+    def item_type(self) -> VType | None:
+        """The type of ``it`` in a copy of a repeated element (None: not repeated)."""
+        return item_type_of(self.repeat_type)
+
+
+def item_type_of(rtype: SeqT | MapT | None) -> VType | None:
+    """The type of ``it`` over a collection: a list's or set's item, a map's key."""
+    if rtype is None:
+        return None
+    return rtype.keys if isinstance(rtype, MapT) else rtype.item
 
 
 @dataclass

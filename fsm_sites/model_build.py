@@ -19,13 +19,14 @@ from fsm_sites.model import (
     ElementModel,
     SiteModel,
     check_template,
+    item_type_of,
     when_node,
 )
 from fsm_sites.model_goals import check_goals, check_starts
 from fsm_sites.model_transitions import check_transition
 from fsm_sites.schema import build_schema
 from fsm_sites.spec import Element, Option, Page, SiteSpec, Transition
-from fsm_sites.types import EnumT, MapT, SeqT, VType
+from fsm_sites.types import EnumT, MapT, SeqT
 
 
 def build_model(spec: SiteSpec) -> SiteModel:
@@ -92,7 +93,7 @@ def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
     if el.repeat:
         repeat, rtype = _repeat(model, el, env, place)
         if rtype is not None:
-            env = model.env(page.id, it=rtype.keys if isinstance(rtype, MapT) else rtype.item)  # type: ignore[attr-defined]
+            env = model.env(page.id, it=item_type_of(rtype))
     if el.bind is not None and (el.bind not in model.schema.variables or el.bind.startswith("_")):
         model.problems.append(SpecProblem(f"{place}.bind", f"{el.bind!r} is not a variable; expected one of "
                                           f"{sorted(v for v in model.schema.variables if not v.startswith('_'))}"))
@@ -107,7 +108,7 @@ def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
     model.elements[(page.id, el.id)] = ElementModel(page.id, el, visible or Lit(True), disabled, repeat, rtype, options)
 
 
-def _repeat(model: SiteModel, el: Element, env: Env, place: str) -> tuple[Node | None, VType | None]:
+def _repeat(model: SiteModel, el: Element, env: Env, place: str) -> tuple[Node | None, SeqT | MapT | None]:
     try:
         node = parse_expr(el.repeat or "")
         _, rtype = compile_expr(node, env)

@@ -32,10 +32,7 @@ def parse_arg(vtype: VType, raw: str) -> Any:
         if raw not in ("true", "false"):
             raise ValueError(f"expected true or false, got {raw!r}")
         return raw == "true"
-    if isinstance(vtype, IntT):
-        value = int(raw)
-    else:
-        value = raw
+    value: int | str = int(raw) if isinstance(vtype, IntT) else raw
     if not vtype.contains(value):
         raise ValueError(f"{raw!r} is outside {vtype.describe()}")
     return value

@@ -17,7 +17,7 @@ from fsm_sites.model import (
 )
 from fsm_sites.schema import TOAST_VAR
 from fsm_sites.spec import EVENTS_BY_KIND, VALUE_PLACEHOLDER, Transition
-from fsm_sites.types import MapT, TextT
+from fsm_sites.types import TextT
 
 
 def check_transition(model: SiteModel, index: int, t: Transition, em: ElementModel, place: str) -> None:
@@ -33,11 +33,7 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
             if v not in options:
                 model.problems.append(SpecProblem(f"{place}.values", f"{v!r} is not an option of {t.element!r} ({sorted(options)})"))
     value_type, edge_values = event_value(model, t, em, place)
-    it = None
-    if em.repeat_type is not None:
-        rtype = em.repeat_type
-        it = rtype.keys if isinstance(rtype, MapT) else rtype.item  # type: ignore[attr-defined]
-    env = model.env(t.page, value=value_type, it=it)
+    env = model.env(t.page, value=value_type, it=em.item_type)
     guard = when_node(model, t.when, f"{place}.when", env)
     plans = compile_plans(model, t, env, place)
     args = convert_args(model, t, env, place)
@@ -53,8 +49,8 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
     plan_reads = []
     for plan in plans:
         got: set[str] = set()
-        for node in (plan.expr, plan.where, *[n for _, n in plan.fields]):
-            got |= reads_of(node, params)
+        for part in (plan.expr, plan.where, *[n for _, n in plan.fields]):
+            got |= reads_of(part, params)
         if plan.kind != "set" or not isinstance(plan.target, Name):
             got |= reads_of(plan.target, params)  # a field, entry or item update keeps the rest
         got |= reads_of(em.repeat, params) if "it" in _names(plan) else set()

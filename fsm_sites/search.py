@@ -131,6 +131,7 @@ class GoalSearch:
         while stack:
             node = stack.pop()
             d = self.exact[node]
+            assert d is not None  # start's is d0; every node stacked below had a known d - 1
             if d == 0 or node in steps:
                 continue
             out = []

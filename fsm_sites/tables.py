@@ -85,13 +85,11 @@ class Tables:
     def _compile(self, tm: TransitionModel, keep: set[str] | None) -> CTrans:
         t = tm.t
         em: ElementModel = self.model.elements[(t.page, t.element)]
-        rtype = em.repeat_type
-        it = (rtype.keys if isinstance(rtype, MapT) else rtype.item) if rtype is not None else None  # type: ignore[union-attr]
-        env = self._env(t.page, value=tm.value_type, it=it)
+        env = self._env(t.page, value=tm.value_type, it=em.item_type)
         always = isinstance(tm.guard, Lit) and tm.guard.value is True
         guard = None if always else compile_bool(tm.guard, env)
         effects = tuple(compile_plan(p, env) for p in tm.plans if keep is None or p.var in keep)
-        args = ()
+        args: tuple[tuple[Callable, Callable], ...] = ()
         if tm.args:
             target_params = dict(self.params.get(t.target or t.page, ()))
             args = tuple((compile_expr(node, env)[0], converter(target_params[name], compile_expr(node, env)[1]))
@@ -104,7 +102,7 @@ class Tables:
         repeat = compile_expr(em.repeat, self._env(t.page))[0] if em.repeat is not None else None
         return CTrans(
             tm, t.id, t.page, t.element, t.event, guard, bool(names(tm.guard) & {"value", "it"}) or repeat is not None,
-            tm.edge_values, repeat, rtype.keys.values if isinstance(rtype, MapT) else None, effects,
+            tm.edge_values, repeat, em.repeat_type.keys.values if isinstance(em.repeat_type, MapT) else None, effects,
             t.target, args, toast, free, tuple(self.position[v] for v in tm.raw_text if v in self.position),
         )
 
@@ -209,7 +207,5 @@ class Tables:
         key = (em.page, em.element.id)
         fn = self._visible.get(key)
         if fn is None:
-            rtype = em.repeat_type
-            it_type = (rtype.keys if isinstance(rtype, MapT) else rtype.item) if rtype is not None else None  # type: ignore[union-attr]
-            fn = self._visible[key] = compile_bool(node, self._env(em.page, it=it_type))
+            fn = self._visible[key] = compile_bool(node, self._env(em.page, it=em.item_type))
         return bool(fn(vals, Ctx(self.page_of(page)[1], None, it)))

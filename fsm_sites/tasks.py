@@ -28,6 +28,8 @@ from fsm_sites.spec import VALUE_PLACEHOLDER, SiteSpec
 from fsm_sites.state import State
 from fsm_sites.task_goals import goal_about, random_walk, scalar_goal, structured
 
+GoalKind = Literal["named", "state", "expr"]  # how a task's `goal` is read
+
 
 class TaskSpec(BaseModel):
     """One task on one site, with its oracle solution."""
@@ -39,7 +41,7 @@ class TaskSpec(BaseModel):
     start_state: str = Field(description="State.key() of the state the episode starts in")
     goal: str = Field(description="a named goal id ('named'), a target State.key() ('state'), or "
                       "'expr:' and a condition over the variables ('expr')")
-    goal_kind: Literal["named", "state", "expr"] = Field(description="how to read `goal`")
+    goal_kind: GoalKind = Field(description="how to read `goal`")
     instruction: str = Field(description="what the agent is told to do")
     difficulty: int = Field(ge=0, description="length of the shortest path from start to goal")
     oracle_path: list[dict[str, Any]] = Field(description="one shortest path, as Edge.to_dict() records")
@@ -112,7 +114,7 @@ def _task_id(site: str, start: str, goal: str) -> str:
     return f"{site}-{digest}"
 
 
-def _make_task(machine: Machine, start: State, goal: str, kind: str, rng: random.Random,
+def _make_task(machine: Machine, start: State, goal: str, kind: GoalKind, rng: random.Random,
                description: str | None = None) -> TaskSpec | None:
     predicate = machine.resolve_goal(goal) if kind != "state" else machine.state_goal(goal)
     try:
@@ -131,7 +133,7 @@ def _make_task(machine: Machine, start: State, goal: str, kind: str, rng: random
         instruction = path_instruction(machine, path, rng, start)
     return TaskSpec(
         id=_task_id(spec.name, start.key(), goal), site=spec.name, start_state=start.key(), goal=goal,
-        goal_kind=kind, instruction=instruction, difficulty=len(path),  # type: ignore[arg-type]
+        goal_kind=kind, instruction=instruction, difficulty=len(path),
         oracle_path=[e.to_dict() for e in path],
     )
 
@@ -226,7 +228,7 @@ def synthesize_tasks(spec: SiteSpec, n: int, seed: int = 0, *, max_depth: int = 
     want = n - len(tasks)
     exprs = _expr_goals(machine, fixed or machine.initial, rng, want // 2, max_depth) if structured(machine) else []
     states = _state_goals(machine, fixed or machine.initial, rng, want, max_depth)
-    mixed = [("expr", "expr:" + text, words) for text, words in exprs]
+    mixed: list[tuple[GoalKind, str, str | None]] = [("expr", "expr:" + text, words) for text, words in exprs]
     mixed = [x for pair in zip(mixed, [("state", k, None) for k in states], strict=False) for x in pair] + \
         [("state", k, None) for k in states[len(mixed):]]
     seen = {t.id for t in tasks}

@@ -94,7 +94,9 @@ def _both_enabled(machine: Machine, a: TransitionModel, b: TransitionModel, valu
         return None
     state = machine.initial
     for edge in paths[0]:
-        state = machine.step(state, edge.to_event())[1]  # type: ignore[index]
+        stepped = machine.step(state, edge.to_event())
+        assert stepped is not None  # each edge of a shortest path fires from the state before it
+        state = stepped[1]
     return state.key()
 
 
@@ -135,8 +137,8 @@ def _contradict(x: Node, y: Node) -> bool:
 def _reachability(machine: Machine, report) -> None:
     spec = machine.spec
     for page in spec.pages:
-        goal = machine.make_goal(f"page:{page.id}", Lit(True), page.id, False)
-        if _distance(machine, goal, report, f"page {page.id!r}") is None:
+        page_goal = machine.make_goal(f"page:{page.id}", Lit(True), page.id, False)
+        if _distance(machine, page_goal, report, f"page {page.id!r}") is None:
             report.problems.append(SpecProblem(f"pages.{page.id}", f"page {page.id!r} is unreachable from start page "
                                                f"{spec.start_page!r}; add a transition that leads to it"))
     for goal in spec.goals:

@@ -5,23 +5,35 @@ controls, text with values, routes, toasts. Mixed into ``fsm_sites.engine.Machin
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fsm_sites.check import Ctx, compile_bool
+from fsm_sites.check import Ctx, Fn, compile_bool, compile_expr
+from fsm_sites.expr import Node
 from fsm_sites.spec import Element, Option
-from fsm_sites.state import State, UIEvent
+from fsm_sites.state import Edge, State, UIEvent
+from fsm_sites.types import MapT, VType
 
-
-def item_type(em: Any) -> Any:
-    """The type of ``it`` in a repeated element (its collection's item, or a map's key)."""
-    rtype = em.repeat_type
-    if rtype is None:
-        return None
-    return rtype.keys if hasattr(rtype, "keys") else rtype.item
+if TYPE_CHECKING:
+    from fsm_sites.model import SiteModel
+    from fsm_sites.spec import Page, SiteSpec, Transition
+    from fsm_sites.tables import Tables
 
 
 class PageViewMixin:
     """Element visibility, repeated copies, disabled state, templated text, routes, toasts."""
+
+    # what the mixin reads of ``fsm_sites.engine.Machine`` (set in its ``__init__``)
+    spec: SiteSpec
+    model: SiteModel
+    full: Tables
+    pages: dict[str, Page]
+    transitions: dict[str, Transition]
+    _conditions: dict[Any, Callable]
+    _texts: dict[tuple[str, str | None, str], list[str | tuple[Fn, VType]]]  # a template's parts, compiled
+
+    if TYPE_CHECKING:
+        def node(self, state: State) -> tuple[str, tuple]: ...
+        def step(self, state: State, event: UIEvent) -> tuple[Edge, State] | None: ...
 
     def visible_elements(self, state: State) -> list[Element]:
         """Elements of ``state.page`` shown in ``state`` (a repeated one: if any copy is)."""
@@ -48,21 +60,19 @@ class PageViewMixin:
         if em.repeat is None:
             return []
         vals = self.full.canonical(vals)
-        fn = self._repeat_fn(pid, element)
+        fn = self._repeat_fn(pid, element, em.repeat)
         coll = fn(vals, Ctx(args))
-        if hasattr(em.repeat_type, "keys"):
-            pairs = [(k, k) for k in em.repeat_type.keys.values]  # type: ignore[union-attr]
+        if isinstance(em.repeat_type, MapT):
+            pairs = [(k, k) for k in em.repeat_type.keys.values]
         else:
             pairs = [(str(i), item) for i, item in enumerate(coll)]
         return [(v, it) for v, it in pairs if self.full.visible(em, page, vals, it)]
 
-    def _repeat_fn(self, pid: str, element: str) -> Callable:
+    def _repeat_fn(self, pid: str, element: str, repeat: Node) -> Callable:
         key = ("repeat", pid, element)
         fn = self._conditions.get(key)
         if fn is None:
-            from fsm_sites.check import compile_expr
-
-            fn = self._conditions[key] = compile_expr(self.model.elements[(pid, element)].repeat, self.model.env(pid))[0]
+            fn = self._conditions[key] = compile_expr(repeat, self.model.env(pid))[0]
         return fn
 
     def text(self, state: State, template: str | None, *, element: str | None = None, item: Any = None,
@@ -75,16 +85,15 @@ class PageViewMixin:
             return template
         page_str = page or state.page
         pid, args = self.full.page_of(page_str)
-        key = ("text", pid, element, template)
-        parts = self._conditions.get(key)
+        key = (pid, element, template)
+        parts = self._texts.get(key)
         if parts is None:
-            from fsm_sites.check import compile_expr
             from fsm_sites.expr import template_parts
 
             em = self.model.elements.get((pid, element)) if element else None
-            env = self.model.env(pid, it=item_type(em) if em is not None else None)
+            env = self.model.env(pid, it=em.item_type if em is not None else None)
             parts = [p if isinstance(p, str) else compile_expr(p, env) for p in template_parts(template)]
-            self._conditions[key] = parts
+            self._texts[key] = parts
         _, vals = self.node(state)
         ctx = Ctx(args, None, item)
         if raw:
@@ -131,9 +140,10 @@ class PageViewMixin:
             key = ("disabled", pid, element.id)
             fn = self._conditions.get(key)
             if fn is None:
-                env = self.model.env(pid, it=item_type(em))
+                env = self.model.env(pid, it=em.item_type)
                 fn = self._conditions[key] = compile_bool(em.disabled, env)
-            item = dict(self.instances(state, element.id)).get(value) if em.repeat is not None else None
+            copies = dict(self.instances(state, element.id)) if em.repeat is not None else {}
+            item = copies.get(value) if value is not None else None
             if fn(self.full.canonical(vals), Ctx(self.full.page_of(page)[1], None, item)):
                 return True
         if element.kind != "button" or not self.full.by_trigger.get((pid, element.id, "click")):

@@ -7,12 +7,14 @@ the group, so form fields do not multiply the state count of the whole site.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fsm_sites.spec import SiteSpec
 
-Cond = dict[str, Any]
+Cond = dict[str, Any]  # a condition or an effect in its dict form, {var, op, value}
+Guard = Cond | str  # a `when` or goal condition: the dict form, or an expression
 
 
 def cond(var: str, value: Any = None, op: str = "eq") -> Cond:
@@ -47,7 +49,7 @@ class SiteBuilder:
     title: str
     domain: str
     start_page: str = "home"
-    max_states: int = 5000
+    max_states: int | None = 5000  # None: the spec sets no bound
     types: dict[str, dict[str, Any]] = field(default_factory=dict)
     variables: dict[str, dict[str, Any]] = field(default_factory=dict)
     pages: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -93,8 +95,8 @@ class SiteBuilder:
         return eid
 
     def add_transition(self, page: str, element: str, description: str, *, target: str | None = None,
-                       event: str = "click", values: tuple[str, ...] | list[str] = (),
-                       when: list[Cond] | tuple = (), effects: list[Cond] | tuple = (),
+                       event: str = "click", values: Sequence[str] = (),
+                       when: Sequence[Guard] = (), effects: Sequence[Cond] = (),
                        tid: str | None = None, args: dict[str, Any] | None = None,
                        toast: str | None = None) -> str:
         base = tid or f"{page}__{element}"
@@ -123,7 +125,7 @@ class SiteBuilder:
         return self.add_transition(page, eid, description, target=target, **kw)
 
     def add_goal(self, gid: str, description: str, *, page: str | None = None,
-                 conditions: list[Cond] | tuple = ()) -> str:
+                 conditions: Sequence[Guard] = ()) -> str:
         goal: dict[str, Any] = {"id": gid, "description": description}
         if page:
             goal["page"] = page
@@ -136,7 +138,7 @@ class SiteBuilder:
         """``variables`` reset to their defaults whenever a transition leaves ``pages``."""
         self.groups.append((set(pages), list(variables)))
 
-    def nav_bar(self, links: list[tuple[str, str]], *, skip: set[str] = frozenset()) -> None:
+    def nav_bar(self, links: list[tuple[str, str]], *, skip: Collection[str] = frozenset()) -> None:
         """A navigation bar on every full page: a link to each ``(page, label)``; a page with a
         parameter is named with it, ``folder(inbox)``."""
         for pid, page in list(self.pages.items()):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsm_sites.generator.builder import SiteBuilder, cond, split_target
+from fsm_sites.generator.builder import Cond, Guard, SiteBuilder, cond, split_target
 from fsm_sites.generator.structured import (
     BookingsPart,
     FoldersPart,
@@ -179,7 +179,7 @@ def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple
     extra = [cond(c.collection_key, op="nonempty")] if part.needs_collection else []
     pages = form_flow(b, part.key, part.title, list(part.fields), submit=part.submit, exit_to="home",
                       confirm=part.confirm, result_title=f"{part.title}: thank you", extra_when=extra)
-    conditions = [_choice(f, part.key) for f in part.fields]
+    conditions: list[Guard] = [_choice(f, part.key) for f in part.fields]
     details = _details(part.fields)
     if part.needs_collection:
         b.link(c.collection_key, "proceed", part.submit, pages["form"], f"proceed to {part.title.lower()}",
@@ -201,7 +201,7 @@ def _details(fields: tuple[FieldDef, ...] | list[FieldDef]) -> str:
     return ", ".join(words)
 
 
-def _choice(f: FieldDef, key: str) -> dict:
+def _choice(f: FieldDef, key: str) -> Cond:
     """The goal's wanted value of a field: the last accepted value, a checked box."""
     var = f"{key}_{f.id}"
     if f.kind == "checkbox":
@@ -219,7 +219,7 @@ def _item(c: CatalogPart, item_id: str) -> Item:
 def _wizard_part(b: SiteBuilder, c: CatalogPart, w: WizardPart, detail: str) -> list[tuple[str, str]]:
     pages = wizard(b, w.key, w.title, [list(s) for s in w.steps], exit_to="home")
     wanted = [(f, f"{w.key}{i + 1}") for i, step in enumerate(w.steps) for f in step if f.kind != "select"]
-    conditions = [_choice(f, key) for f, key in wanted]
+    conditions: list[Guard] = [_choice(f, key) for f, key in wanted]
     goal = w.goal
     if w.from_items:
         if "{item}" not in w.goal:

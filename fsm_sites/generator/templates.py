@@ -4,10 +4,11 @@ transitions and goals to a ``SiteBuilder`` and returns the page ids it made."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from fsm_sites.generator.builder import Cond, SiteBuilder, cond, effect
+from fsm_sites.generator.builder import Cond, Guard, SiteBuilder, cond, effect
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> t
 
 def catalog(b: SiteBuilder, key: str, title: str, items: list[Item], *, per_page: int = 4,
             action: tuple[str, str] | None = None, effects: list[Cond] | None = None,
-            when: list[Cond | str] | None = None, toast: str | None = None) -> str:
+            when: Sequence[Guard] | None = None, toast: str | None = None) -> str:
     """List pages (paginated) of cards and one detail page whose parameter is the item
     (``{key}_item(<id>)``); returns the detail page's id.
 
@@ -175,7 +176,7 @@ def form_flow_tail(b: SiteBuilder, key: str, title: str, page: str, exit_to: str
     return {"confirm": modal, "result": result}
 
 
-def _confirm_buttons(b: SiteBuilder, modal: str, result: str, back: str, on_confirm: list[Cond] | tuple = ()) -> None:
+def _confirm_buttons(b: SiteBuilder, modal: str, result: str, back: str, on_confirm: Sequence[Cond] = ()) -> None:
     """A confirm modal's Confirm (to ``result``, applying ``on_confirm``) and Cancel (to ``back``)."""
     b.link(modal, "ok", "Confirm", result, "confirm", kind="button", effects=on_confirm)
     b.link(modal, "cancel", "Cancel", back, "cancel the confirmation", kind="button")
@@ -214,7 +215,7 @@ def search(b: SiteBuilder, key: str, title: str, queries: dict[str, list[tuple[s
 
 
 def modal_action(b: SiteBuilder, page: str, eid: str, label: str, question: str, description: str, *,
-                 effects: list[Cond], when: list[Cond | str] | None = None, visible_when: list[str] | None = None,
+                 effects: list[Cond], when: Sequence[Guard] | None = None, visible_when: list[str] | None = None,
                  per_item: dict[str, list[Cond]] | None = None, toast: str | None = None) -> str:
     """A button that opens a confirm modal (over a page with an ``item`` parameter, keeping
     it); confirming applies ``effects``, or, with ``per_item``, the effects of the page's item."""

@@ -87,7 +87,7 @@ def _select(el: Element, ctx: Ctx) -> str:
     current = show(ctx.value_of(el)) if el.bind else ""
     options = ctx.options(el)
     shown = next((o.label or o.value for o in options if o.value == current), "Choose…")
-    options = "".join(
+    items = "".join(
         f'<li class="dd-option{" selected" if o.value == current else ""}" role="option"'
         f' data-value="{escape(o.value)}">{escape(o.label or o.value)}</li>'
         for o in options
@@ -96,7 +96,7 @@ def _select(el: Element, ctx: Ctx) -> str:
         f'<div class="field"><span class="field-label">{label(el, ctx)}</span>'
         f'<div class="dropdown"{attrs(el, ctx)}><button type="button" class="dd-toggle">'
         f'<span>{escape(shown)}</span><span class="caret">▾</span></button>'
-        f'<ul class="dd-menu" role="listbox" hidden>{options}</ul></div></div>'
+        f'<ul class="dd-menu" role="listbox" hidden>{items}</ul></div></div>'
     )
 
 

@@ -12,7 +12,7 @@ from fsm_sites.render.distractors import distractors
 from fsm_sites.render.elements import Ctx, group_of, radio_checked, render_element, render_group
 from fsm_sites.render.themes import Layout, Theme, choose_style
 from fsm_sites.spec import Element, Option, Page, SiteSpec, VarValue
-from fsm_sites.state import State, UIEvent
+from fsm_sites.state import Edge, State, UIEvent
 
 
 class MachineView(Protocol):
@@ -20,7 +20,7 @@ class MachineView(Protocol):
 
     def visible_elements(self, state: State) -> list[Element]: ...
     def element_shown(self, state: State, page: str, element: str, value: str | None = None) -> bool: ...
-    def step(self, state: State, event: UIEvent) -> object | None: ...
+    def step(self, state: State, event: UIEvent) -> tuple[Edge, State] | None: ...
     def text(self, state: State, template: str | None, *, element: str | None = None, item: Any = None,
              page: str | None = None) -> str: ...
     def disabled(self, state: State, element: Element, value: str | None = None) -> bool: ...
@@ -66,7 +66,7 @@ def _make_ctx(state: State, machine: MachineView, *, live: bool, page: str | Non
             return radio_checked(el, value_of(el))
         # Unbound tabs/links/pages are "current" when clicking them would change nothing.
         result = machine.step(state, UIEvent(state.page, el.id, "click")) if live else None
-        return result is not None and result[1] == state  # type: ignore[index]
+        return result is not None and result[1] == state
 
     return Ctx(value_of=value_of, is_active=is_active, live=live,
                text=lambda el, s: machine.text(state, s),
@@ -77,13 +77,19 @@ def _make_ctx(state: State, machine: MachineView, *, live: bool, page: str | Non
 
 def _copies(el: Element, ctx: Ctx, state: State, machine: MachineView) -> list[tuple[str, Ctx]]:
     """One context per shown copy of a repeated element: its item in the text, its value on the event."""
-    out = []
-    for value, item in machine.instances(state, el.id):
-        out.append((value, replace(
-            ctx, instance=value if ctx.live else None,
-            text=lambda e, s, item=item: machine.text(state, s, element=e.id, item=item),
-            is_disabled=lambda e, value=value: ctx.live and machine.disabled(state, e, value))))
-    return out
+    return [(value, _copy_ctx(ctx, state, machine, value, item)) for value, item in machine.instances(state, el.id)]
+
+
+def _copy_ctx(ctx: Ctx, state: State, machine: MachineView, value: str, item: Any) -> Ctx:
+    """``ctx`` for the copy of a repeated element whose event value is ``value`` and item ``item``."""
+
+    def text(e: Element, s: str | None) -> str:
+        return machine.text(state, s, element=e.id, item=item)
+
+    def is_disabled(e: Element) -> bool:
+        return ctx.live and machine.disabled(state, e, value)
+
+    return replace(ctx, instance=value if ctx.live else None, text=text, is_disabled=is_disabled)
 
 
 def _repeat_block(block: list[Element], ctx: Ctx, state: State, machine: MachineView) -> str:

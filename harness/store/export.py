@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 ExportFormat = Literal["sft", "dpo", "grpo"]
+StepSelection = Literal["advancing", "all"]  # which steps an SFT export keeps
 EXPORT_FORMATS: tuple[str, ...] = ("sft", "dpo", "grpo")
 VERDICT_FIELDS = ("transition_fired", "on_shortest_path", "distance_before", "distance_after")
 
@@ -52,7 +53,7 @@ VERDICT_FIELDS = ("transition_fired", "on_shortest_path", "distance_before", "di
 class ExportConfig(PromptConfig):
     """How to render examples: the prompt (codec, coordinates, history) and which steps."""
 
-    steps: Literal["advancing", "all"] = Field(
+    steps: StepSelection = Field(
         default="advancing", description="SFT rows: 'advancing' (steps verified to advance "
         "toward the goal) or 'all' (every step of every successful path)")
     jsonl: bool = Field(default=False, description="JSONL + image files instead of Parquet")

@@ -155,6 +155,8 @@ class MiniWoBTask(Task):
         )
         if center is None:
             raise TaskError(f"expected the oracle target of {self.id} on the page, got none")
+        if not (isinstance(center, list) and len(center) == 2):
+            raise TaskError(f"expected [x, y] for the oracle target of {self.id}, got {center!r}")
         return Click(x=int(center[0]), y=int(center[1]))
 
     async def _wait_for(self, sandbox: Browser, expression: str, what: str) -> None:

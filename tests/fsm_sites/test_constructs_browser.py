@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from fsm_sites.client import LocalSiteClient
 from fsm_sites.generator import synthesize_site
 from fsm_sites.library import load_site
 from fsm_sites.server import SiteServer
@@ -19,15 +20,17 @@ from harness.fsm_tasks_cli import verify_one
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-async def _verify_all(browser_host, spec, tasks, seed: int) -> list:
+async def _verify_all(provider, spec, tasks, seed: int) -> list:
     verdicts: list = []
     jobs = list(tasks)
     async with SiteServer([spec]) as server:
+        sites = LocalSiteClient(server)
+
         async def worker() -> None:
-            sandbox = await browser_host.new_sandbox()
+            sandbox = await provider.new_browser()
             try:
                 while jobs:
-                    verdicts.append(await verify_one(jobs.pop(), server, sandbox, seed=seed))
+                    verdicts.append(await verify_one(jobs.pop(), sites, sandbox, seed=seed))
             finally:
                 await sandbox.close()
 
@@ -35,28 +38,28 @@ async def _verify_all(browser_host, spec, tasks, seed: int) -> list:
     return verdicts
 
 
-async def test_the_oracle_solves_clinic_tasks_over_records_and_parameter_pages(browser_host) -> None:
+async def test_the_oracle_solves_clinic_tasks_over_records_and_parameter_pages(provider) -> None:
     spec = load_site("clinic")
     tasks = synthesize_tasks(spec, 8, seed=5, max_depth=16)
     tasks += synthesize_tasks(spec, 3, seed=6, start="busy_week")
     assert any(t.goal_kind == "expr" for t in tasks) and any(t.difficulty == 16 for t in tasks)
-    verdicts = await _verify_all(browser_host, spec, tasks, seed=2)
+    verdicts = await _verify_all(provider, spec, tasks, seed=2)
     assert [(v.task_id, v.reason) for v in verdicts if not v.kept] == []
 
 
-async def test_the_oracle_solves_a_large_generated_site(browser_host) -> None:
+async def test_the_oracle_solves_a_large_generated_site(provider) -> None:
     spec = synthesize_site(0, "hard")
     tasks = [t for t in synthesize_tasks(spec, 12, seed=1) if t.goal_kind != "state"][:6]
     assert any("entries" in t.goal for t in tasks)  # the bookings' records
-    verdicts = await _verify_all(browser_host, spec, tasks, seed=3)
+    verdicts = await _verify_all(provider, spec, tasks, seed=3)
     assert [(v.task_id, v.reason) for v in verdicts if not v.kept] == []
 
 
-async def test_disabled_buttons_toasts_rows_and_routes_in_the_page(browser_host) -> None:
+async def test_disabled_buttons_toasts_rows_and_routes_in_the_page(provider) -> None:
     spec = load_site("clinic")
     async with SiteServer([spec]) as server:
         session = server.create_session("clinic", goal="no_milo", start_state="busy_week", seed=1)
-        sandbox = await browser_host.new_sandbox()
+        sandbox = await provider.new_browser()
         try:
             await sandbox.reset(server.session_url(session.id), allowed_origins=(server.site_url,))
             page = sandbox.page

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.prompts import PromptConfig
+from harness.store.export import StepSelection
 from trainers.errors import ConfigError
 from trainers.models.policy import PolicyConfig
 
@@ -52,7 +53,7 @@ class DataConfig(_Strict):
                         "when it is empty and `collect` is set)")
     prompt: PromptConfig = Field(default_factory=PromptConfig, description="the prompt format: "
                                  "the same builder renders training rows and evaluation prompts")
-    steps: Literal["advancing", "all"] = Field(
+    steps: StepSelection = Field(
         default="advancing", description="SFT rows: 'advancing' (steps verified to advance toward "
         "the goal) or 'all' (every step of every successful path)")
 

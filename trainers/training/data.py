@@ -27,6 +27,8 @@ from trainers.models.inputs import Policy, completion_ids, encode_completions
 if TYPE_CHECKING:
     from datasets import Dataset
 
+    from harness.store.export import ExportFormat, StepSelection
+
 
 @dataclass(frozen=True)
 class SFTExample:
@@ -47,8 +49,8 @@ class PreferenceExample:
     rejected: str
 
 
-def export_rows(store_dir: Path, fmt: str, out_dir: Path, prompt: PromptConfig,
-                steps: str = "advancing") -> Path:
+def export_rows(store_dir: Path, fmt: ExportFormat, out_dir: Path, prompt: PromptConfig,
+                steps: StepSelection = "advancing") -> Path:
     """Write the store's ``fmt`` export (Parquet) under ``out_dir``; a lost screenshot is a
     ``TrainingDataError`` that says what to do."""
     from harness.store.export import ExportConfig, export

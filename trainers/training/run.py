@@ -17,7 +17,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -26,6 +26,9 @@ from trainers.errors import ConfigError, ModelDirError
 from trainers.models.policy import Policy
 from trainers.training.config import TrainConfig
 from trainers.training.metrics import METRICS_FILE, MetricsLog, make_callback
+
+if TYPE_CHECKING:
+    from harness.store.export import ExportFormat
 
 
 class Run:
@@ -78,7 +81,7 @@ class Run:
 
         init_checkpoint(ModelInitConfig(out=path, preset=self.config.init))
 
-    def rows(self, fmt: str) -> list[dict[str, Any]]:
+    def rows(self, fmt: ExportFormat) -> list[dict[str, Any]]:
         """The store's ``fmt`` export as rows, collecting into an empty store first."""
         from trainers.training.collect import ensure_data
         from trainers.training.data import export_rows, read_export
