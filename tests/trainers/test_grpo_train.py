@@ -194,3 +194,20 @@ def test_sampling_favours_tasks_neither_solved_nor_hopeless() -> None:
     for _ in range(300):
         counts[curriculum.sample(1, rng)[0]] += 1
     assert counts["b"] > 5 * counts["a"] and counts["b"] > 5 * counts["c"]
+
+
+def test_the_cli_reports_every_bad_field_at_once_in_one_line(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "train", "grpo", "--config",
+                           "trainers/configs/grpo-tiny.yaml", "--set", f"out={tmp_path / 'run'}",
+                           "--set", "group.size=1", "--set", "reward=bogus", "--set", "loss.kl=1",
+                           "--set", "rollout.backend=openai"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("error: cua train grpo: 4 bad field(s):")
+    for field in ("group.size", "reward", "loss.kl", "rollout"):
+        assert field in line
+    assert not (tmp_path / "run").exists()
