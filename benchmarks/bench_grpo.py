@@ -43,7 +43,7 @@ async def rollout_speed(args: argparse.Namespace, model_dir: Path) -> dict[str, 
     concurrency = args.tasks * args.group
     hf = HFAgent(policy, HFAgentOptions(codec="json", observation="elements", system_prompt=False,
                                         temperature=1.0, max_new_tokens=args.new_tokens,
-                                        max_batch=concurrency, max_wait_ms=20))
+                                        max_batch=concurrency, max_wait_ms=args.max_wait_ms))
     agents = {"hf": hf, "oracle": OracleAgent()}
     options = EnvOptions(codec="json", max_steps=args.max_steps, reward="step", elements=True)
     out: dict[str, list[float]] = {name: [] for name in agents}
@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-steps", type=int, default=5)
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--updates", type=int, default=3)
+    parser.add_argument("--max-wait-ms", type=float, default=200.0,
+                        help="how long a prompt waits for others (the GRPO config's default: 200)")
+    parser.add_argument("--updates", type=int, default=3, help="updates of the split run; 0: skip it")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     if args.quick:
@@ -102,7 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = init_checkpoint(ModelInitConfig(out=Path(tmp) / "tiny", preset="tiny")).path
         speed = asyncio.run(rollout_speed(args, model_dir))
-        split = update_split(args, model_dir, Path(tmp) / "grpo")
+        split = update_split(args, model_dir, Path(tmp) / "grpo") if args.updates else \
+            {"rollout_s": [], "train_s": [], "steps": [], "episodes": []}
     hf, oracle = median(speed["hf"]), median(speed["oracle"])
     rollout_s, train_s = median(split["rollout_s"]), median(split["train_s"])
     summary = {"hf_steps_per_s": hf, "oracle_steps_per_s": oracle, "hf_over_oracle": ratio(hf, oracle),

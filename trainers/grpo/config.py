@@ -57,7 +57,9 @@ class RolloutSpec(_Strict):
     max_new_tokens: int = Field(default=48, ge=1, description="most tokens per reply (longer: truncated)")
     max_batch: int = Field(default=16, ge=1, description="most prompts per model call (batched "
                            "across every concurrent episode)")
-    max_wait_ms: float = Field(default=20.0, ge=0.0, description="how long a prompt waits for others")
+    max_wait_ms: float = Field(default=200.0, ge=0.0, description="how long a prompt waits for "
+                               "others (long enough for the group's env steps to line up: at 20 ms "
+                               "most calls held one prompt, BENCHMARKS.md)")
     step_timeout_s: float = Field(default=60.0, gt=0, description="limit for one env step or reset")
 
     @model_validator(mode="after")
