@@ -211,3 +211,44 @@ def test_the_cli_reports_every_bad_field_at_once_in_one_line(tmp_path) -> None:
     for field in ("group.size", "reward", "loss.kl", "rollout"):
         assert field in line
     assert not (tmp_path / "run").exists()
+
+
+def _episode(task: str, steps: list[tuple[str, str, float]], first_step: int = 0):
+    """A finished episode whose steps go (state before, state after, reward)."""
+    from fsm_sites.verdict import StepVerdict
+    from harness.observation import StepInfo
+    from harness.rollout import Episode, Transition
+
+    def obs(step: int) -> Observation:
+        return Observation(screenshot=b"", image_format="png", width=1, height=1, instruction="", step=step)
+
+    episode = Episode(task, 0, 0, None, obs(first_step), None)  # type: ignore[arg-type]
+    for k, (before, after, reward) in enumerate(steps):
+        verdict = StepVerdict(state_before=before, state_after=after, transition_fired=True,
+                              on_shortest_path=reward > 0, distance_before=1, distance_after=0,
+                              goal_reached=False)
+        info = StepInfo(task=task, episode_id="e", action=None, raw_reward=reward, step_seconds=0.0,
+                        verdict=verdict)
+        step = first_step + k
+        episode.transitions.append(Transition(step + 1, obs(step), AgentStep(text="x"), obs(step + 1),
+                                              reward, False, False, info))
+    return episode
+
+
+def test_a_branch_counts_its_prefix_in_its_return_and_shares_the_restored_state_group() -> None:
+    from trainers.grpo.advantages import combined_advantages
+    from trainers.grpo.batch import step_samples
+    from trainers.grpo.rollouts import Rollout
+
+    good = Rollout(_episode("t", [("A", "B", 1.0), ("B", "G", 1.0)]), "g", 0)
+    bad = Rollout(_episode("t", [("A", "B", 1.0), ("B", "X", -1.0)]), "g", 1)
+    branch = Rollout(_episode("t", [("B", "G", 1.0)], first_step=1), "g", 2,
+                     prefix=bad.episode.transitions[:1], parent=1)
+    samples, where = step_samples([good, bad, branch])
+    assert [(s.episode, s.step, s.anchor, s.reward) for s in samples if s.episode == 2] == \
+        [(2, -1, None, 1.0), (2, 0, "B", 1.0)]
+    advantages = dict(zip([(r.number, t) for r, t in where], combined_advantages(samples, step_weight=1.0),
+                          strict=True))
+    # returns 2, 0, 2: the branch competes as a whole episode; from B, 1 and 1 beat -1
+    assert advantages[(2, 0)] == pytest.approx(advantages[(0, 1)])
+    assert advantages[(1, 1)] < 0 < advantages[(2, 0)]
