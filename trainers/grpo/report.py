@@ -100,10 +100,12 @@ def render(config: Any, records: Sequence[dict[str, Any]]) -> str:
     evals = [r for r in records if r.get("event") == "eval"]
     phases = {r["phase"]: {**r, "command": f"held-out eval at update {r['update']}"} for r in evals
               if r["phase"] in ("before", "after")}
-    charts = "".join(line_chart(name, [(r["update"], r[name]) for r in updates if r.get(name) is not None])
+    charts = "".join(line_chart(name, [(r["update"], r[name]) for r in updates if r.get(name) is not None],
+                                "update")
                      for name in CURVES if any(r.get(name) is not None for r in updates))
     if evals:
-        charts += line_chart("held-out success (all evaluations)", [(r["update"], r["success_rate"]) for r in evals])
+        charts += line_chart("held-out success (all evaluations)",
+                             [(r["update"], r["success_rate"]) for r in evals], "update")
     last = updates[-1] if updates else {}
     seconds = last.get("seconds", {})
     split = " · ".join(f"{k} {v:.0f} s" for k, v in seconds.items())
