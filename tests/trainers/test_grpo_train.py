@@ -252,3 +252,17 @@ def test_a_branch_counts_its_prefix_in_its_return_and_shares_the_restored_state_
     # returns 2, 0, 2: the branch competes as a whole episode; from B, 1 and 1 beat -1
     assert advantages[(2, 0)] == pytest.approx(advantages[(0, 1)])
     assert advantages[(1, 1)] < 0 < advantages[(2, 0)]
+
+
+def test_replay_brings_a_stored_success_into_a_group_without_one(tmp_path, tiny_dir) -> None:
+    store = tmp_path / "store"
+    teacher = grpo_config(tmp_path / "teacher", tiny_dir, updates=1, store=str(store), tree={"branch_states": 0})
+    train_grpo(teacher, agent_class=TeacherMix)  # stores a solved episode of fsm:shop/open_mug
+    out = tmp_path / "replay"
+    config = grpo_config(out, tiny_dir, updates=1, store=str(store), tree={"branch_states": 0},
+                         curriculum={"replay": True}, signal={"patience": 5})
+    train_grpo(config)  # the random-init model alone never solves it
+    [update] = lines(out, "update")
+    assert update["success"] == 0.0 and update["replayed"] == 1 and update["flat_groups"] == 0
+    before, after = weights(tiny_dir), weights(out / "model")
+    assert any(not torch.equal(before[k], after[k]) for k in before if k in after)

@@ -24,6 +24,10 @@ from trainers.models.inputs import encode_completions
 if TYPE_CHECKING:
     import torch
 
+    from harness.store.store import TrajectoryStore
+
+REPLAY_NUMBER = 1_000_000  # replayed episodes' numbers in their group (after any branch)
+
 
 @dataclass(frozen=True)
 class TrainStep:
@@ -63,14 +67,31 @@ def step_samples(rollouts: Sequence[Rollout]) -> tuple[list[StepSample], list[tu
     return samples, where
 
 
-def build_batch(rollouts: Sequence[Rollout], spec: AdvantageSpec,
-                stop_ids: Sequence[int]) -> tuple[list[TrainStep], BatchStats]:
-    """The training steps of one update and their statistics."""
+@dataclass(frozen=True)
+class Replay:
+    """A stored success joining a group that has none (its steps as the store recorded them)."""
+
+    group: str
+    reward: float  # the stored episode's return
+    steps: list[tuple[Prompt[bytes], list[int], list[float]]]  # prompt, token ids, log-probs
+
+
+def build_batch(rollouts: Sequence[Rollout], spec: AdvantageSpec, stop_ids: Sequence[int],
+                replays: Sequence[Replay] = ()) -> tuple[list[TrainStep], BatchStats]:
+    """The training steps of one update and their statistics. A replay counts as one more
+    episode of its group (its return only: no step grouping) and trains on its stored
+    log-probabilities as the ratio's denominator."""
     samples, where = step_samples(rollouts)
+    for i, replay in enumerate(replays):
+        samples.append(StepSample(replay.group, REPLAY_NUMBER + i, 0, None, replay.reward))
     advantages = combined_advantages(samples, step_weight=spec.step_weight, gamma=spec.gamma,
                                      normalize=spec.normalize)
     steps: list[TrainStep] = []
-    for (r, t), advantage in zip(where, advantages, strict=True):
+    for i, replay in enumerate(replays):
+        advantage = advantages[len(where) + i]
+        steps += [TrainStep(prompt, ids, logprobs, advantage, truncated=not ids or ids[-1] not in stop_ids)
+                  for prompt, ids, logprobs in replay.steps]
+    for (r, t), advantage in zip(where, advantages, strict=False):
         if t < 0:
             continue
         decision = r.episode.transitions[t].agent_step
@@ -95,6 +116,25 @@ def prompt_of(r: Rollout, t: int) -> Prompt[bytes]:
     image_steps = decision.image_steps or []
     return Prompt(messages=list(decision.prompt or []), images=[screens[s] for s in image_steps],
                   image_steps=list(image_steps))
+
+
+def stored_success(store: TrajectoryStore, task_id: str, group: str) -> Replay | None:
+    """The latest stored success of ``task_id`` whose steps recorded prompts, token ids and
+    log-probabilities, as a replay for ``group``; None when there is none."""
+    for episode in reversed(store.episodes(success=True)):
+        if episode.task_id != task_id:
+            continue
+        records = [record for _, _, record in store.episode_steps(episode.id)]
+        if not records or any(not r.get("token_ids") or not r.get("logprobs") or not r.get("prompt")
+                              for r in records):
+            continue
+        steps = []
+        for r in records:
+            images = [store.blob(h) for h in r.get("images") or []]
+            prompt = Prompt(messages=r["prompt"], images=images, image_steps=list(range(len(images))))
+            steps.append((prompt, list(r["token_ids"]), list(r["logprobs"])))
+        return Replay(group, episode.reward, steps)
+    return None
 
 
 @dataclass

@@ -115,6 +115,8 @@ class CurriculumSpec(_Strict):
                                 "task spawns easier variants")
     retire_after: int = Field(default=3, ge=1, description="groups with every episode solved before a task retires")
     max_pool: int = Field(default=24, ge=1, description="most tasks in the pool (variants included)")
+    replay: bool = Field(default=False, description="a group without a success gets the latest stored "
+                         "success of its task (from the run's store) as one more episode")
 
 
 class EvalSpec(_Strict):

@@ -36,7 +36,7 @@ from rich.console import Console
 from harness.cli_config import check_output_dir
 from trainers.errors import ConfigError, TrainingSignalError
 from trainers.grpo import checkpoint
-from trainers.grpo.batch import BatchStats, build_batch
+from trainers.grpo.batch import BatchStats, Replay, build_batch, stored_success
 from trainers.grpo.config import GRPOConfig
 from trainers.grpo.curriculum import Curriculum
 from trainers.grpo.rollouts import Rollout, Rollouts, branch_points
@@ -191,15 +191,16 @@ class Trainer:
         started = time.perf_counter()
         rollouts, branches = await self.collect(update)
         rollout_s = time.perf_counter() - started
-        steps, stats = build_batch(rollouts, self.config.advantage, self.greedy.generator.stop_ids)
-        rewards = [t.reward for r in rollouts for t in r.episode.transitions]
+        mains = [r for r in rollouts if r.parent is None]
+        replays = self.replays(mains) if self.config.curriculum.replay else []
+        steps, stats = build_batch(rollouts, self.config.advantage, self.greedy.generator.stop_ids, replays)
+        rewards = [t.reward for r in rollouts for t in r.episode.transitions] + [r.reward for r in replays]
         check_signal(self.loop, stats, rewards, update, self.config.signal.patience)
         started = time.perf_counter()
         figures = optimize(self.policy, self.reference, steps, self.config.loss, self.optimizer,
                            self.shuffle, update=update)
         self.scheduler.step()
         train_s = time.perf_counter() - started
-        mains = [r for r in rollouts if r.parent is None]
         events = []
         for group in dict.fromkeys(r.group for r in mains):
             members = [r for r in mains if r.group == group]
@@ -214,11 +215,21 @@ class Trainer:
                 "reward": sum(r.episode.total_reward for r in mains) / n,
                 "success": sum(r.episode.success for r in mains) / n,
                 "progress": sum(r.episode.progress for r in mains) / n,
-                "flat_groups": stats.flat_groups, "groups": stats.groups, "truncated": stats.truncated,
+                "replayed": len(replays), "flat_groups": stats.flat_groups, "groups": stats.groups, "truncated": stats.truncated,
                 **figures, "learning_rate": self.scheduler.get_last_lr()[0],
                 "rollout_s": round(rollout_s, 3), "train_s": round(train_s, 3),
                 "tasks": sorted({r.episode.task_id for r in mains}), "events": events,
                 "pool": self.curriculum.summary()}
+
+    def replays(self, mains: list[Rollout]) -> list[Replay]:
+        """A stored success for each group without one (where the store has one)."""
+        found = []
+        for group in dict.fromkeys(r.group for r in mains):
+            members = [r for r in mains if r.group == group]
+            if not any(r.episode.success for r in members):
+                replay = stored_success(self.store, members[0].episode.task_id, group)
+                found += [replay] if replay is not None else []
+        return found
 
     async def evaluate(self, update: int, phase: str) -> dict[str, Any]:
         """Greedy episodes of the held-out tasks with the current weights."""
