@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 # The fonts are the ones the FSM renderer's themes name, so pages look the same everywhere.
-SYSTEM_PACKAGES := chromium chromium-driver xvfb openbox xdotool bubblewrap iproute2 \
+SYSTEM_PACKAGES := chromium chromium-driver xvfb openbox xdotool bubblewrap iproute2 nftables \
   fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-urw-base35
 # Debian's python3 has no `venv` (ensurepip) without python3-venv; a Python of its own
 # (pyenv, a python image) has it. Also installs python3 where there is none.
@@ -43,7 +43,7 @@ $(STAMP): pyproject.toml
 	@$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[train,dev]'
+	$(PY) -m pip install -q -e '.[train,dev,ray]'
 	@touch $(STAMP)
 
 demo: setup

@@ -9,6 +9,10 @@ serve many runs).
 - ``local`` (the default): ``LocalEnvs``, an ``AsyncEnv`` per episode over sandboxes from
   a ``SandboxProvider`` (``LocalProvider``: one shared Chromium) and the run's
   ``TaskResources``; idle sandboxes are kept per ``SandboxRequest`` and reused.
+- ``isolated``: ``harness.isolated_envs.IsolatedEnvs``, local envs whose sandboxes each
+  run their own Chromium in a network namespace, home, cgroup and bubblewrap jail.
+- ``ray:INNER``: ``harness.ray_envs.RayEnvs``, envs of the provider ``INNER`` (default
+  ``local``) hosted in Ray actors, several per actor (``--ray`` does the same).
 - further providers register here by name (``register_env_provider``, or an entry point
   in the ``cua.providers`` group): a name maps onto ``"module:function"``, the function
   takes the text after the first ``:`` (``remote:http://host:8000`` gives the URL) and
@@ -77,7 +81,10 @@ class LocalEnvs:
     """``AsyncEnv``s over sandboxes from a sandbox provider, in this process."""
 
     def __init__(self, sandboxes: SandboxProvider | None = None, *,
-                 resources: TaskResources | None = None, bind_host: str = "127.0.0.1") -> None:
+                 resources: TaskResources | None = None, bind_host: str = "127.0.0.1",
+                 sandbox_episodes: int | None = None) -> None:
+        """``sandbox_episodes``: close a sandbox after it served this many episodes
+        (None: reuse it for as long as the provider lives)."""
         from sandboxes.providers import LocalProvider
 
         self._owns_sandboxes = sandboxes is None
@@ -86,6 +93,8 @@ class LocalEnvs:
         self.resources = resources or TaskResources(bind_host=bind_host)
         self._idle: dict[SandboxRequest, list[Sandbox]] = {}
         self._busy: dict[int, tuple[SandboxRequest, Sandbox]] = {}
+        self.sandbox_episodes = sandbox_episodes
+        self._served: dict[int, int] = {}  # id(sandbox) -> episodes it served
 
     async def start(self) -> None:
         await self.sandboxes.start()
@@ -106,10 +115,16 @@ class LocalEnvs:
         except BaseException:
             await sandbox.close()
             raise
+        served = self._served.pop(id(sandbox), 0) + 1
+        if self.sandbox_episodes is not None and served >= self.sandbox_episodes:
+            await sandbox.close()
+            return
+        self._served[id(sandbox)] = served
         self._idle.setdefault(request, []).append(sandbox)
 
     async def discard(self, env: Env) -> None:
         _, sandbox = self._busy.pop(id(env))
+        self._served.pop(id(sandbox), None)
         try:
             await env.close()
         finally:
@@ -120,6 +135,7 @@ class LocalEnvs:
             for sandbox in pool:
                 await sandbox.close()
         self._idle.clear()
+        self._served.clear()
         if self._owns_resources:
             await self.resources.close()
         if self._owns_sandboxes:
@@ -142,7 +158,11 @@ def local(arg: str | None, context: ProviderContext) -> EnvProvider:
 
 
 #: name -> "module:function"; the function takes (argument or None, ProviderContext).
-PROVIDERS: dict[str, str] = {"local": "harness.env_providers:local"}
+PROVIDERS: dict[str, str] = {
+    "local": "harness.env_providers:local",
+    "isolated": "harness.isolated_envs:isolated",
+    "ray": "harness.ray_envs:ray_provider",
+}
 
 
 def register_env_provider(name: str, target: str) -> None:
@@ -168,6 +188,16 @@ def check_provider(spec: str) -> None:
         raise UnknownProviderError(
             f"expected a provider in {provider_names()}, got {name!r}"
             f"{did_you_mean(name, provider_names())}; pass --provider NAME or NAME:ARG")
+
+
+def provider_spec(provider: str, ray: bool) -> str:
+    """The provider spec a run uses: ``provider``, spread over Ray actors when ``ray``."""
+    if not ray:
+        return provider
+    if provider.partition(":")[0] == "ray":
+        raise ConfigError(f"expected either --ray or --provider ray:..., got both (--provider "
+                          f"{provider}); drop one")
+    return f"ray:{provider}"
 
 
 def make_env_provider(spec: str, context: ProviderContext | None = None) -> EnvProvider:

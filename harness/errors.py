@@ -8,6 +8,8 @@
     │   └── UnknownAgentError
     ├── TaskError               a task could not be set up or validated (infrastructure)
     ├── EpisodeTimeout          a step or an episode ran past its time limit (infrastructure)
+    ├── EnvHostLost             the process hosting envs (a Ray actor) died; a shared crash,
+    │                           also a SandboxCrashed: the runner retries its episodes
     └── StoreError              the trajectory store refused an operation
         └── RestoreMismatch     a replayed node does not look like the stored one
 
@@ -24,7 +26,7 @@ runner retries them.
 
 from __future__ import annotations
 
-from sandboxes.errors import ConfigError, InfrastructureError
+from sandboxes.errors import ConfigError, InfrastructureError, SandboxCrashed
 
 
 class HarnessError(Exception):
@@ -66,6 +68,14 @@ class EpisodeTimeout(HarnessError, InfrastructureError, TimeoutError):
     """A step or an episode ran past its limit."""
 
 
+class EnvHostLost(HarnessError, SandboxCrashed):
+    """The process that hosted an env (a Ray actor) died; every env on it is gone. It was
+    replaced; the episode is retried like one hit by a shared browser crash."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, shared=True)
+
+
 class StoreError(HarnessError):
     """The trajectory store refused an operation."""
 
@@ -75,7 +85,7 @@ class RestoreMismatch(StoreError):
 
 
 __all__ = [
-    "ActionParseError", "ConfigError", "EpisodeTimeout", "HarnessError", "InfrastructureError",
+    "ActionParseError", "ConfigError", "EnvHostLost", "EpisodeTimeout", "HarnessError", "InfrastructureError",
     "RestoreMismatch", "StoreError", "TaskError", "UnknownAgentError", "UnknownNameError",
     "UnknownTaskError", "did_you_mean",
 ]

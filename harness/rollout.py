@@ -157,6 +157,25 @@ async def rollout(env: Env, agent: Agent, sinks: Sequence[RolloutSink] = (), *,
     return episode
 
 
+def _planned_seconds(decision: AgentStep, codec: Any, obs: Observation) -> float | None:
+    """The time the decided action takes by design, known before it runs (None: unknown)."""
+    action = decision.action
+    if action is None:
+        if decision.text is None or codec is None:
+            return None
+        try:
+            action = codec.decode(decision.text, size=(obs.width, obs.height))
+        except Exception:  # noqa: BLE001 - the env reports the agent's mistake, not us
+            return 0.0
+    return duration_s(action)
+
+
+def _extend(limit: asyncio.Timeout, seconds: float) -> None:
+    deadline = limit.when()
+    if deadline is not None and seconds > 0:
+        limit.reschedule(deadline + seconds)
+
+
 async def _run(env: Env, agent: Agent, sinks: Sequence[RolloutSink], seed: int | None,
                index: int, start: Observation | None, history: list[Turn], max_steps: int | None,
                state: dict[str, Episode], limit: asyncio.Timeout) -> Episode:
@@ -180,12 +199,15 @@ async def _run(env: Env, agent: Agent, sinks: Sequence[RolloutSink], seed: int |
         if decision is None:
             break
         act = decision.action if decision.action is not None else decision.text
+        # A wait's (or typing's) time is not a hang: the limit moves by it before the step
+        # runs, or after it where only the env could decode the text.
+        planned = _planned_seconds(decision, codec or getattr(env, "codec", None), obs)
+        _extend(limit, planned or 0.0)
         after, reward, terminated, truncated, info = await env.step(
             act if act is not None else "", codec=codec)
         ctx.history.append(Turn(obs, decision, info.action))
-        deadline = limit.when()
-        if deadline is not None and info.action is not None:  # a wait's time is not a hang
-            limit.reschedule(deadline + duration_s(parse_action(info.action)))
+        if planned is None and info.action is not None:
+            _extend(limit, duration_s(parse_action(info.action)))
         transition = Transition(episode.steps + 1, obs, decision, after, reward, terminated,
                                 truncated, info)
         episode.transitions.append(transition)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.agents.base import Agent
@@ -39,8 +39,9 @@ from harness.env_providers import (
     ProviderContext,
     check_provider,
     make_env_provider,
+    provider_spec,
 )
-from harness.errors import InfrastructureError
+from harness.errors import ConfigError, InfrastructureError
 from harness.records import EpisodeRecord, EpisodeSpec, RecordSink, read_results
 from harness.resources import TaskResources
 from harness.rewards import RewardMode
@@ -88,6 +89,10 @@ class RunnerConfig(BaseModel):
         check_provider(provider)
         return provider
 
+    ray: bool = Field(
+        default=False, description="run the provider's envs in Ray actors, several per actor "
+        "(a local Ray, or the cluster $RAY_ADDRESS names); the agent and every sink stay here")
+
     bind_host: str = Field(
         default="127.0.0.1", description="address the run's site and page servers bind (one a "
         "sandbox in a container or on another machine can reach)")
@@ -104,6 +109,11 @@ class RunnerConfig(BaseModel):
 
             get_codec(codec)
         return codec
+
+    @model_validator(mode="after")
+    def _one_way_to_ray(self) -> RunnerConfig:
+        provider_spec(self.provider, self.ray)
+        return self
 
     save_screenshots: bool = Field(default=True, description="save a JPEG per step under out/episodes/")
     screenshot_max_side: int | None = Field(
@@ -201,10 +211,14 @@ class EpisodeRunner:
         if self.envs is not None:
             return self.envs, False
         if self.provider is not None or self.resources is not None:
+            if self.config.ray:
+                raise ConfigError("expected no sandbox provider or resources with ray=True, got "
+                                  "some; actors make their own, or pass envs=RayEnvs(...)")
             return LocalEnvs(self.provider, resources=self.resources,
                              bind_host=self.config.bind_host), True
         context = ProviderContext(bind_host=self.config.bind_host)
-        return make_env_provider(self.config.provider, context), True
+        spec = provider_spec(self.config.provider, self.config.ray)
+        return make_env_provider(spec, context), True
 
     # ---- scheduling ------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from harness.env_providers import (
     EnvOptions,
@@ -14,6 +14,7 @@ from harness.env_providers import (
     ProviderContext,
     check_provider,
     make_env_provider,
+    provider_spec,
 )
 from harness.errors import ConfigError
 from harness.resources import TaskResources
@@ -37,6 +38,8 @@ class CollectConfig(ExploreConfig):
                                "outcome, step (verdict-shaped) or progress")
     provider: str = Field(default="local", description="where the env runs: local, or a "
                           "registered provider such as isolated, docker, remote:URL")
+    ray: bool = Field(default=False, description="run the env in a Ray actor (a local Ray, or the "
+                      "cluster $RAY_ADDRESS names); the explorer and the store writer stay here")
     bind_host: str = Field(default="127.0.0.1", description="address the site and page servers bind")
     elements: bool = Field(default=False, description="observe and store each step's interactive "
                            "elements (for element-mode exports); always on for agents whose "
@@ -53,6 +56,11 @@ class CollectConfig(ExploreConfig):
     def _known_provider(cls, provider: str) -> str:
         check_provider(provider)
         return provider
+
+    @model_validator(mode="after")
+    def _one_way_to_ray(self) -> CollectConfig:
+        provider_spec(self.provider, self.ray)
+        return self
 
 
 def task_for(suite: str):  # -> harness.tasks.base.Task
@@ -96,7 +104,8 @@ async def collect_async(config: CollectConfig, *, envs: EnvProvider | None = Non
     if envs is None and (provider is not None or resources is not None):
         envs = LocalEnvs(provider, resources=resources, bind_host=config.bind_host)
     elif envs is None:
-        envs = make_env_provider(config.provider, ProviderContext(bind_host=config.bind_host))
+        envs = make_env_provider(provider_spec(config.provider, config.ray),
+                                 ProviderContext(bind_host=config.bind_host))
     env = None
     try:
         await envs.start()

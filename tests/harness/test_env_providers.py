@@ -49,3 +49,24 @@ def test_the_registry_names_providers_and_offers_close_names() -> None:
     with pytest.raises(ValueError, match="provider"):
         RunnerConfig(provider="dokcer")
     assert isinstance(make_env_provider("local"), LocalEnvs)
+
+
+async def test_local_envs_replace_a_sandbox_after_its_episodes(provider) -> None:
+    envs = LocalEnvs(provider, sandbox_episodes=2)
+    options = EnvOptions(max_steps=3)
+    try:
+        first = await envs.open("miniwob:click-test", options)
+        await first.reset(seed=0)
+        sandbox = first.sandbox
+        await envs.release(first)
+        second = await envs.open("miniwob:click-test", options)
+        assert second.sandbox is sandbox  # one episode served: reused
+        await second.reset(seed=1)
+        assert await sandbox.health()
+        await envs.release(second)  # two served: closed
+        assert not await sandbox.health()
+        third = await envs.open("miniwob:click-test", options)
+        assert third.sandbox is not sandbox
+        await envs.release(third)
+    finally:
+        await envs.close()

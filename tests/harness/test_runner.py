@@ -213,7 +213,9 @@ async def test_one_agent_serves_every_concurrent_episode(provider) -> None:
 
 
 async def test_a_long_wait_extends_the_episode_timeout(provider) -> None:
-    """An episode of waits takes longer than episode_timeout_s by design, not as a hang."""
+    """An episode of waits takes longer than episode_timeout_s by design, not as a hang:
+    the limit moves by each wait before it runs (each wait here is longer than the whole
+    limit), typed or as text the codec decodes."""
 
     class Waits:
         name = "waiter"
@@ -221,9 +223,14 @@ async def test_a_long_wait_extends_the_episode_timeout(provider) -> None:
         async def act(self, obs, ctx):
             from harness.actions import Wait
 
-            return AgentStep(action=Wait(seconds=1.0))
+            return AgentStep(action=Wait(seconds=4.0))
 
-    config = RunnerConfig(progress=False, retries=0, max_steps=3, episode_timeout_s=2.0)
-    [record] = await EpisodeRunner(Waits(), config, provider=provider).run(
-        episode_specs(["miniwob:click-test"], 1, seed=0))
-    assert record.error is None and record.steps == 3 and record.wall_seconds >= 3.0
+    class WaitsAsText(Waits):
+        async def act(self, obs, ctx):
+            return AgentStep(text='{"type": "wait", "seconds": 4.0}')
+
+    config = RunnerConfig(progress=False, retries=0, max_steps=2, episode_timeout_s=3.0)
+    for agent in (Waits(), WaitsAsText()):
+        [record] = await EpisodeRunner(agent, config, provider=provider).run(
+            episode_specs(["miniwob:click-test"], 1, seed=0))
+        assert record.error is None and record.steps == 2 and record.wall_seconds >= 8.0
