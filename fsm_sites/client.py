@@ -30,6 +30,7 @@ from fsm_sites.sessions import (
     UnknownSession,
 )
 from fsm_sites.spec import SiteSpec
+from fsm_sites.state import UIEvent
 
 if TYPE_CHECKING:
     import aiohttp
@@ -74,6 +75,10 @@ class SiteClient(Protocol):
     def site_url(self) -> str:
         """Origin of the agent-facing site app (the only origin the browser may visit)."""
 
+    @property
+    def control_url(self) -> str:
+        """Origin of the control API (for native apps that report events, never the agent)."""
+
     async def has_site(self, name: str) -> bool:
         """Whether the server serves a site of this name."""
 
@@ -99,6 +104,12 @@ class SiteClient(Protocol):
     async def oracle_edge(self, session_id: str) -> Edge | None:
         """The first edge of a shortest path to the goal; None at the goal or with no path."""
 
+    async def page_view(self, session_id: str) -> dict[str, Any]:
+        """The current page as data: {"seq", "state", "view"} (``fsm_sites.page_model``)."""
+
+    async def send_event(self, session_id: str, event: UIEvent) -> EventRecord:
+        """Apply a UI event as the page would (native apps, such as the Tk app, report theirs)."""
+
     async def delete_session(self, session_id: str) -> None:
         """End the session."""
 
@@ -115,6 +126,10 @@ class LocalSiteClient:
     @property
     def site_url(self) -> str:
         return self.server.site_url
+
+    @property
+    def control_url(self) -> str:
+        return self.server.control_url
 
     async def has_site(self, name: str) -> bool:
         return name in self.server.store.machines
@@ -142,6 +157,12 @@ class LocalSiteClient:
 
     async def oracle_edge(self, session_id: str) -> Edge | None:
         return self.server.oracle_edge(session_id)
+
+    async def page_view(self, session_id: str) -> dict[str, Any]:
+        return self.server.page_view(session_id)
+
+    async def send_event(self, session_id: str, event: UIEvent) -> EventRecord:
+        return self.server.send_event(session_id, event)
 
     async def delete_session(self, session_id: str) -> None:
         if session_id in self.server.store.sessions:
@@ -201,6 +222,13 @@ class HttpSiteClient:
     async def oracle_edge(self, session_id: str) -> Edge | None:
         data = await self._call("GET", f"/sessions/{session_id}/oracle")
         return Edge.from_dict(data["edge"]) if data.get("edge") else None
+
+    async def page_view(self, session_id: str) -> dict[str, Any]:
+        return dict(await self._call("GET", f"/sessions/{session_id}/view"))
+
+    async def send_event(self, session_id: str, event: UIEvent) -> EventRecord:
+        body = {"page": event.page, "element": event.element, "event": event.event, "value": event.value}
+        return EventRecord.from_dict(await self._call("POST", f"/sessions/{session_id}/event", body))
 
     async def delete_session(self, session_id: str) -> None:
         try:

@@ -15,6 +15,7 @@ browser sandbox confines navigation to the site origin). Every error is JSON
     POST   /sessions/{id}/event          {page, element, event, value} -> the event record
     GET    /sessions/{id}/events?since=N {"events": [record...]} with seq > N
     GET    /sessions/{id}/html           {"html": the page of the current state}
+    GET    /sessions/{id}/view           {"seq", "state", "view": the page as data (fsm_sites.page_model)}
     GET    /sessions/{id}/oracle         {"edge": first edge of a shortest path, or null}
     DELETE /sessions/{id}                {"deleted": id}
 """
@@ -80,6 +81,7 @@ class SessionHost(Protocol):
     def session_url(self, session_id: str) -> str: ...
     def render(self, session: Session) -> str: ...
     def oracle_edge(self, session_id: str) -> Edge | None: ...
+    def page_view(self, session_id: str) -> dict[str, Any]: ...
 
 
 def control_app(server: SessionHost) -> web.Application:
@@ -109,6 +111,9 @@ def control_app(server: SessionHost) -> web.Application:
 
     async def html(request: web.Request) -> web.Response:
         return web.json_response({"html": server.render(store.get(request.match_info["sid"]))})
+
+    async def view(request: web.Request) -> web.Response:
+        return web.json_response(server.page_view(request.match_info["sid"]))
 
     async def oracle(request: web.Request) -> web.Response:
         edge = server.oracle_edge(request.match_info["sid"])
@@ -167,6 +172,7 @@ def control_app(server: SessionHost) -> web.Application:
     app.router.add_post("/sites", _guard(add_site))
     app.router.add_get("/sessions/{sid}/html", _guard(html))
     app.router.add_get("/sessions/{sid}/oracle", _guard(oracle))
+    app.router.add_get("/sessions/{sid}/view", _guard(view))
     app.router.add_post("/sessions", _guard(create))
     app.router.add_get("/sessions/{sid}", _guard(describe))
     app.router.add_get("/sessions/{sid}/state", _guard(state))

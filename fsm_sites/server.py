@@ -20,6 +20,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -145,6 +146,14 @@ class SiteServer:
             return None
         paths = session.machine.shortest_paths(session.state, session.goal_fn, limit=1)
         return paths[0][0] if paths else None
+
+    def page_view(self, session_id: str) -> dict[str, Any]:
+        """The session's current page as data, for native renderers (the Tk app)."""
+        from fsm_sites.page_model import describe_page
+
+        session = self.store.get(session_id)
+        return {"seq": session.seq, "state": session.state.key(),
+                "view": describe_page(session.machine, session.state)}
 
     def render(self, session: Session) -> str:
         """The session's current page (cached by machine, state and seed: a site replaced by

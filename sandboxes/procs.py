@@ -139,3 +139,19 @@ def reap_group(pgid: int) -> int:
 def group_members(pgid: int) -> list[ProcInfo]:
     """Processes (zombies included) still in process group ``pgid``."""
     return [info for info in all_procs() if info.pgid == pgid]
+
+
+def descendants(roots: set[int]) -> set[int]:
+    """``roots`` and every live process below them (by parent pid), zombies excluded."""
+    children: dict[int, list[int]] = {}
+    for info in all_procs():
+        if info.state not in ("Z", "X"):
+            children.setdefault(info.ppid, []).append(info.pid)
+    found: set[int] = set()
+    todo = [pid for pid in roots if is_alive(pid)]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, ()))
+    return found

@@ -1,12 +1,14 @@
 """Sandbox providers: who makes sandboxes, and owns what they share.
 
 ``LocalProvider`` (the default) runs sandboxes as local processes: every browser
-sandbox is a context of one shared Chromium (a ``BrowserHost``, started on first use).
+sandbox is a context of one shared Chromium (a ``BrowserHost``, started on first use);
+every desktop sandbox is an X display of its own (``DesktopSandbox``: Xvfb + openbox).
 A provider is passed into the runner, the env and the explorer; whoever made it closes
 it, and one provider can serve many runs::
 
     async with LocalProvider() as provider:
         sandbox = await provider.new_sandbox(SandboxRequest(kind="browser", viewport=(800, 600)))
+        desktop = await provider.new_sandbox(SandboxRequest(kind="desktop"))
 """
 
 from __future__ import annotations
@@ -17,20 +19,24 @@ from sandboxes.base import Sandbox, SandboxKind, SandboxRequest
 from sandboxes.browser import BrowserSandbox
 from sandboxes.browser_config import BrowserConfig
 from sandboxes.browser_host import BrowserHost
+from sandboxes.desktop import DesktopSandbox
+from sandboxes.desktop_config import DesktopConfig
 from sandboxes.errors import ConfigError, SandboxClosed
 
 
 class LocalProvider:
-    """Local-process sandboxes; browsers share one Chromium."""
+    """Local-process sandboxes; browsers share one Chromium, desktops each have a display."""
 
-    def __init__(self, browser: BrowserConfig | None = None) -> None:
+    def __init__(self, browser: BrowserConfig | None = None, desktop: DesktopConfig | None = None) -> None:
         self.browser_config = browser or BrowserConfig()
+        self.desktop_config = desktop or DesktopConfig()
         self._host: BrowserHost | None = None
+        self._desktops: list[DesktopSandbox] = []
         self._closed = False
 
     @property
     def kinds(self) -> tuple[SandboxKind, ...]:
-        return ("browser",)
+        return ("browser", "desktop")
 
     @property
     def host(self) -> BrowserHost:
@@ -49,6 +55,8 @@ class LocalProvider:
                 f"expected a sandbox kind this provider makes ({', '.join(self.kinds)}), got "
                 f"{request.kind!r}; use a provider that has it"
             )
+        if request.kind == "desktop":
+            return await self.new_desktop(request)
         overrides: dict[str, Any] = {}
         if request.viewport is not None:
             overrides = {"viewport_width": request.viewport[0], "viewport_height": request.viewport[1]}
@@ -64,8 +72,24 @@ class LocalProvider:
         await host.start()
         return BrowserSandbox(host, sandbox_config)
 
+    async def new_desktop(self, request: SandboxRequest | None = None) -> Sandbox:
+        """A new, started desktop sandbox (its own X display); the request's viewport is
+        the screen size. Closed with the provider unless the caller closed it first."""
+        if self._closed:
+            raise SandboxClosed("expected an open provider, got a closed one; make a new provider")
+        config = self.desktop_config
+        if request is not None and request.viewport is not None:
+            config = config.with_overrides({"width": request.viewport[0], "height": request.viewport[1]})
+        sandbox = DesktopSandbox(config)
+        self._desktops = [d for d in self._desktops if not d.closed] + [sandbox]
+        await sandbox.start()
+        return sandbox
+
     async def close(self) -> None:
         self._closed = True
+        desktops, self._desktops = self._desktops, []
+        for desktop in desktops:
+            await desktop.close()
         if self._host is not None:
             await self._host.close()
 

@@ -11,7 +11,7 @@ browser asks for one with ``require_browser``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +22,7 @@ from sandboxes.base import Browser, Sandbox, SandboxRequest
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
+    from sandboxes.desktop import DesktopSandbox
 
 
 class TaskSetup(BaseModel):
@@ -83,6 +84,15 @@ class Task(ABC):
         return None
 
 
+class PageReader(Protocol):
+    """What a task reads of a web page: a browser sandbox, or a desktop's windowed Chromium."""
+
+    @property
+    def url(self) -> str: ...
+
+    async def evaluate(self, expression: str) -> object: ...
+
+
 def require_browser(sandbox: Sandbox, task_id: str) -> Browser:
     """``sandbox`` as a browser, or a ConfigError naming the task that needs one."""
     if not isinstance(sandbox, Browser):
@@ -90,4 +100,15 @@ def require_browser(sandbox: Sandbox, task_id: str) -> Browser:
             f"expected a browser sandbox for task {task_id}, got a {getattr(sandbox, 'kind', type(sandbox).__name__)} "
             "sandbox; run it with --sandbox browser"
         )
+    return sandbox
+
+
+def require_desktop(sandbox: Sandbox, task_id: str) -> DesktopSandbox:
+    """``sandbox`` as a desktop sandbox, or a ConfigError naming the task that needs one."""
+    from sandboxes.desktop import DesktopSandbox
+
+    if not isinstance(sandbox, DesktopSandbox):
+        raise ConfigError(f"expected a desktop sandbox for task {task_id}, got a "
+                          f"{getattr(sandbox, 'kind', type(sandbox).__name__)} sandbox; "
+                          "run it with --sandbox desktop")
     return sandbox

@@ -30,16 +30,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from fsm_sites.client import SiteClient, SiteUnavailable
-from fsm_sites.engine import Machine
+from fsm_sites.engine import Edge, Machine
 from fsm_sites.sessions import SessionError
 from fsm_sites.spec import SiteSpec
 from fsm_sites.state import State
 from fsm_sites.verdict import StepVerdict
 from harness.actions import Action, Done
 from harness.errors import TaskError
-from harness.tasks.base import Task, TaskSetup, Validation, require_browser
+from harness.tasks.base import PageReader, Task, TaskSetup, Validation, require_browser
 from harness.tasks.fsm_oracle import next_action, probe_expression
-from sandboxes.base import Browser, Sandbox
+from sandboxes.base import Sandbox
 from sandboxes.errors import SandboxEvaluationError
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ class FSMTask(Task):
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
         sites, sid = self._require()
-        await self._settle(require_browser(sandbox, self.id), sites, sid)
+        await self._shown(sandbox, sites, sid)
         records = await _site_call(sites.events(sid, since=self._cursor))
         self.step_events.append(len(records))
         if records:
@@ -147,8 +147,7 @@ class FSMTask(Task):
         edge = await _site_call(sites.oracle_edge(sid))
         if edge is None:
             return None
-        probe = await require_browser(sandbox, self.id).evaluate(probe_expression(edge))
-        return next_action(edge, probe if isinstance(probe, dict) else None, view.page)
+        return await self._edge_action(sandbox, edge, view.page)
 
     async def teardown(self, sandbox: Sandbox) -> None:
         if self._session is not None and self._sites is not None:
@@ -157,6 +156,16 @@ class FSMTask(Task):
             except (SessionError, SiteUnavailable):
                 pass  # the server already dropped it, or is gone: nothing left to release
         self._session = None
+
+    # ---- what a surface other than the browser page overrides (the desktop's apps) -------
+    async def _shown(self, sandbox: Sandbox, sites: SiteClient, sid: str) -> None:
+        """Wait until the surface shows the state of the session's last event."""
+        await self._settle(require_browser(sandbox, self.id), sites, sid)
+
+    async def _edge_action(self, sandbox: Sandbox, edge: Edge, page: str) -> Action:
+        """The one action that moves the surface toward firing ``edge``."""
+        probe = await require_browser(sandbox, self.id).evaluate(probe_expression(edge))
+        return next_action(edge, probe if isinstance(probe, dict) else None, page)
 
     # ---- helpers ------------------------------------------------------------------------
     async def current_state(self) -> State:
@@ -211,7 +220,7 @@ class FSMTask(Task):
         await self._settle(browser, sites, sid, marker=marker)
         return view.state
 
-    async def _settle(self, browser: Browser, sites: SiteClient, sid: str,
+    async def _settle(self, browser: PageReader, sites: SiteClient, sid: str,
                       marker: str | None = None) -> None:
         """Wait until the page shows the state of the session's last event (site.js
         swaps in ``./?v=<seq>`` after each event, or ``./?v=<marker>`` after a jump), so

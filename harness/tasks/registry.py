@@ -36,6 +36,7 @@ class TaskSuite(Protocol):
 SUITES: dict[str, str] = {
     "miniwob": "harness.tasks.miniwob:suite",
     "fsm": "harness.tasks.fsm:suite",
+    "desktop": "harness.tasks.desktop:suite",
 }
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from fsm_sites.client import HttpSiteClient, LocalSiteClient, SiteUnavailable
 from fsm_sites.server import SiteServer
-from fsm_sites.sessions import BadRequest, UnknownSession
+from fsm_sites.sessions import BadRequest, StaleEvent, UnknownSession
 from fsm_sites.state import UIEvent
 from harness.env import AsyncEnv
 from harness.tasks.fsm import FSMTask, goal_tasks
@@ -96,3 +96,22 @@ async def test_event_records_round_trip() -> None:
                           on_shortest_path=True, distance_before=2, distance_after=1, goal_reached=False)
     record = EventRecord(4, UIEvent("home", "buy", "click", None), verdict)
     assert EventRecord.from_dict(record.to_dict()) == record
+
+
+async def test_both_clients_give_the_page_as_data_and_take_a_native_apps_events(server, clients) -> None:
+    local, http = clients
+    assert local.control_url == http.control_url == server.control_url
+    for client in clients:
+        view = await client.create_session("tiny_shop", goal="lamp_in_cart", seed=1)
+        data = await client.page_view(view.id)
+        assert data["seq"] == 0 and data["state"] == view.state and data["view"]["page"] == view.page
+        edge = await client.oracle_edge(view.id)
+        assert edge is not None
+        shown = {(e["id"], e["value"]) for e in data["view"]["elements"]}
+        assert (edge.element, edge.value) in shown or any(e["id"] == edge.element for e in data["view"]["elements"])
+        record = await client.send_event(view.id, edge.to_event())
+        assert record.seq == 1 and record.verdict.transition_fired and record.verdict.on_shortest_path
+        assert (await client.page_view(view.id))["seq"] == 1
+        with pytest.raises(StaleEvent):  # sent from the page the session has left
+            await client.send_event(view.id, edge.to_event())
+        await client.delete_session(view.id)

@@ -1,0 +1,59 @@
+"""A state's page as data: what a native (non-HTML) renderer draws, e.g. the Tk app.
+
+``describe_page(machine, state)`` lists the live elements of the state's page (a
+modal's own elements when a modal is open) in spec order, with their texts filled in,
+each copy of a repeated element as its own entry (its event ``value``), and what a
+widget needs to show: the bound value, checked, disabled, the options. It is served by
+the control API (``GET /sessions/{id}/view``) and is pure, like the engine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fsm_sites.render.elements import radio_checked, show
+from fsm_sites.spec import Element
+from fsm_sites.state import State
+
+
+def describe_page(machine: Any, state: State) -> dict[str, Any]:
+    """The page ``state`` shows: title, body, toast, route and its live elements."""
+    pages = {p.id: p for p in machine.spec.pages}
+    page = pages[state.page_id]
+    elements: list[dict[str, Any]] = []
+    for el in machine.visible_elements(state):
+        if el.distractor:
+            continue
+        if el.repeat:
+            for value, item in machine.instances(state, el.id):
+                elements.append(_element(machine, state, el, value, item))
+        else:
+            elements.append(_element(machine, state, el, None, None))
+    return {"page": state.page, "kind": page.kind, "site": machine.spec.title,
+            "title": machine.text(state, page.title), "body": machine.text(state, page.body),
+            "toast": machine.toast(state), "route": machine.route(state), "elements": elements}
+
+
+def _element(machine: Any, state: State, el: Element, value: str | None, item: Any) -> dict[str, Any]:
+    bound = state.get(el.bind) if el.bind else None
+    out: dict[str, Any] = {
+        "id": el.id, "kind": el.kind, "value": value, "section": el.section or "main",
+        "label": machine.text(state, el.label, element=el.id, item=item),
+        "description": machine.text(state, el.description, element=el.id, item=item),
+        "placeholder": el.placeholder or "",
+        "disabled": bool(machine.disabled(state, el, value)),
+    }
+    if el.kind == "text_input":
+        out["text"] = "" if bound is None else show(bound)
+    elif el.kind == "checkbox":
+        out["checked"] = bound is True
+    elif el.kind == "select":
+        options = machine.options(state.page, el.id)
+        out["options"] = [{"value": o.value, "label": o.label or o.value} for o in options]
+        out["text"] = machine.text(state, "{" + el.bind + "}") if el.bind else ""
+    elif el.kind == "radio":
+        out["options"] = [{"value": o.value, "label": o.label or o.value} for o in el.options]
+        out["checked"] = [o.value for o in el.options if bound is not None and show(bound) == o.value]
+        if not el.options:
+            out["checked"] = bool(el.bind) and radio_checked(el, bound)
+    return out

@@ -1,0 +1,221 @@
+"""A native desktop rendering of an FSM site: a Tk application for one session.
+
+    python -m fsm_sites.tkapp --control URL --session ID --state-file PATH [--geometry WxH+X+Y]
+
+It shows the session's current page (``GET /sessions/{id}/view``, ``fsm_sites.page_model``)
+as Tk widgets and reports every UI event to the site server through the site client
+(``HttpSiteClient.send_event``), so the server's machine judges each step exactly as it
+judges the browser's: the same verdicts, the same goals. After each event it shows the
+page of the state the server answers with.
+
+Widgets: buttons, links, tabs, cards, list items and pagination are buttons (click);
+a text input is an entry that sends its text on Enter (like the web page); a checkbox
+sends check/uncheck; a select is a list box (select with the item's value); a radio
+group is radio buttons (click with the option's value).
+
+``--state-file`` is the app's own state, rewritten (atomically) after every render,
+focus change and keystroke: the session seq shown, the page, the focused field and every
+widget's root-relative box. The desktop task reads it to wait for the new state to be
+shown and to locate elements for its oracle; the agent never sees it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import tkinter as tk
+from typing import Any
+
+from fsm_sites.client import HttpSiteClient
+from fsm_sites.sessions import SessionError
+from fsm_sites.state import UIEvent
+
+CLICKABLE = {"button", "link", "tab", "card", "list_item", "pagination"}
+#: Widgets per row in the main area (the page must fit the screen: nothing scrolls).
+COLUMNS = 3
+
+
+class SiteApp:
+    """One Tk window showing one session's page."""
+
+    def __init__(self, client: HttpSiteClient, session: str, state_file: str, geometry: str) -> None:
+        self.client, self.session, self.state_file = client, session, state_file
+        self.loop = asyncio.new_event_loop()
+        self.root = tk.Tk(className="cua-fsm")
+        self.root.geometry(geometry)
+        self.root.option_add("*Font", "DejaVuSans 11")
+        self.frame: tk.Frame | None = None
+        self.widgets: list[tuple[dict[str, Any], tk.Widget, str | None]] = []
+        self.entries: dict[tuple[str, str | None], tk.Entry] = {}
+        self.view: dict[str, Any] = {}
+        self.seq = -1
+
+    def call(self, coro: Any) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def refresh(self) -> None:
+        data = self.call(self.client.page_view(self.session))
+        self.seq, self.view = int(data["seq"]), data["view"]
+        self.render()
+
+    def send(self, element: str, event: str, value: str | None) -> None:
+        try:
+            self.call(self.client.send_event(self.session, UIEvent(self.view["page"], element, event, value)))
+        except SessionError:
+            pass  # a stale or refused event: show the state the server holds, as the page does
+        self.refresh()
+
+    # ---- rendering ---------------------------------------------------------------------
+    def render(self) -> None:
+        if self.frame is not None:
+            self.frame.destroy()
+        self.widgets, self.entries = [], {}
+        view = self.view
+        self.root.title(f"{view['title']} - {view['site']}")
+        frame = self.frame = tk.Frame(self.root, padx=12, pady=8)
+        frame.pack(fill="both", expand=True)
+        tk.Label(frame, text=view["title"], font="DejaVuSans 16 bold", anchor="w").pack(fill="x")
+        if view.get("body"):
+            tk.Label(frame, text=view["body"], anchor="w", justify="left", wraplength=900).pack(fill="x")
+        if view.get("toast"):
+            tk.Label(frame, text=view["toast"], bg="#fff3c4", anchor="w").pack(fill="x", pady=4)
+        nav = [e for e in view["elements"] if e["section"] == "nav"]
+        rest = [e for e in view["elements"] if e["section"] != "nav"]
+        if nav:
+            bar = tk.Frame(frame, pady=4)
+            bar.pack(fill="x")
+            for spec in nav:
+                self._widget(bar, spec).pack(side="left", padx=2)
+        grid = tk.Frame(frame)
+        grid.pack(fill="both", expand=True)
+        for index, spec in enumerate(rest):
+            self._widget(grid, spec).grid(row=index // COLUMNS, column=index % COLUMNS, sticky="nw",
+                                          padx=4, pady=3)
+        self.root.update_idletasks()
+        self.root.after_idle(self.write_state)
+
+    def _widget(self, parent: tk.Misc, spec: dict[str, Any]) -> tk.Widget:
+        kind = spec["kind"]
+        fg = "#888888" if spec["disabled"] else "#000000"
+        if kind in CLICKABLE:
+            text = spec["label"] + (f"\n{spec['description']}" if spec.get("description") else "")
+            widget: tk.Widget = tk.Button(parent, text=text, fg=fg, justify="left",
+                                          relief="flat" if kind == "link" else "raised",
+                                          command=lambda: self.send(spec["id"], "click", spec["value"]))
+        elif kind == "text_input":
+            widget = self._entry(parent, spec)
+        elif kind == "checkbox":
+            var = tk.BooleanVar(value=spec["checked"])
+            widget = tk.Checkbutton(parent, text=spec["label"], variable=var, fg=fg,
+                                    command=lambda: self.send(spec["id"], "check" if var.get() else "uncheck", None))
+        elif kind == "select":
+            widget = self._listbox(parent, spec)
+        elif kind == "radio":
+            widget = self._radios(parent, spec)
+        else:
+            widget = tk.Label(parent, text=spec["label"], fg=fg, justify="left", wraplength=300)
+        self.widgets.append((spec, widget, None))
+        return widget
+
+    def _entry(self, parent: tk.Misc, spec: dict[str, Any]) -> tk.Widget:
+        box = tk.Frame(parent)
+        tk.Label(box, text=spec["label"], anchor="w").pack(fill="x")
+        entry = tk.Entry(box, width=28)
+        entry.insert(0, spec.get("text", ""))
+        entry.pack(fill="x")
+        entry.bind("<Return>", lambda _e: self.send(spec["id"], "input", entry.get()))
+        entry.bind("<KeyRelease>", lambda _e: self.write_state())
+        entry.bind("<FocusIn>", lambda _e: self.root.after_idle(self.write_state))
+        self.entries[(spec["id"], spec["value"])] = entry
+        self.widgets.append((spec, entry, "field"))
+        return box
+
+    def _listbox(self, parent: tk.Misc, spec: dict[str, Any]) -> tk.Widget:
+        box = tk.Frame(parent)
+        tk.Label(box, text=f"{spec['label']}: {spec.get('text', '')}", anchor="w").pack(fill="x")
+        options = spec.get("options", [])
+        listbox = tk.Listbox(box, height=len(options), exportselection=False, activestyle="none")
+        for option in options:
+            listbox.insert("end", option["label"])
+        listbox.pack(fill="x")
+
+        def chosen(_event: object) -> None:
+            picked = listbox.curselection()
+            if picked:
+                self.send(spec["id"], "select", options[picked[0]]["value"])
+
+        listbox.bind("<<ListboxSelect>>", chosen)
+        self.widgets.append((spec, listbox, "listbox"))
+        return box
+
+    def _radios(self, parent: tk.Misc, spec: dict[str, Any]) -> tk.Widget:
+        box = tk.Frame(parent)
+        options = spec.get("options", [])
+        if not options:
+            var = tk.BooleanVar(value=bool(spec["checked"]))
+            tk.Radiobutton(box, text=spec["label"], variable=var, value=True,
+                           command=lambda: self.send(spec["id"], "click", spec["value"])).pack(anchor="w")
+            return box
+        tk.Label(box, text=spec["label"], anchor="w").pack(fill="x")
+        choice = tk.StringVar(value=(spec["checked"] or [""])[0])
+        for option in options:
+            button = tk.Radiobutton(box, text=option["label"], variable=choice, value=option["value"],
+                                    command=self._sender(spec["id"], "click", option["value"]))
+            button.pack(anchor="w")
+            self.widgets.append((spec, button, "option:" + option["value"]))
+        return box
+
+    def _sender(self, element: str, event: str, value: str | None) -> Any:
+        return lambda: self.send(element, event, value)
+
+    # ---- the app's own state -----------------------------------------------------------
+    def write_state(self) -> None:
+        focus = self.root.focus_get()
+        elements = []
+        for spec, widget, part in self.widgets:
+            if not widget.winfo_exists():
+                continue
+            entry: dict[str, Any] = {"id": spec["id"], "value": spec["value"], "kind": spec["kind"],
+                                     "part": part, "box": _box(widget)}
+            if part == "field":
+                entry["text"] = widget.get()  # type: ignore[attr-defined]
+                entry["focused"] = widget is focus
+                entry["selected"] = bool(widget.selection_present())  # type: ignore[attr-defined]
+            if part == "listbox":
+                entry["items"] = [[o["value"], *_item_box(widget, i)]
+                                  for i, o in enumerate(spec.get("options", []))]
+            elements.append(entry)
+        state = {"seq": self.seq, "page": self.view.get("page"), "pid": os.getpid(),
+                 "viewable": bool(self.root.winfo_viewable()), "elements": elements}
+        tmp = f"{self.state_file}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(state, fh)
+        os.replace(tmp, self.state_file)
+
+
+def _box(widget: tk.Widget) -> list[int]:
+    return [widget.winfo_rootx(), widget.winfo_rooty(), widget.winfo_width(), widget.winfo_height()]
+
+
+def _item_box(listbox: Any, index: int) -> list[int]:
+    x, y, w, h = listbox.bbox(index) or (0, 0, 0, 0)
+    return [listbox.winfo_rootx() + x, listbox.winfo_rooty() + y, w, h]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Show an FSM site session as a Tk app.")
+    parser.add_argument("--control", required=True, help="the site server's control URL")
+    parser.add_argument("--session", required=True, help="the session id")
+    parser.add_argument("--state-file", required=True, help="where the app writes its own state")
+    parser.add_argument("--geometry", default="1000x720+0+0", help="Tk window geometry")
+    args = parser.parse_args(argv)
+    app = SiteApp(HttpSiteClient(args.control, args.control), args.session, args.state_file, args.geometry)
+    app.refresh()
+    app.root.bind("<Map>", lambda _e: app.write_state())
+    app.root.mainloop()
+
+
+if __name__ == "__main__":
+    main()

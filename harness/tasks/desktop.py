@@ -1,0 +1,207 @@
+"""The ``desktop`` suite: tasks on an X desktop (xterm, windowed Chromium, the Tk FSM app).
+
+Each task asks for a desktop sandbox (``SandboxRequest(kind="desktop")``), starts its
+app on a clean desktop (``setup`` resets the sandbox: apps ended, a fresh home, a new
+display), and is judged by a program: files in the episode's home (xterm), the FSM
+site's state machine (Chromium and Tk FSM tasks: the same verdicts and goals as the
+browser's ``fsm`` tasks), the page's own reward (MiniWoB in Chromium). Every task has an
+oracle (``cheat``) that solves it through the screen.
+
+Task ids: ``desktop:xterm-write-file``, ``desktop:tk-settings-password``, ...; the FSM
+apps also take any library goal as ``desktop:tk/SITE/GOAL`` or ``desktop:chromium/SITE/GOAL``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.actions import Action, Click, Done, Key, TypeText
+from harness.errors import ConfigError
+from harness.tasks.base import Task, TaskSetup, Validation, require_desktop
+from sandboxes.base import Sandbox, SandboxRequest
+
+if TYPE_CHECKING:
+    from harness.resources import TaskResources
+
+#: How long validate waits for the shell to finish a command the agent entered.
+COMMAND_WAIT_S = 2.0
+
+
+@dataclass(frozen=True)
+class ShellGoal:
+    """One xterm task: files to prepare, the instruction, the check, the oracle's commands."""
+
+    prepare: Callable[[Path, random.Random], dict[str, str]]  # writes files; returns template fields
+    instruction: str  # formatted with the fields
+    check: Callable[[Path, dict[str, str]], bool]
+    commands: Callable[[dict[str, str]], list[str]]
+
+
+_PHRASES = ("Total: $42 (paid) & done!", "Hello, World! <3 #1", "a_b-c=d+e; 50% off?",
+            'say "hi" ~ {x|y} @home', "Grüße aus Köln: 7 × 6 = 42")
+
+
+def _write_file_prepare(home: Path, rng: random.Random) -> dict[str, str]:
+    return {"name": rng.choice(("notes.txt", "todo.txt", "memo.txt")), "text": rng.choice(_PHRASES)}
+
+
+def _rename_prepare(home: Path, rng: random.Random) -> dict[str, str]:
+    body = f"quarterly figures {rng.randint(100, 999)}\n"
+    (home / "report-draft.txt").write_text(body, encoding="utf-8")
+    return {"old": "report-draft.txt", "new": rng.choice(("report-final.txt", "report-v2.txt")), "body": body}
+
+
+def _archive_prepare(home: Path, rng: random.Random) -> dict[str, str]:
+    for name in ("app.log", "db.log", "keep.txt"):
+        (home / name).write_text(f"{name} {rng.randint(0, 9999)}\n", encoding="utf-8")
+    return {"dir": rng.choice(("logs", "old-logs", "archive"))}
+
+
+def _archive_check(home: Path, fields: dict[str, str]) -> bool:
+    folder = home / fields["dir"]
+    return (folder.is_dir() and {p.name for p in folder.iterdir()} == {"app.log", "db.log"}
+            and (home / "keep.txt").is_file() and not (home / "app.log").exists())
+
+
+SHELL_GOALS: dict[str, ShellGoal] = {
+    "xterm-write-file": ShellGoal(
+        _write_file_prepare, "In the terminal, create the file {name} in your home directory holding "
+        "exactly one line: {text}",
+        lambda home, f: _read(home / f["name"]) == f["text"] + "\n",
+        lambda f: [f"printf '%s\\n' {shlex.quote(f['text'])} > {f['name']}"]),
+    "xterm-rename-file": ShellGoal(
+        _rename_prepare, "In the terminal, rename {old} in your home directory to {new}.",
+        lambda home, f: _read(home / f["new"]) == f["body"] and not (home / f["old"]).exists(),
+        lambda f: [f"mv {f['old']} {f['new']}"]),
+    "xterm-archive-logs": ShellGoal(
+        _archive_prepare, "In the terminal, make a directory {dir} in your home directory and move "
+        "every .log file there; leave the other files where they are.",
+        _archive_check, lambda f: [f"mkdir {f['dir']} && mv *.log {f['dir']}/"]),
+}
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+class XtermTask(Task):
+    """A shell task in xterm, judged by the files in the episode's home directory."""
+
+    sandbox_request = SandboxRequest(kind="desktop")
+    has_oracle = True
+
+    def __init__(self, name: str) -> None:
+        self.id = f"desktop:{name}"
+        self.goal = SHELL_GOALS[name]
+        self.fields: dict[str, str] = {}
+        self._plan: list[Action] = []
+        self._home: Path | None = None
+
+    async def setup(self, sandbox: Sandbox, *, seed: int | None, resources: TaskResources) -> TaskSetup:
+        desktop = require_desktop(sandbox, self.id)
+        await desktop.reset()
+        self._home = desktop.home
+        self.fields = self.goal.prepare(desktop.home, random.Random(seed))
+        proc = desktop.launch(["xterm", "-geometry", "100x30+0+0", "-fa", "DejaVu Sans Mono",
+                               "-fs", "11"])
+        window = await desktop.wait_for_window(lambda w: w.pid == proc.pid, "xterm")
+        await desktop.settle()
+        center = Click(x=window.x + window.width // 2, y=window.y + window.height // 2)
+        self._plan = [center, *(TypeText(text=c + "\n") for c in self.goal.commands(self.fields)), Done()]
+        return TaskSetup(instruction=self.goal.instruction.format(**self.fields), start_url="desktop://xterm",
+                         max_steps=10)
+
+    async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
+        assert self._home is not None
+        entered = (isinstance(action, TypeText) and "\n" in action.text) or (
+            isinstance(action, Key) and action.keys[-1] == "enter")
+        success = await _holds(lambda: self.goal.check(self._home, self.fields),  # type: ignore[arg-type]
+                               COMMAND_WAIT_S if entered else 0.0)
+        done = success or isinstance(action, Done)
+        return Validation(reward=float(success), raw_reward=float(success), done=done, success=success,
+                          message="the files are as asked" if success else "not yet")
+
+    async def cheat(self, sandbox: Sandbox) -> Action | None:
+        return self._plan.pop(0) if self._plan else Done()
+
+
+async def _holds(check: Callable[[], bool], wait_s: float) -> bool:
+    """Whether ``check`` holds now or within ``wait_s`` (polled)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while not check():
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+# ---- the suite ---------------------------------------------------------------------------
+
+#: The curated FSM goals per app (site/goal), as task names ``tk-SITE-GOAL``/``chromium-SITE-GOAL``.
+TK_GOALS = ("settings/cfg_location", "settings/password", "shop/add_lamp", "mail/star_m1")
+CHROMIUM_GOALS = ("settings/cfg_both", "shop/add_lamp")
+MINIWOB_PAGES = ("click-button",)
+
+
+def task_names() -> list[str]:
+    return [*SHELL_GOALS,
+            *(f"tk-{g.replace('/', '-')}" for g in TK_GOALS),
+            *(f"chromium-{g.replace('/', '-')}" for g in CHROMIUM_GOALS),
+            *(f"chromium-miniwob-{p}" for p in MINIWOB_PAGES)]
+
+
+class DesktopSuite:
+    """The ``desktop`` suite for the task registry."""
+
+    def names(self) -> Sequence[str]:
+        return task_names()
+
+    def accepts(self, name: str) -> bool:
+        if name in task_names():
+            return True
+        app, _, goal = name.partition("/")
+        return app in ("tk", "chromium") and goal.count("/") == 1 and _known_goal(goal)
+
+    def candidates(self, name: str) -> list[str]:
+        return task_names()
+
+    def make(self, name: str) -> Task:
+        from harness.tasks.desktop_fsm import ChromiumFSMTask, ChromiumMiniWoBTask, TkFSMTask
+
+        if name in SHELL_GOALS:
+            return XtermTask(name)
+        app, _, goal = name.partition("/")
+        if goal:
+            site, _, goal_id = goal.partition("/")
+            return (TkFSMTask if app == "tk" else ChromiumFSMTask)(site, goal_id, name=name)
+        if name.startswith("chromium-miniwob-"):
+            return ChromiumMiniWoBTask(name.removeprefix("chromium-miniwob-"))
+        for prefix, cls, goals in (("tk-", TkFSMTask, TK_GOALS), ("chromium-", ChromiumFSMTask, CHROMIUM_GOALS)):
+            for site_goal in goals:
+                if name == prefix + site_goal.replace("/", "-"):
+                    site, goal_id = site_goal.split("/")
+                    return cls(site, goal_id, name=name)
+        raise ConfigError(f"expected a desktop task in {task_names()}, got {name!r}")
+
+
+def _known_goal(site_goal: str) -> bool:
+    from fsm_sites.library import list_sites
+    from harness.tasks.fsm import _library_tasks
+
+    site, _, goal = site_goal.partition("/")
+    return site in list_sites() and any(t.id == goal for t in _library_tasks(site))
+
+
+def suite() -> DesktopSuite:
+    """The registry's entry point for the ``desktop`` prefix."""
+    return DesktopSuite()

@@ -1,0 +1,249 @@
+"""FSM sites and MiniWoB pages as desktop tasks: in windowed Chromium, and in the Tk app.
+
+Both FSM tasks are ``FSMTask``\\ s on a desktop sandbox: the session, the verdicts, the
+goal and the oracle's shortest path are the site server's, exactly as for the browser's
+``fsm`` tasks. What differs is the surface:
+
+- ``ChromiumFSMTask`` opens the session in a real Chromium window (browser chrome in the
+  screenshot); settling reads the page over CDP, and the oracle's page coordinates are
+  moved by where the viewport lies on the screen.
+- ``TkFSMTask`` starts the Tk app (``fsm_sites.tkapp``, its own process, talking to the
+  control API); settling waits for the app's state file to show the session's seq, and the
+  oracle locates widgets by the boxes that file lists.
+
+``ChromiumMiniWoBTask`` runs a MiniWoB++ page in the Chromium window, rewarded by the
+page's own globals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fsm_sites.client import SessionView, SiteClient
+from fsm_sites.engine import Edge
+from harness.actions import Action, Click, Drag, Key, TypeText, Wait
+from harness.errors import TaskError
+from harness.tasks.base import Task, TaskSetup, Validation, require_desktop
+from harness.tasks.fsm import FSMTask, _library_tasks, _site_call, step_budget
+from harness.tasks.fsm_oracle import next_action, probe_expression
+from harness.tasks.miniwob import _ORACLE_TARGETS, _STATE_JS, MiniWoBTask
+from sandboxes.actions import POINTER_ACTIONS
+from sandboxes.base import Sandbox, SandboxRequest
+from sandboxes.desktop import DesktopSandbox
+from sandboxes.desktop_chromium import DesktopChromium
+
+if TYPE_CHECKING:
+    from harness.resources import TaskResources
+
+_SHOWN_TIMEOUT_S = 10.0
+
+
+class _DesktopFSMTask(FSMTask):
+    """An FSM task whose session is shown by a desktop app."""
+
+    sandbox_request = SandboxRequest(kind="desktop")
+    #: the desktop apps show the session's state; a jump would need them to reload: restore by replay
+    jump = None  # type: ignore[assignment]
+
+    def __init__(self, site: str, goal: str, *, name: str) -> None:
+        tasks = [t for t in _library_tasks(site) if t.id == goal]
+        if not tasks:
+            raise TaskError(f"expected goal {goal!r} of library site {site!r}, got none")
+        super().__init__(tasks, name=name)
+        self.id = f"desktop:{name}"
+        self._desktop: DesktopSandbox | None = None
+
+    async def _open_session(self, sandbox: Sandbox, seed: int | None,
+                            resources: TaskResources) -> tuple[DesktopSandbox, SiteClient, SessionView]:
+        desktop = self._desktop = require_desktop(sandbox, self.id)
+        await desktop.reset()
+        layout_seed = 0 if seed is None else int(seed)
+        self.task = self.choices[layout_seed % len(self.choices)]
+        sites = await self._ensure_site(resources)
+        view = await _site_call(sites.create_session(self.task.site, goal=self.task.goal,
+                                                     start_state=self.task.start_state, seed=layout_seed))
+        self._session, self._cursor, self.step_events, self._jump_view = view.id, 0, [], None
+        return desktop, sites, view
+
+    def _task_setup(self, view: SessionView, start_url: str, origins: tuple[str, ...]) -> TaskSetup:
+        return TaskSetup(instruction=self.task.instruction, start_url=start_url, allowed_origins=origins,
+                         fsm_state=view.state, max_steps=step_budget(self.task),
+                         start_distance=view.distance, goal=self.task.goal)
+
+
+class ChromiumFSMTask(_DesktopFSMTask):
+    """An FSM site in a windowed Chromium on the desktop."""
+
+    _chromium: DesktopChromium | None = None
+
+    async def setup(self, sandbox: Sandbox, *, seed: int | None, resources: TaskResources) -> TaskSetup:
+        desktop, sites, view = await self._open_session(sandbox, seed, resources)
+        self._chromium = await DesktopChromium.launch(desktop, view.url, allowed_origins=(sites.site_url,))
+        await self._settle(self._chromium, sites, view.id)
+        return self._task_setup(view, view.url, (sites.site_url,))
+
+    async def _shown(self, sandbox: Sandbox, sites: SiteClient, sid: str) -> None:
+        await self._settle(self._require_chromium(), sites, sid)
+
+    async def _edge_action(self, sandbox: Sandbox, edge: Edge, page: str) -> Action:
+        chromium = self._require_chromium()
+        probe = await chromium.evaluate(probe_expression(edge))
+        return await _on_screen(chromium, next_action(edge, probe if isinstance(probe, dict) else None, page))
+
+    def _require_chromium(self) -> DesktopChromium:
+        if self._chromium is None:
+            raise TaskError(f"expected setup() before using task {self.id}, got no Chromium")
+        return self._chromium
+
+
+async def _on_screen(chromium: DesktopChromium, action: Action) -> Action:
+    """A pointer action in page coordinates moved to screen coordinates."""
+    if not isinstance(action, POINTER_ACTIONS):
+        return action
+    ox, oy = await chromium.viewport_origin()
+    width, height = chromium.sandbox.config.width, chromium.sandbox.config.height
+    update: dict[str, int] = {"x": min(width - 1, action.x + ox), "y": min(height - 1, action.y + oy)}
+    if isinstance(action, Drag):
+        update.update(to_x=min(width - 1, action.to_x + ox), to_y=min(height - 1, action.to_y + oy))
+    return action.model_copy(update=update)
+
+
+class TkFSMTask(_DesktopFSMTask):
+    """An FSM site rendered natively by the Tk app, which reports its events to the server."""
+
+    _state_file: Path | None = None
+
+    async def setup(self, sandbox: Sandbox, *, seed: int | None, resources: TaskResources) -> TaskSetup:
+        desktop, sites, view = await self._open_session(sandbox, seed, resources)
+        self._state_file = desktop.state_dir / "tkapp.json"
+        width, height = desktop.config.width, desktop.config.height
+        desktop.launch([sys.executable, "-m", "fsm_sites.tkapp", "--control", sites.control_url,
+                        "--session", view.id, "--state-file", str(self._state_file),
+                        "--geometry", f"{width - 8}x{height - 28}+0+0"])
+        await self._wait_seq(view.seq, desktop.config.start_timeout_s + _SHOWN_TIMEOUT_S)
+        await desktop.wait_for_window(lambda w: bool(w.title), "the Tk app")
+        await desktop.settle()
+        return self._task_setup(view, "desktop://tk/" + view.site, ())
+
+    async def _shown(self, sandbox: Sandbox, sites: SiteClient, sid: str) -> None:
+        view = await _site_call(sites.session(sid))
+        await self._wait_seq(view.seq, _SHOWN_TIMEOUT_S)
+        await require_desktop(sandbox, self.id).settle()
+
+    async def _edge_action(self, sandbox: Sandbox, edge: Edge, page: str) -> Action:
+        sites, sid = self._require()
+        state = self._app_state()
+        if state is None or state["page"] != page or state["seq"] != (await _site_call(sites.session(sid))).seq:
+            return Wait(seconds=0.2)
+        return tk_action(edge, state["elements"])
+
+    async def _wait_seq(self, seq: int, timeout_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            state = self._app_state()
+            if state is not None and state["seq"] == seq and state.get("viewable"):
+                return
+            if loop.time() > deadline:
+                shown = state["seq"] if state else None
+                raise TaskError(f"expected the Tk app of {self.id} to show event seq {seq} within "
+                                f"{timeout_s}s, got {shown}; check that it runs (python -m fsm_sites.tkapp)")
+            await asyncio.sleep(0.01)
+
+    def _app_state(self) -> dict[str, Any] | None:
+        if self._state_file is None:
+            raise TaskError(f"expected setup() before using task {self.id}, got no Tk app")
+        try:
+            return dict(json.loads(self._state_file.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return None
+
+
+def _center(box: list[int]) -> Click:
+    x, y, w, h = box
+    return Click(x=max(0, x + w // 2), y=max(0, y + h // 2))
+
+
+def tk_action(edge: Edge, elements: list[dict[str, Any]]) -> Action:
+    """The one action on the Tk app's widgets that moves toward firing ``edge``."""
+    mine = [e for e in elements if e["id"] == edge.element]
+    if edge.event == "select":
+        for element in mine:
+            for value, *box in element.get("items", []):
+                if value == edge.value:
+                    return _center(box)
+    elif edge.event == "input":
+        field = next((e for e in mine if e["part"] == "field"), None)
+        if field is not None:
+            wanted, text = edge.value or "", field["text"]
+            if not field["focused"]:
+                return _center(field["box"])
+            if text == wanted:
+                return Key(keys=("enter",))
+            if text and not field["selected"]:
+                return Key(keys=("ctrl", "/"))  # Tk's select-all in an entry
+            return TypeText(text=wanted) if wanted else Key(keys=("backspace",))
+    else:
+        for element in mine:
+            if element["part"] == f"option:{edge.value}" or (
+                    element["part"] is None and element["value"] == edge.value):
+                return _center(element["box"])
+        for element in mine:
+            if element["part"] is None:
+                return _center(element["box"])
+    raise TaskError(f"expected the Tk app to show element {edge.element!r} for {edge.event}, "
+                    f"got elements {sorted({e['id'] for e in elements})}")
+
+
+class ChromiumMiniWoBTask(Task):
+    """A MiniWoB++ page in a windowed Chromium on the desktop."""
+
+    sandbox_request = SandboxRequest(kind="desktop")
+
+    def __init__(self, name: str) -> None:
+        self.page_task = MiniWoBTask(name)
+        self.id = f"desktop:chromium-miniwob-{name}"
+        self._chromium: DesktopChromium | None = None
+
+    @property
+    def has_oracle(self) -> bool:
+        return self.page_task.has_oracle
+
+    async def setup(self, sandbox: Sandbox, *, seed: int | None, resources: TaskResources) -> TaskSetup:
+        desktop = require_desktop(sandbox, self.id)
+        await desktop.reset()
+        url = f"{await resources.miniwob_url()}miniwob/{self.page_task.name}.html"
+        self._chromium = await DesktopChromium.launch(desktop, url)
+        instruction = await self.page_task.start_episode(self._chromium, seed=seed)
+        await desktop.settle()
+        return TaskSetup(instruction=instruction, start_url=url, max_steps=10)
+
+    async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
+        state = await self._require().evaluate(_STATE_JS)
+        if not isinstance(state, dict):
+            raise TaskError(f"expected the WOB_* globals as an object, got {state!r}")
+        done = bool(state["done"])
+        raw = float(state["raw"]) if done else 0.0
+        return Validation(reward=raw, raw_reward=raw, done=done, success=done and raw > 0,
+                          message=state.get("reason") or "")
+
+    async def cheat(self, sandbox: Sandbox) -> Action | None:
+        target = _ORACLE_TARGETS.get(self.page_task.name)
+        if target is None:
+            return None
+        chromium = self._require()
+        center = await chromium.evaluate(
+            f"(() => {{ const el = {target}; if (!el) return null; const r = el.getClientRects()[0];"
+            " return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)]; })()")
+        if not isinstance(center, list):
+            raise TaskError(f"expected the oracle target of {self.id} on the page, got none")
+        return await _on_screen(chromium, Click(x=int(center[0]), y=int(center[1])))
+
+    def _require(self) -> DesktopChromium:
+        if self._chromium is None:
+            raise TaskError(f"expected setup() before using task {self.id}, got no Chromium")
+        return self._chromium

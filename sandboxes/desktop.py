@@ -1,0 +1,306 @@
+"""The desktop sandbox: an X display of its own (Xvfb + openbox), XTEST input, mss capture.
+
+It implements the sandbox core (``sandboxes.base.Sandbox``) over the same typed action
+space as the browser, with the same bounds (a point outside the screen is the agent's
+error); and, for desktop tasks, ``launch`` (start an app on the display with the
+sandbox's environment), ``windows``/``wait_for_window`` and ``home`` (the episode's
+fresh home directory).
+
+``reset`` gives a clean desktop: every app ends (and everything it started), the home
+directory is a new empty one, and the display is a new X server (``reset_mode=
+"new_display"``) or the same one with no client left (``"same_display"``). An X server
+that died is an infrastructure error (``SandboxCrashed``); ``reset`` starts a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sandboxes.actions import (
+    Action,
+    Click,
+    Done,
+    DoubleClick,
+    Drag,
+    Key,
+    Move,
+    RightClick,
+    Scroll,
+    TypeText,
+    Wait,
+    duration_s,
+    outside,
+)
+from sandboxes.base import SandboxKind, Screenshot
+from sandboxes.desktop_config import DesktopConfig
+from sandboxes.display import Processes, start_xvfb, wait_until
+from sandboxes.errors import SandboxClosed, SandboxCrashed, SandboxStartError, SandboxTimeout
+from sandboxes.xinput import XInput
+from sandboxes.xscreen import Screen, Window
+
+T = TypeVar("T")
+
+
+class DesktopSandbox:
+    """One X display for one episode at a time (see the module docstring)."""
+
+    def __init__(self, config: DesktopConfig | None = None) -> None:
+        self.config = config or DesktopConfig()
+        self._root = Path(tempfile.mkdtemp(prefix="cua-desktop-"))
+        self._episode = 0
+        self.home = self._root / "home-0"
+        self._display_procs = Processes()
+        self._apps = Processes()
+        self._xvfb: subprocess.Popen[bytes] | None = None
+        self._number: int | None = None
+        self._input: XInput | None = None
+        self._screen: Screen | None = None
+        self._cleanups: list[Callable[[], Awaitable[None]]] = []
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    @property
+    def kind(self) -> SandboxKind:
+        return "desktop"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def display_name(self) -> str:
+        """The X display, e.g. ":5" (after start)."""
+        if self._number is None:
+            raise SandboxClosed("expected a started desktop sandbox, got none; call start()")
+        return f":{self._number}"
+
+    # ---- the core ---------------------------------------------------------------------
+    async def start(self) -> None:
+        self._check_open()
+        if self._xvfb is None:
+            self._new_home()
+            await asyncio.to_thread(self._start_display)
+
+    async def reset(self) -> None:
+        """A clean desktop: apps ended, a fresh home, a new (or emptied) display."""
+        self._check_open()
+        await self._run_cleanups()
+        await asyncio.to_thread(self._apps.kill_all)
+        crashed = self._xvfb is not None and self._xvfb.poll() is not None
+        self._new_home()
+        if self.config.reset_mode == "new_display" or crashed or self._xvfb is None:
+            await asyncio.to_thread(self._stop_display)
+            await asyncio.to_thread(self._start_display)
+        else:
+            await self._x(self._wait_no_clients)
+
+    async def screenshot(self) -> Screenshot:
+        screen = self._require_screen()
+        raw = await self._x(screen.grab_raw)
+        return await asyncio.to_thread(screen.encode, raw, self.config.image_format, self.config.jpeg_quality)
+
+    async def execute(self, action: Action) -> str | None:
+        error = outside(action, self.config.width, self.config.height, "screen")
+        if error is not None:
+            return error
+        if isinstance(action, Done):
+            return None
+        if isinstance(action, Wait):
+            await asyncio.sleep(action.seconds)
+            return None
+        limit = self.config.action_timeout_s + duration_s(action) + self.config.settle_timeout_s
+        try:
+            await asyncio.wait_for(self._x(lambda: self._act(action)), limit)
+        except TimeoutError as exc:
+            raise SandboxTimeout(f"expected {action.type} on {self.display_name} within {limit}s, "
+                                 "got a timeout; check the X server") from exc
+        return None
+
+    async def health(self) -> bool:
+        if self._closed or self._xvfb is None or self._xvfb.poll() is not None or self._input is None:
+            return False
+        try:
+            await self._x(self._input.sync)
+        except SandboxCrashed:
+            return False
+        return True
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._run_cleanups()
+        await asyncio.to_thread(self._apps.kill_all)
+        await asyncio.to_thread(self._stop_display)
+        shutil.rmtree(self._root, ignore_errors=True)
+
+    # ---- the desktop interface --------------------------------------------------------
+    @property
+    def state_dir(self) -> Path:
+        """A directory for the task's own files this episode, outside the home directory."""
+        path = self._root / f"run-{self._episode}"
+        path.mkdir(mode=0o700, exist_ok=True)
+        return path
+
+    def app_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment apps run with: this display, the episode's home, UTF-8."""
+        runtime = self.state_dir
+        env = {"DISPLAY": self.display_name, "HOME": str(self.home), "USER": os.environ.get("USER", "cua"),
+               "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+               "XDG_RUNTIME_DIR": str(runtime), "XDG_CONFIG_HOME": str(self.home / ".config"),
+               "XDG_CACHE_HOME": str(self.home / ".cache"), "SHELL": "/bin/bash", "TERM": "xterm"}
+        return {**env, **(extra or {})}
+
+    def launch(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+               cwd: str | os.PathLike[str] | None = None) -> subprocess.Popen[bytes]:
+        """Start an app on the display; it ends (with all it started) at reset or close."""
+        self._require_screen()
+        return self._apps.spawn(argv, env=self.app_env(env), cwd=str(cwd or self.home))
+
+    def add_cleanup(self, cleanup: Callable[[], Awaitable[None]]) -> None:
+        """Run ``cleanup`` at the next reset or close (e.g. a browser driver's disconnect)."""
+        self._cleanups.append(cleanup)
+
+    def app_pids(self) -> set[int]:
+        """Live processes of the apps started here (and their descendants)."""
+        return self._apps.pids()
+
+    def display_pids(self) -> set[int]:
+        """Live processes of the X server and the window manager."""
+        return self._display_procs.pids()
+
+    async def windows(self) -> list[Window]:
+        return await self._x(self._require_screen().windows)
+
+    async def wait_for_window(self, match: Callable[[Window], bool], what: str,
+                              timeout_s: float | None = None) -> Window:
+        """The first client window ``match`` accepts, once it is viewable (takes input)."""
+        limit = timeout_s or self.config.start_timeout_s
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        while True:
+            found = [w for w in await self.windows() if w.viewable and match(w)]
+            if found:
+                return found[0]
+            if loop.time() > deadline:
+                raise SandboxStartError(f"expected {what} to open a window on {self.display_name} "
+                                        f"within {limit}s, got none")
+            await asyncio.sleep(0.01)
+
+    async def settle(self) -> None:
+        """Wait until the screen stops changing (the settle of every action)."""
+        screen = self._require_screen()
+        await self._x(lambda: screen.settle(self.config.settle_quiet_ms / 1000, self.config.settle_timeout_s))
+
+    # ---- internals --------------------------------------------------------------------
+    def _act(self, action: Action) -> None:
+        xin = self._input
+        assert xin is not None and self._screen is not None
+        if isinstance(action, Click):
+            xin.click(action.x, action.y)
+        elif isinstance(action, DoubleClick):
+            xin.click(action.x, action.y, count=2)
+        elif isinstance(action, RightClick):
+            xin.click(action.x, action.y, button=3)
+        elif isinstance(action, Move):
+            xin.move(action.x, action.y)
+            xin.sync()
+        elif isinstance(action, Drag):
+            xin.drag(action.x, action.y, action.to_x, action.to_y)
+        elif isinstance(action, Scroll):
+            xin.scroll(action.x, action.y, action.dx, action.dy, self.config.scroll_pixels_per_tick)
+        elif isinstance(action, TypeText):
+            xin.type_text(action.text)
+        elif isinstance(action, Key):
+            xin.key_combo(action.keys)
+        self._screen.settle(self.config.settle_quiet_ms / 1000, self.config.settle_timeout_s)
+
+    async def _x(self, call: Callable[[], T]) -> T:
+        """Run a blocking X call in a thread, one at a time; a dead X server is a crash."""
+        async with self._lock:
+            try:
+                return await asyncio.to_thread(call)
+            except (SandboxStartError, SandboxTimeout):
+                raise
+            except Exception as exc:  # Xlib's and mss's errors when the server went away
+                if self._xvfb is not None and self._xvfb.poll() is None:
+                    raise
+                raise SandboxCrashed(
+                    f"expected the X server {self.display_name} to run, got it exited with code "
+                    f"{self._xvfb.returncode if self._xvfb else None} ({type(exc).__name__}); "
+                    "reset the sandbox to start a new display") from exc
+
+    def _start_display(self) -> None:
+        cfg = self.config
+        self._xvfb, self._number = start_xvfb(self._display_procs, cfg.xvfb_path, cfg.width, cfg.height,
+                                              {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                                              cfg.start_timeout_s)
+        try:
+            self._input = XInput(self.display_name)
+            self._screen = Screen(self.display_name, cfg.width, cfg.height)
+            if cfg.window_manager:
+                wm_home = self._root / "wm"  # openbox keeps its cache out of the episode's home
+                wm_home.mkdir(exist_ok=True)
+                self._display_procs.spawn(["openbox", "--sm-disable"],
+                                          env=self.app_env({"HOME": str(wm_home), "XDG_CACHE_HOME": str(wm_home)}))
+                wait_until(self._screen.wm_manages_windows, cfg.start_timeout_s, "openbox to manage the display")
+                screen = self._screen
+                wait_until(lambda: not screen.windows(), cfg.start_timeout_s, "openbox to forget its probe window")
+        except BaseException:
+            self._stop_display()
+            raise
+
+    def _stop_display(self) -> None:
+        for closeable in (self._input, self._screen):
+            if closeable is not None:
+                try:
+                    closeable.close()
+                except Exception:  # noqa: BLE001 - the connection may be gone with the server
+                    pass
+        self._input = self._screen = None
+        self._display_procs.kill_all()
+        self._xvfb = None
+
+    def _wait_no_clients(self) -> None:
+        screen = self._require_screen()
+        wait_until(lambda: not screen.windows(), self.config.start_timeout_s, "every app window to close")
+
+    def _new_home(self) -> None:
+        old = self.home
+        self._episode += 1
+        self.home = self._root / f"home-{self._episode}"
+        self.home.mkdir(mode=0o700)
+        shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(self._root / f"run-{self._episode - 1}", ignore_errors=True)
+
+    async def _run_cleanups(self) -> None:
+        cleanups, self._cleanups = self._cleanups, []
+        for cleanup in cleanups:
+            try:
+                await cleanup()
+            except Exception:  # noqa: BLE001 - its processes are killed next anyway
+                pass
+
+    def _require_screen(self) -> Screen:
+        self._check_open()
+        if self._screen is None:
+            raise SandboxClosed("expected a started desktop sandbox, got none; call start() or reset()")
+        return self._screen
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxClosed("expected an open desktop sandbox, got a closed one; make a new one")
+
+    async def __aenter__(self) -> DesktopSandbox:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close()

@@ -1,0 +1,115 @@
+"""Chromium as a real windowed browser on a desktop sandbox's display.
+
+The agent sees the whole window, browser chrome included, and acts on it through X
+input like on any app. The task reads the page through Playwright over CDP (``evaluate``,
+``url``, where the page's viewport lies on the screen), the way a browser task reads its
+page; Chromium itself is started by the sandbox (``DesktopSandbox.launch``), so it ends
+with the episode like every app. Requests outside ``allowed_origins`` are refused, so the
+address bar reaches nothing but the task's site (not the site server's control API, not
+the debugging port).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
+from sandboxes.desktop import DesktopSandbox
+from sandboxes.errors import SandboxEvaluationError, SandboxStartError
+from sandboxes.origins import origin_of
+
+# Where the page's viewport lies on the screen (the window's frame may have no border).
+_ORIGIN_JS = ("[window.screenX, window.screenY, window.outerWidth, window.outerHeight,"
+              " window.innerWidth, window.innerHeight]")
+
+
+class DesktopChromium:
+    """One headed Chromium on a desktop sandbox; ``launch`` it, the sandbox ends it."""
+
+    def __init__(self, sandbox: DesktopSandbox, playwright: Any, browser: Any, page: Any) -> None:
+        self.sandbox = sandbox
+        self._playwright, self._browser, self.page = playwright, browser, page
+
+    @classmethod
+    async def launch(cls, sandbox: DesktopSandbox, url: str, *, allowed_origins: tuple[str, ...] = (),
+                     app_mode: bool = False, timeout_s: float = 30.0) -> DesktopChromium:
+        """Start Chromium at ``url`` filling the screen; ``app_mode`` hides the tabs and the
+        address bar (``--app``), else the full browser chrome shows."""
+        from playwright.async_api import async_playwright
+
+        profile = sandbox.home / ".config" / "chromium"
+        profile.mkdir(parents=True, exist_ok=True)
+        width, height = sandbox.config.width, sandbox.config.height
+        argv = [find_chromium(), *CHROMIUM_FLAGS, "--remote-debugging-port=0", f"--user-data-dir={profile}",
+                "--window-position=0,0", f"--window-size={width},{height}", "--password-store=basic",
+                "--no-default-browser-check", "--test-type", "--disable-features=Translate,MediaRouter",
+                f"--app={url}" if app_mode else url]
+        sandbox.launch(argv)
+        port = await _debugging_port(profile / "DevToolsActivePort", timeout_s)
+        playwright = await async_playwright().start()
+        sandbox.add_cleanup(playwright.stop)
+        try:
+            browser = await playwright.chromium.connect_over_cdp(f"http://127.0.0.1:{port}", timeout=timeout_s * 1000)
+        except Exception as exc:
+            raise SandboxStartError(f"expected Chromium's debugging port {port} to accept Playwright, got {exc}") from exc
+        context = browser.contexts[0]
+        allowed = {o for o in (*allowed_origins, origin_of(url)) if o}
+        await context.route("**/*", lambda route: _confine(route, allowed))
+        page = await _first_page(context, timeout_s)
+        await page.wait_for_load_state("load", timeout=timeout_s * 1000)
+        await sandbox.wait_for_window(lambda w: "chromium" in w.title.lower() or bool(w.title), "Chromium")
+        return cls(sandbox, playwright, browser, page)
+
+    @property
+    def url(self) -> str:
+        return str(self.page.url)
+
+    async def evaluate(self, expression: str) -> object:
+        """The JSON value of a JavaScript expression in the page."""
+        try:
+            return await self.page.evaluate(expression)
+        except Exception as exc:
+            raise SandboxEvaluationError(f"expected {expression[:60]!r} to evaluate in the page, got {exc}") from exc
+
+    async def viewport_origin(self) -> tuple[int, int]:
+        """Screen coordinates of the page's (0, 0)."""
+        values = await self.evaluate(_ORIGIN_JS)
+        if not isinstance(values, list) or len(values) != 6:
+            raise SandboxEvaluationError(f"expected the window's six sizes, got {values!r}")
+        sx, sy, ow, oh, iw, ih = (int(v) for v in values)
+        border = max(0, (ow - iw) // 2)
+        return int(sx + border), int(sy + oh - ih - border)
+
+
+async def _debugging_port(path: Any, timeout_s: float) -> int:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        try:
+            first = path.read_text().split("\n", 1)[0]
+            if first.strip().isdigit():
+                return int(first)
+        except OSError:
+            pass
+        if loop.time() > deadline:
+            raise SandboxStartError(f"expected Chromium to write {path} within {timeout_s}s, got nothing; "
+                                    "check that Chromium starts on this display")
+        await asyncio.sleep(0.01)
+
+
+async def _first_page(context: Any, timeout_s: float) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not context.pages:
+        if loop.time() > deadline:
+            raise SandboxStartError(f"expected Chromium to open a page within {timeout_s}s, got none")
+        await asyncio.sleep(0.01)
+    return context.pages[0]
+
+
+async def _confine(route: Any, allowed: set[str]) -> None:
+    if origin_of(route.request.url) in allowed:
+        await route.continue_()
+    else:
+        await route.abort("blockedbyclient")

@@ -1,0 +1,127 @@
+"""An X display of its own: Xvfb (display number picked by ``-displayfd``), openbox, and the
+processes started on it, all ended together.
+
+Every process starts in a session of its own, so a terminal's shell or a browser's
+renderers are found again as its descendants (by parent pid) and killed with it; and with
+``PR_SET_PDEATHSIG``, so that it dies with the thread that started it should this process
+die without closing its sandboxes (no Xvfb outlives a crashed harness).
+Waiting is always on a condition (the X server writing its display number, the window
+manager's ``_NET_SUPPORTING_WM_CHECK``, a process being gone), never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from sandboxes.errors import SandboxStartError
+from sandboxes.procs import descendants, is_alive, kill_pids
+
+#: How often conditions are polled while waiting.
+POLL_S = 0.005
+_PR_SET_PDEATHSIG = 1
+_prctl: Callable[..., int] | None
+try:  # looked up now: the child between fork and exec must not import or load anything
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux
+    _prctl = None
+
+
+def _die_with_parent() -> None:
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll ``condition`` until it holds; SandboxStartError naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SandboxStartError(f"expected {what} within {timeout_s}s, got a timeout")
+        time.sleep(POLL_S)
+
+
+class Processes:
+    """Processes started for one display; ``kill_all`` ends them and everything below them."""
+
+    def __init__(self) -> None:
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def spawn(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
+              pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in a session of its own, its output discarded."""
+        binary = shutil.which(argv[0]) or argv[0]
+        if not os.path.isfile(binary):
+            raise SandboxStartError(f"expected the program {argv[0]!r} on PATH, got none; install it "
+                                    "(`make setup` installs xvfb, openbox, xterm)")
+        proc = subprocess.Popen([binary, *argv[1:]], env=dict(env), cwd=cwd, pass_fds=tuple(pass_fds),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_die_with_parent)
+        self.started.append(proc)
+        return proc
+
+    def pids(self) -> set[int]:
+        """Every live process started here, and their descendants."""
+        return descendants({p.pid for p in self.started})
+
+    def kill_all(self, timeout_s: float = 5.0) -> None:
+        """SIGKILL every process started here and its descendants; reap our children."""
+        doomed = self.pids()
+        kill_pids(doomed)
+        for proc in self.started:
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        for pid in doomed:  # grandchildren re-parented to us (a subreaper) become our zombies
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        wait_until(lambda: not any(is_alive(pid) for pid in doomed), timeout_s,
+                   f"processes {sorted(doomed)} to end")
+        self.started.clear()
+
+
+def start_xvfb(procs: Processes, xvfb: str, width: int, height: int, env: Mapping[str, str],
+               timeout_s: float) -> tuple[subprocess.Popen[bytes], int]:
+    """Start Xvfb on a free display number (``-displayfd``); return it and the number."""
+    read_fd, write_fd = os.pipe()
+    try:
+        proc = procs.spawn([xvfb, "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24",
+                            "-nolisten", "tcp", "-noreset", "-dpi", "96"], env=env, pass_fds=[write_fd])
+    except BaseException:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
+    os.close(write_fd)
+    try:
+        number = _read_display_number(read_fd, proc, timeout_s)
+    finally:
+        os.close(read_fd)
+    return proc, number
+
+
+def _read_display_number(fd: int, proc: subprocess.Popen[bytes], timeout_s: float) -> int:
+    deadline = time.monotonic() + timeout_s
+    data = b""
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise SandboxStartError(f"expected Xvfb to report its display number within {timeout_s}s, "
+                                    "got a timeout; check that Xvfb runs here (`Xvfb -help`)")
+        ready, _, _ = select.select([fd], [], [], left)
+        chunk = os.read(fd, 64) if ready else b""
+        if ready and not chunk:
+            code = proc.wait()
+            raise SandboxStartError(f"expected Xvfb to start, got it exiting with code {code}; "
+                                    "run `Xvfb -displayfd 1` to see why")
+        data += chunk
+    return int(data.strip())

@@ -1,0 +1,95 @@
+"""The `desktop` suite on real Xvfb, xterm, Chromium and the Tk app: the oracle agent solves
+every task through the screen (the FSM tasks with the site's own step verdicts), `cua eval`
+reaches success 1.0, and the evaluators refuse what does not meet the goal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest_asyncio
+from typer.testing import CliRunner
+
+from harness.actions import Done, TypeText
+from harness.agents.oracle import OracleAgent
+from harness.env_providers import EnvOptions, LocalEnvs
+from harness.resources import TaskResources
+from harness.rollout import rollout
+from harness.tasks.desktop import task_names
+from harness.tasks.registry import make_task, suite_task_ids
+from sandboxes.desktop_config import DesktopConfig
+from sandboxes.procs import is_alive
+from sandboxes.providers import LocalProvider
+from tests.harness.test_eval import _app
+
+
+@pytest_asyncio.fixture(loop_scope="session", scope="module")
+async def envs():
+    provider = LocalProvider(desktop=DesktopConfig(reset_mode="same_display"))
+    async with TaskResources() as resources:
+        pool = LocalEnvs(provider, resources=resources)
+        yield pool
+        await pool.close()
+    await provider.close()
+
+
+def test_the_suite_has_ten_tasks_across_three_apps_each_with_an_oracle() -> None:
+    names = suite_task_ids("desktop")
+    assert len(names) >= 10 and names == [f"desktop:{n}" for n in task_names()]
+    for app in ("xterm-", "tk-", "chromium-"):
+        assert sum(n.startswith(f"desktop:{app}") for n in names) >= 2
+    assert all(getattr(make_task(n), "has_oracle", False) for n in names)
+    assert make_task("desktop:tk/bank/open_savings").id == "desktop:tk/bank/open_savings"
+
+
+async def test_oracle_solves_fsm_goals_in_tk_with_the_sites_verdicts(envs) -> None:
+    env = await envs.open("desktop:tk-settings-password", EnvOptions())
+    try:
+        episode = await rollout(env, OracleAgent(), seed=1)
+    finally:
+        await envs.release(env)
+    assert episode.success and episode.terminated
+    verdicts = [t.info.verdict for t in episode.transitions]
+    assert all(v is not None for v in verdicts)
+    fired = [v for v in verdicts if v is not None and v.transition_fired]
+    assert len(fired) == 6 and all(v.on_shortest_path for v in fired)  # the goal is 6 transitions away
+    typed = [t.agent_step.action for t in episode.transitions if isinstance(t.agent_step.action, TypeText)]
+    assert [a.text for a in typed] == ["hunter2", "Correct-Horse-9"]
+
+
+async def test_xterm_evaluator_refuses_wrong_content_and_early_done(envs) -> None:
+    env = await envs.open("desktop:xterm-write-file", EnvOptions())
+    try:
+        obs, _ = await env.reset(seed=0)
+        assert "holding exactly one line" in obs.instruction
+        _, reward, terminated, _, info = await env.step(TypeText(text="echo wrong > notes.txt\n"))
+        assert reward == 0.0 and not info.success and not terminated
+        _, reward, terminated, _, info = await env.step(Done())
+        assert terminated and not info.success and reward == 0.0
+    finally:
+        await envs.release(env)
+
+
+def test_cua_eval_oracle_solves_every_desktop_task(tmp_path) -> None:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(_app(), ["eval", "--suite", "desktop", "--agent", "oracle", "--concurrency", "2",
+                                         "--out", str(out), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["episodes"] == len(task_names()) and summary["success_rate"] == 1.0, summary
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    fsm = [r for r in records if "-miniwob-" not in r["task"] and not r["task"].startswith("desktop:xterm")]
+    assert fsm and all(step["verdict"] for r in fsm for step in r["trajectory"])
+
+
+async def test_reset_after_a_chromium_episode_leaves_no_browser_process(envs) -> None:
+    env = await envs.open("desktop:chromium-miniwob-click-button", EnvOptions())
+    try:
+        await env.reset(seed=0)
+        desktop = env.sandbox
+        browser = desktop.app_pids()
+        assert len(browser) >= 3  # the browser, its zygote, renderers
+        await desktop.reset()
+        assert desktop.app_pids() == set() and not [pid for pid in browser if is_alive(pid)]
+        assert list(desktop.home.iterdir()) == []  # the profile went with the old home
+    finally:
+        await envs.release(env)
