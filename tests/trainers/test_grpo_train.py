@@ -51,12 +51,15 @@ class TeacherMix(HFAgent):
                          policy_version=self.policy_version)
 
 
+ROLLOUT = {"max_steps": 3, "max_new_tokens": 8, "max_batch": 1}
+
+
 def grpo_config(out: Path, model: Path, **over: object) -> GRPOConfig:
     base: dict = {
         "out": str(out), "updates": 2, "model": {"path": str(model), "finetune": "full", "device": "cpu"},
         "prompt": {"codec": "json", "observation": "elements", "system_prompt": False},
         "tasks": ["fsm:shop/open_mug"], "group": {"tasks": 1, "size": 2, "seeds": [0]},
-        "reward": "step", "rollout": {"max_steps": 3, "max_new_tokens": 8, "max_batch": 1},
+        "reward": "step", "rollout": ROLLOUT,
         "loss": {"epochs": 2, "minibatch": 8, "learning_rate": 1e-3, "kl_coef": 0.02},
         "tree": {"branch_states": 1, "continuations": 2}, "checkpoint_every": 1, "filmstrips": 2,
     }
@@ -101,6 +104,28 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
                     for s in store.episode_steps(e.id)}
     assert len(episodes) == 2 * (2 + 2)  # G episodes and two branches per update
     assert {"0", "1"} <= versions
+
+
+def test_grpo_rollouts_run_over_a_ray_env_pool(tmp_path, tiny_dir, monkeypatch) -> None:
+    """rollout.ray: the groups and the tree branches (a jump in an actor's env) run in Ray
+    actors; the policy, the store and the update stay in this process."""
+    pytest.importorskip("ray")
+    from harness.ray_envs import RayEnvs
+
+    opened: list[str] = []
+    real_open = RayEnvs.open
+
+    async def counting_open(self, task_id, options):
+        opened.append(task_id)
+        return await real_open(self, task_id, options)
+
+    monkeypatch.setattr(RayEnvs, "open", counting_open)
+    out = tmp_path / "run"
+    config = grpo_config(out, tiny_dir, updates=1, rollout={**ROLLOUT, "ray": True}, filmstrips=0)
+    train_grpo(config, agent_class=TeacherMix)
+    assert len(opened) == 4  # two group episodes and two branches, each in an actor's env
+    [update] = lines(out, "update")
+    assert update["episodes"] == 2 and update["branches"] == 2 and update["success"] == 0.5
 
 
 def test_resume_continues_bit_identically(tmp_path, tiny_dir) -> None:

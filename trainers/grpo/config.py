@@ -61,6 +61,26 @@ class RolloutSpec(_Strict):
                                "others (long enough for the group's env steps to line up: at 20 ms "
                                "most calls held one prompt, BENCHMARKS.md)")
     step_timeout_s: float = Field(default=60.0, gt=0, description="limit for one env step or reset")
+    provider: str = Field(default="local", description="where the envs run: local, or a "
+                          "registered env provider such as isolated, docker, remote:URL "
+                          "(as cua eval --provider)")
+    ray: bool = Field(default=False, description="run the provider's envs in Ray actors (a local "
+                      "Ray, or the cluster $RAY_ADDRESS names); the policy stays here")
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, provider: str) -> str:
+        from harness.env_providers import check_provider
+
+        check_provider(provider)
+        return provider
+
+    @model_validator(mode="after")
+    def _one_way_to_ray(self) -> RolloutSpec:
+        from harness.env_providers import provider_spec
+
+        provider_spec(self.provider, self.ray)
+        return self
 
     @model_validator(mode="after")
     def _url_for_openai(self) -> RolloutSpec:
