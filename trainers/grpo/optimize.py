@@ -40,38 +40,42 @@ def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spe
         if reference is not None and spec.kl_coef > 0 else None
     totals: dict[str, float] = {}
     count = 0
+    was_training = policy.model.training  # rollouts and evaluation find it as they left it
     policy.model.train()
-    for _ in range(spec.epochs):
-        order = torch.randperm(len(steps), generator=shuffle).tolist()
-        for first in range(0, len(order), spec.minibatch):
-            chunk = order[first: first + spec.minibatch]
-            batch = [steps[i] for i in chunk]
-            scored = score(policy.model, policy, batch)
-            old = padded([s.logprobs for s in batch], scored.logprobs)
-            advantages = torch.tensor([s.advantage for s in batch], dtype=scored.logprobs.dtype,
-                                      device=scored.logprobs.device)
-            logp_ref = None
-            if ref is not None:
-                logp_ref = pad_sequence([ref[i] for i in chunk], batch_first=True)
-                logp_ref = torch.nn.functional.pad(logp_ref, (0, scored.logprobs.shape[1] - logp_ref.shape[1]))
-            try:
-                loss, stats = grpo_loss(scored.logprobs, old, advantages, scored.mask,
-                                        clip_low=spec.clip_low, clip_high=spec.clip_high,
-                                        logp_ref=logp_ref, kl_coef=spec.kl_coef,
-                                        aggregation=spec.aggregation)
-            except FloatingPointError as exc:
-                raise TrainingSignalError(f"update {update}: {exc}") from exc
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), spec.max_grad_norm)
-            optimizer.step()
-            entropy = aggregate(scored.entropy, scored.mask, spec.aggregation).item()
-            figures = {"loss": stats.loss, "policy_loss": stats.policy_loss, "kl": stats.kl,
-                       "clip_fraction": stats.clip_fraction, "ratio": stats.ratio_mean,
-                       "entropy": entropy, "grad_norm": float(norm)}
-            for name, value in figures.items():
-                totals[name] = totals.get(name, 0.0) + value
-            count += 1
+    try:
+        for _ in range(spec.epochs):
+            order = torch.randperm(len(steps), generator=shuffle).tolist()
+            for first in range(0, len(order), spec.minibatch):
+                chunk = order[first: first + spec.minibatch]
+                batch = [steps[i] for i in chunk]
+                scored = score(policy.model, policy, batch)
+                old = padded([s.logprobs for s in batch], scored.logprobs)
+                advantages = torch.tensor([s.advantage for s in batch], dtype=scored.logprobs.dtype,
+                                          device=scored.logprobs.device)
+                logp_ref = None
+                if ref is not None:
+                    logp_ref = pad_sequence([ref[i] for i in chunk], batch_first=True)
+                    logp_ref = torch.nn.functional.pad(logp_ref, (0, scored.logprobs.shape[1] - logp_ref.shape[1]))
+                try:
+                    loss, stats = grpo_loss(scored.logprobs, old, advantages, scored.mask,
+                                            clip_low=spec.clip_low, clip_high=spec.clip_high,
+                                            logp_ref=logp_ref, kl_coef=spec.kl_coef,
+                                            aggregation=spec.aggregation)
+                except FloatingPointError as exc:
+                    raise TrainingSignalError(f"update {update}: {exc}") from exc
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), spec.max_grad_norm)
+                optimizer.step()
+                entropy = aggregate(scored.entropy, scored.mask, spec.aggregation).item()
+                figures = {"loss": stats.loss, "policy_loss": stats.policy_loss, "kl": stats.kl,
+                           "clip_fraction": stats.clip_fraction, "ratio": stats.ratio_mean,
+                           "entropy": entropy, "grad_norm": float(norm)}
+                for name, value in figures.items():
+                    totals[name] = totals.get(name, 0.0) + value
+                count += 1
+    finally:
+        policy.model.train(was_training)
     means = {k: v / max(count, 1) for k, v in totals.items()}
     if not math.isfinite(means.get("grad_norm", 0.0)):
         raise TrainingSignalError(f"update {update}: expected finite gradients, got a gradient norm of "
