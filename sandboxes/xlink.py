@@ -13,6 +13,7 @@ Nothing in the jail sees the host's ``/tmp``, so the link gives the jail no way 
 
 from __future__ import annotations
 
+import glob
 import os
 
 from sandboxes.errors import SandboxStartError
@@ -76,3 +77,13 @@ class HostDisplay:
             except FileNotFoundError:
                 pass
         self.number = None
+
+
+def leftover_links(marker: str = "cua-jail-") -> list[str]:
+    """Host X sockets that are links into a jail (``marker`` in the target): what closed
+    isolated desktops should not leave."""
+    found = []
+    for path in glob.glob(os.path.join(SOCKET_DIR, "X*")):
+        if os.path.islink(path) and marker in os.readlink(path):
+            found.append(path)
+    return sorted(found)
