@@ -21,6 +21,7 @@ closes the jail.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -205,7 +206,12 @@ class DesktopSandbox:
         return self._display_procs.pids()
 
     async def windows(self) -> list[Window]:
-        return await self._x(self._require_screen().windows)
+        """Client windows; in a jail, a window's pid is that of the ``launch`` it came from."""
+        found = await self._x(self._require_screen().windows)
+        if self.jail is None or not self.jail.config.bubblewrap:
+            return found
+        return [dataclasses.replace(w, pid=self._apps.started_pid_of(w.pid) if w.pid else None)
+                for w in found]
 
     async def wait_for_window(self, match: Callable[[Window], bool], what: str,
                               timeout_s: float | None = None) -> Window:

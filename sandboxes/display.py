@@ -82,6 +82,13 @@ class Processes:
         """Every live process started here, and their descendants."""
         return descendants({p.pid for p in self.started})
 
+    def started_pid_of(self, ns_pid: int) -> int | None:
+        """The started process under which a process runs whose pid in its own (bwrap) PID
+        namespace is ``ns_pid``, e.g. a window's ``_NET_WM_PID``; None unless exactly one."""
+        owners = {proc.pid for proc in self.started for pid in descendants({proc.pid})
+                  if _ns_pids(pid)[1:][-1:] == [ns_pid]}
+        return owners.pop() if len(owners) == 1 else None
+
     def kill_all(self, timeout_s: float = 5.0) -> None:
         """SIGKILL every process started here and its descendants; reap our children."""
         doomed = self.pids()
@@ -136,3 +143,15 @@ def _read_display_number(fd: int, proc: subprocess.Popen[bytes], timeout_s: floa
                                     "run `Xvfb -displayfd 1` to see why")
         data += chunk
     return int(data.strip())
+
+
+def _ns_pids(pid: int) -> list[int]:
+    """A process's pid in each PID namespace it is in, outermost first (``NSpid``)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return [int(part) for part in line.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return []

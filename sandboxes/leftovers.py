@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from sandboxes import procs
 from sandboxes.cgroups import parent_dirs
 from sandboxes.isolation import HOME_PREFIX
-from sandboxes.xlink import leftover_links
 from sandboxes.netns import (
     DEFAULT_SUBNET,
     leftover_interfaces,
     leftover_namespaces,
     leftover_service_addresses,
 )
+from sandboxes.xlink import leftover_links
 
 #: process names that count as a sandbox's (browser, display, window manager, Playwright)
 SANDBOX_COMMS = ("chromium", "chrome", "chrome_crashpad", "bwrap", "Xvfb", "openbox", "node",
