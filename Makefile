@@ -19,7 +19,7 @@ SYSTEM_PACKAGES += python3 python3-venv
 endif
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-packages demo test bench lint clean
+.PHONY: setup system-packages containers demo test bench lint clean
 
 setup: system-packages $(STAMP)
 
@@ -49,7 +49,13 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/cua demo
 
-test: setup
+# Podman as the Docker engine of the container tests (and of --provider docker): packages,
+# the API socket, a base image without a registry, the harness image. Cached: a second run
+# only checks (see scripts/podman_setup.sh).
+containers: setup
+	PY=$(abspath $(PY)) scripts/podman_setup.sh
+
+test: setup containers
 	$(PY) -m pytest -q -p no:cacheprovider
 
 bench: setup
@@ -60,4 +66,4 @@ lint: setup
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache .wheelhouse

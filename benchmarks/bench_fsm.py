@@ -4,8 +4,8 @@
 
 - Throughput: the oracle agent (``env.oracle_action()``, i.e. ``FSMTask.cheat``) plays the
   ``fsm`` suite's tasks of every curated library site (one per goal, from the initial
-  state) in real Chromium: ``AsyncBrowserEnv`` + ``BrowserSandbox`` + ``FSMTask`` on one
-  ``BrowserHost`` and one ``SiteServer``, N episodes at once. A trajectory counts as
+  state) in real Chromium: ``AsyncEnv`` + ``BrowserSandbox`` + ``FSMTask`` on one
+  ``LocalProvider`` and one ``SiteServer`` (through a ``LocalSiteClient``), N episodes at once. A trajectory counts as
   verified when the goal is reached, every step fired a transition on a shortest path,
   and every step returned a screenshot. Rate = verified / wall time x 3600.
   Each concurrency runs in two modes, interleaved: ``kept`` (the default: a new episode
@@ -37,13 +37,13 @@ from benchmarks.common import (
     ratio,
     write_results,
 )
+from fsm_sites.client import LocalSiteClient
 from fsm_sites.library import list_sites, load_site
 from fsm_sites.server import SiteServer
-from harness.env import AsyncBrowserEnv
-from harness.store.restore import observe
+from harness.env import AsyncEnv
 from harness.tasks.fsm import FSMTask, goal_tasks
 from sandboxes.browser_config import BrowserConfig
-from sandboxes.browser_host import BrowserHost
+from sandboxes.providers import LocalProvider
 
 TARGET_PER_HOUR = 5000
 TARGET_RESET_MS = 100
@@ -61,7 +61,13 @@ def library_tasks(per_site: int | None) -> list[Any]:
     return tasks
 
 
-async def oracle_episode(env: AsyncBrowserEnv, seed: int) -> dict[str, Any]:
+def fsm_env(task: Any, sites: LocalSiteClient, sandbox: Any, **task_options: Any) -> AsyncEnv:
+    """An env for one goal task on the benchmark's site server (the task is handed its site
+    client, so the env's own ``TaskResources`` never start a server)."""
+    return AsyncEnv(FSMTask([task], sites, **task_options), sandbox)
+
+
+async def oracle_episode(env: AsyncEnv, seed: int) -> dict[str, Any]:
     """One oracle episode; its reset time, steps, verdicts, actions and whether it verifies."""
     start = time.perf_counter()
     obs, _ = await env.reset(seed=seed)
@@ -84,7 +90,7 @@ async def oracle_episode(env: AsyncBrowserEnv, seed: int) -> dict[str, Any]:
     moving = [v for v in verdicts if v is not None]
     verified = (success and bool(moving) and all(shot for shot in shots)
                 and all(v.transition_fired and v.on_shortest_path for v in moving))
-    return {"task": env.task.id, "seed": seed, "reset_s": reset_s, "steps": len(actions),
+    return {"task": env.task_id, "seed": seed, "reset_s": reset_s, "steps": len(actions),
             "verified": verified, "success": success, "actions": actions,
             "states": [v.state_after for v in moving],
             "moving_index": [i for i, v in enumerate(verdicts) if v is not None],
@@ -94,7 +100,7 @@ async def oracle_episode(env: AsyncBrowserEnv, seed: int) -> dict[str, Any]:
 MODES = {"kept": True, "fresh": False}  # mode -> FSMTask(reuse_page=...)
 
 
-async def throughput(host: BrowserHost, server: SiteServer, tasks: list[Any], concurrency: int,
+async def throughput(provider: LocalProvider, sites: LocalSiteClient, tasks: list[Any], concurrency: int,
                      seconds: float, progress: Progress, mode: str) -> dict[str, Any]:
     """Oracle episodes over ``tasks`` (cycled, new layout seed per lap) for ``seconds``."""
     episodes: list[dict[str, Any]] = []
@@ -104,11 +110,11 @@ async def throughput(host: BrowserHost, server: SiteServer, tasks: list[Any], co
     deadline = time.perf_counter() + seconds
 
     async def worker() -> None:
-        sandbox = await host.new_sandbox()
+        sandbox = await provider.new_browser()
         while time.perf_counter() < deadline:
             k = next(counter)
             task = tasks[k % len(tasks)]
-            env = AsyncBrowserEnv(FSMTask([task], server, reuse_page=MODES[mode]), sandbox)
+            env = fsm_env(task, sites, sandbox, reuse_page=MODES[mode])
             try:
                 episodes.append(await oracle_episode(env, seed=k // len(tasks)))
             except Exception as exc:  # counted: an unverifiable episode is a finding
@@ -136,14 +142,15 @@ async def throughput(host: BrowserHost, server: SiteServer, tasks: list[Any], co
     }
 
 
-async def jump_vs_replay(host: BrowserHost, server: SiteServer, tasks: list[Any],
+async def jump_vs_replay(provider: LocalProvider, sites: LocalSiteClient, tasks: list[Any],
                          repeats: int) -> list[dict[str, Any]]:
     """Per depth: browser jump vs browser replay, and server-only jump vs event replay."""
+    server = sites.server
     deep = sorted((t for t in tasks if t.difficulty >= 3), key=lambda t: -t.difficulty)[:3]
-    sandbox = await host.new_sandbox()
+    sandbox = await provider.new_browser()
     rows = []
     for task in deep:
-        env = AsyncBrowserEnv(FSMTask([task], server), sandbox)
+        env = fsm_env(task, sites, sandbox)
         episode = await oracle_episode(env, seed=0)
         sid = env.task._session  # noqa: SLF001 - the benchmark needs the live session id
         events = [r.event for r in server.events(sid)]
@@ -156,8 +163,7 @@ async def jump_vs_replay(host: BrowserHost, server: SiteServer, tasks: list[Any]
                 start = time.perf_counter()
                 await env.reset(seed=0)
                 sid = env.task._session  # noqa: SLF001
-                await env.task.jump(sandbox, target)  # the store's jump path (restore._jump)
-                await observe(env)
+                await env.jump(target, steps=depth)  # the store's jump path (restore_node)
                 jump_ms.append((time.perf_counter() - start) * 1000)
                 assert server.state(sid).key() == target
                 start = time.perf_counter()
@@ -184,10 +190,12 @@ async def jump_vs_replay(host: BrowserHost, server: SiteServer, tasks: list[Any]
     return rows
 
 
-async def reset_paths(host: BrowserHost, server: SiteServer, task: Any, repeats: int) -> dict[str, Any]:
+async def reset_paths(provider: LocalProvider, sites: LocalSiteClient, task: Any,
+                      repeats: int) -> dict[str, Any]:
     """Where an FSM reset's time goes: the env's two reset paths (the session shown in the
     kept page; a fresh BrowserContext with route, CDP attach and page load), each with its
     first screenshot, against bare Playwright doing the same with no env around it."""
+    host, server = provider.host, sites.server
     browser = await host.ensure_browser()
     viewport = {"width": host.config.viewport_width, "height": host.config.viewport_height}
     times: dict[str, list[float]] = {}
@@ -201,10 +209,10 @@ async def reset_paths(host: BrowserHost, server: SiteServer, task: Any, repeats:
         await cdp.detach()
 
     envs = {
-        "env.reset, kept page (session shown in place + screenshot)": AsyncBrowserEnv(
-            FSMTask([task], server), await host.new_sandbox()),
-        "env.reset, fresh context (new context + load + screenshot)": AsyncBrowserEnv(
-            FSMTask([task], server, reuse_page=False), await host.new_sandbox()),
+        "env.reset, kept page (session shown in place + screenshot)": fsm_env(
+            task, sites, await provider.new_browser()),
+        "env.reset, fresh context (new context + load + screenshot)": fsm_env(
+            task, sites, await provider.new_browser(), reuse_page=False),
     }
     for env in envs.values():
         await env.reset(seed=0)  # the first episode of a sandbox always opens a context
@@ -254,16 +262,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     tasks = library_tasks(2 if args.quick else None)
     specs = [load_site(site) for site in list_sites()]
     concurrencies = [int(c) for c in args.concurrency.split(",")]
-    async with SiteServer(specs) as server, BrowserHost(BrowserConfig(image_format=args.image_format)) as host:
+    config = BrowserConfig(image_format=args.image_format)
+    async with SiteServer(specs) as server, LocalProvider(config) as provider:
+        sites = LocalSiteClient(server)
         warm = warm_up(server, tasks)
         with Progress(console=console, transient=True) as progress:
             runs = []
             for _ in range(args.repeats):
                 for c in concurrencies:
                     for mode in MODES:
-                        runs.append(await throughput(host, server, tasks, c, args.seconds, progress, mode))
-        jumps = await jump_vs_replay(host, server, tasks, 2 if args.quick else 3)
-        paths = await reset_paths(host, server, tasks[0], 5 if args.quick else 10)
+                        runs.append(await throughput(provider, sites, tasks, c, args.seconds, progress, mode))
+        jumps = await jump_vs_replay(provider, sites, tasks, 2 if args.quick else 3)
+        paths = await reset_paths(provider, sites, tasks[0], 5 if args.quick else 10)
     return {"tasks": len(tasks), "sites": len(specs), "runs": runs, "jump_vs_replay": jumps,
             "reset_paths_ms": paths, "warm_up_ms_per_site": warm}
 

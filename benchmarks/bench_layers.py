@@ -15,8 +15,9 @@ jails, Playwright's drivers; Ray's daemons and actors for the Ray layers only), 
 shared machine's load disturbs much less than episodes per minute.
 
 A layer is a name in ``LAYERS`` mapping to a function that makes its ``EnvProvider`` for a
-concurrency; add yours there (the env server and container layers, for instance), and it
-is measured beside the others. Ray runs locally, started once (``ray.init(num_cpus=2)``)
+concurrency; add yours there, and it is measured beside the others. The env-server and
+container layers come from ``benchmarks.serving_layers``; a provider whose processes are
+not under this one (containers) reports their CPU seconds by ``extra_cpu_s()``. Ray runs locally, started once (``ray.init(num_cpus=2)``)
 before the first round, so its start-up is not counted against any layer.
 """
 
@@ -30,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks.common import console, fmt, median, print_table, write_results
+from benchmarks.serving_layers import SERVING_LAYERS, prepare
 from harness.agents.registry import make_agent
 from harness.env_providers import EnvProvider, make_env_provider
 from harness.runner import EpisodeRunner, RunnerConfig, episode_specs
@@ -52,6 +54,7 @@ LAYERS: dict[str, tuple[str, Callable[[int], EnvProvider]]] = {
                  lambda _c: make_env_provider("isolated")),
     "ray": ("RayEnvs over local envs: one actor hosting every env", _ray_layer("local")),
     "ray-isolated": ("RayEnvs over isolated envs", _ray_layer("isolated")),
+    **SERVING_LAYERS,  # env-server, container
 }
 
 
@@ -97,11 +100,15 @@ async def measure(layer: str, *, task: str, episodes: int, concurrency: int,
         await runner.run(episode_specs([task], concurrency, seed=10_000))  # warm-up: every slot
         startup = time.perf_counter() - started
         load = os.getloadavg()[0]
+        extra = getattr(envs, "extra_cpu_s", None)  # processes not under this one (containers)
+        extra_before = await asyncio.to_thread(extra) if extra else 0.0
         cpu_before = tree_cpu()
         began = time.perf_counter()
         records = await runner.run(episode_specs([task], episodes, seed=0))
         wall = time.perf_counter() - began
         cpu = cpu_used(cpu_before, tree_cpu(), skip)
+        if extra:
+            cpu += await asyncio.to_thread(extra) - extra_before
     finally:
         await envs.close()
     return {"layer": layer, "episodes": episodes, "wall_s": wall, "startup_s": startup,
@@ -119,6 +126,7 @@ async def run(layers: list[str], *, task: str, episodes: int, concurrency: int,
 
         if not ray.is_initialized():
             ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    prepare(layers)
     shared = set(tree_cpu()) - {key for key in tree_cpu() if key[0] == os.getpid()}
     measurements = []
     for round_index in range(rounds):

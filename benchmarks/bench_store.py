@@ -31,10 +31,12 @@ from typing import Any
 
 from benchmarks.common import console, fmt, median, print_table, ratio, write_results
 from benchmarks.flat_store import FlatStore
+from fsm_sites.client import LocalSiteClient
 from fsm_sites.library import list_sites, load_site
 from fsm_sites.server import SiteServer
-from harness.env import AsyncBrowserEnv
-from harness.store.explore import ExploreConfig, Explorer, describe_action
+from harness.actions import describe_action
+from harness.env import AsyncEnv
+from harness.store.explore import ExploreConfig, Explorer
 from harness.store.export import ExportConfig, export
 from harness.store.models import Frame, Step, Trajectory
 from harness.store.restore import restore_node
@@ -43,7 +45,7 @@ from harness.store.stats import disk_bytes
 from harness.store.store import TrajectoryStore
 from harness.tasks.fsm import FSMTask, goal_tasks
 from sandboxes.browser_config import BrowserConfig
-from sandboxes.browser_host import BrowserHost
+from sandboxes.providers import LocalProvider
 
 TARGET_INSERT = 5000
 STORAGE_KINDS = ("png", "webp", "flat")  # the store's default blob format first
@@ -61,7 +63,7 @@ def pick_tasks(n: int, lo: int, hi: int) -> list[Any]:
     return picked
 
 
-async def collect(env: AsyncBrowserEnv, episodes: int, p_oracle: float, seed: int) -> list[Trajectory]:
+async def collect(env: AsyncEnv, episodes: int, p_oracle: float, seed: int) -> list[Trajectory]:
     """Independent rollouts from the root with an oracle/random mixture policy."""
     from harness.agents.random_agent import RandomAgent
 
@@ -72,7 +74,8 @@ async def collect(env: AsyncBrowserEnv, episodes: int, p_oracle: float, seed: in
         steps, success, total = [], False, 0.0
         for _ in range(env.max_steps):
             action = await env.oracle_action() if rng.random() < p_oracle else None
-            action = action or RandomAgent(seed=rng.randrange(2**31)).sample(obs.width, obs.height)
+            action = action or RandomAgent().sample(obs.width, obs.height,
+                                                    random.Random(rng.randrange(2**31)))
             obs, reward, terminated, truncated, info = await env.step(action)
             verdict = info.verdict
             steps.append(Step(action=info.action or action.model_dump(), action_text=describe_action(action),
@@ -82,7 +85,7 @@ async def collect(env: AsyncBrowserEnv, episodes: int, p_oracle: float, seed: in
             total, success = total + reward, success or info.success
             if terminated or truncated:
                 break
-        out.append(Trajectory(env=env.task.id, root=root, steps=tuple(steps), task_id=env.task.id,
+        out.append(Trajectory(env=env.task_id, root=root, steps=tuple(steps), task_id=env.task_id,
                               reward=total, success=success, agent="mixture"))
     return out
 
@@ -171,11 +174,11 @@ def export_times(store_dir: Path, flat_dir: Path, work: Path, repeats: int) -> d
     return {k: median(v) for k, v in out.items()}
 
 
-async def restore_times(env: AsyncBrowserEnv, store_dir: Path, repeats: int) -> list[dict[str, Any]]:
+async def restore_times(env: AsyncEnv, store_dir: Path, repeats: int) -> list[dict[str, Any]]:
     """jump vs replay for the nodes on the longest successful path of the env's tree."""
     store = TrajectoryStore(store_dir)
     try:
-        episodes = [e for e in store.episodes(success=True) if e.task_id == env.task.id]
+        episodes = [e for e in store.episodes(success=True) if e.task_id == env.task_id]
         if not episodes:
             return []
         leaf = max(episodes, key=lambda e: e.steps).leaf_id
@@ -192,14 +195,14 @@ async def restore_times(env: AsyncBrowserEnv, store_dir: Path, repeats: int) -> 
                     restored = await restore_node(env, store, node.id, seed=0, mode=mode)
                     times[mode].append((time.perf_counter() - start) * 1000)
                     steps[mode] = restored.env_steps
-            rows.append({"task": env.task.id, "depth": node.depth, "jump_ms": median(times["jump"]),
+            rows.append({"task": env.task_id, "depth": node.depth, "jump_ms": median(times["jump"]),
                          "replay_ms": median(times["replay"]), "replay_env_steps": steps["replay"]})
         return rows
     finally:
         store.close()
 
 
-async def explore_compare(env: AsyncBrowserEnv, work: Path, budget: int, seeds: list[int],
+async def explore_compare(env: AsyncEnv, work: Path, budget: int, seeds: list[int],
                           max_depth: int) -> list[dict[str, Any]]:
     """Same budget, tree vs independent, for the oracle and the random agent. A rollout from
     the root with the oracle repeats one trajectory, so distinct successful leaves count too."""
@@ -209,10 +212,10 @@ async def explore_compare(env: AsyncBrowserEnv, work: Path, budget: int, seeds: 
         shutil.rmtree(root, ignore_errors=True)
         store = TrajectoryStore(root)
         config = ExploreConfig(budget=budget, agent=agent, explore=mode, seed=seed, max_depth=max_depth)
-        report = await Explorer(store, env, config, env_key=env.task.id).run()
+        report = await Explorer(store, env, config, env_key=env.task_id).run()
         distinct = len({e.leaf_id for e in store.episodes(success=True)})
         store.close()
-        rows.append({"task": env.task.id, "agent": agent, "seed": seed, "mode": mode,
+        rows.append({"task": env.task_id, "agent": agent, "seed": seed, "mode": mode,
                      "distinct_successes": distinct,
                      "steps_per_distinct_success": report.env_steps / distinct if distinct else None,
                      "seconds_per_distinct_success": report.seconds / distinct if distinct else None,
@@ -248,16 +251,17 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     explore_task = pick_tasks(1, 2, 2)[0]
     specs = [load_site(site) for site in list_sites()]
     result: dict[str, Any] = {"tasks": [f"{t.site}/{t.id}" for t in tasks]}
-    async with SiteServer(specs) as server, BrowserHost(BrowserConfig()) as host:
-        sandbox = await host.new_sandbox()
+    async with SiteServer(specs) as server, LocalProvider(BrowserConfig()) as provider:
+        sites = LocalSiteClient(server)
+        sandbox = await provider.new_browser()
         trajectories, envs = [], []
         start = time.perf_counter()
         for k, task in enumerate(tasks):
-            env = AsyncBrowserEnv(FSMTask([task], server), sandbox, max_steps=task.difficulty + 4)
+            env = AsyncEnv(FSMTask([task], sites), sandbox, max_steps=task.difficulty + 4)
             trajectories += await collect(env, args.episodes, 0.7, seed=k)
             envs.append(env)
         result["collect_s"] = time.perf_counter() - start
-        instructions = {env.task.id: env.task.task.instruction for env in envs}
+        instructions = {env.task_id: env.task.task.instruction for env in envs}
         result["episodes"] = len(trajectories)
         result["steps"] = sum(len(t.steps) for t in trajectories)
         result["successes"] = sum(t.success for t in trajectories)
@@ -275,7 +279,7 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             result["restore"] += await restore_times(env, one_pass["png"], args.restore_repeats)
         for env in envs:
             await env.close()
-        explore_env = AsyncBrowserEnv(FSMTask([explore_task], server), sandbox, max_steps=12)
+        explore_env = AsyncEnv(FSMTask([explore_task], sites), sandbox, max_steps=12)
         result["explore"] = await explore_compare(explore_env, work, args.budget, args.seeds,
                                                   max_depth=explore_task.difficulty + 4)
         await explore_env.close()

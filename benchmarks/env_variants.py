@@ -3,13 +3,17 @@
 - ``FloorVariant``: the floor, a bare Playwright + CDP loop (one Chromium, one context per
   env) that starts a MiniWoB episode and then does only click + screenshot
   (``common.capture``, with the harness variant's capture settings).
-- ``HarnessVariant``: this project's ``AsyncBrowserEnv`` + ``BrowserSandbox`` + ``MiniWoBTask``.
+- ``HarnessVariant``: this project's ``AsyncEnv`` + ``BrowserSandbox`` (from a
+  ``LocalProvider``) + ``MiniWoBTask``.
 - ``MiniwobGymVariant``: the ``miniwob`` package's own gymnasium env (Selenium driving
   Debian's chromedriver), one Chromium per env, its blocking calls run on threads.
 
 BrowserGym runs in its own virtualenv (it pins Playwright 1.44); see ``browsergym_runner``.
-Every variant serves the same pages from the same local server (``harness.tasks.miniwob``),
-starts episodes with the same seeds, and clicks the same points of the 160x210 task area.
+Every variant loads the same pages from the same local server (the benchmark's one
+``TaskResources``, whose ``miniwob_url`` serves the ``miniwob`` package's pages on the
+benchmark's event loop; the Selenium and BrowserGym envs block on threads or run in
+subprocesses, so that loop is free to serve them), starts episodes with the same seeds, and
+clicks the same points of the 160x210 task area.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import os
 from typing import Any
 
 from benchmarks.common import capture
-from harness.tasks.miniwob import VIEWPORT, server_url
+from harness.resources import TaskResources
+from harness.tasks.miniwob import VIEWPORT
 from sandboxes.browser_config import BrowserConfig
 
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -32,15 +37,17 @@ _READY = ("(() => { try { return typeof core !== 'undefined' && typeof genProble
           " && document.getElementById('sync-task-cover') !== null; } catch (e) { return false; } })()")
 
 
-def task_url(task: str) -> str:
-    return f"{server_url()}miniwob/{task}.html"
-
-
 class Variant:
-    """N envs of one system on one MiniWoB task."""
+    """N envs of one system on one MiniWoB task, loading pages from ``resources``."""
 
     name = ""
     label = ""
+
+    def __init__(self, resources: TaskResources) -> None:
+        self.resources = resources
+
+    async def task_url(self, task: str) -> str:
+        return f"{await self.resources.miniwob_url()}miniwob/{task}.html"
 
     async def open(self, task: str, n: int) -> None:
         raise NotImplementedError
@@ -56,6 +63,9 @@ class Variant:
         """Stop MiniWoB's 10 s episode timer (``core.clearTimer()``, as BrowserGym does), so
         a slow system does not see its episodes expire mid-measurement. Not timed."""
         raise NotImplementedError
+
+    async def settle(self) -> None:
+        """Wait for background work the env does between episodes (none by default)."""
 
     def memory_roots(self) -> list[int]:
         """Pids whose descendants are this variant's browsers and drivers."""
@@ -73,7 +83,7 @@ class FloorVariant(Variant):
 
         from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
 
-        self.url = task_url(task)
+        self.url = await self.task_url(task)
         self._pw = await async_playwright().start()
         self._browser = await self._pw.chromium.launch(
             executable_path=find_chromium(), headless=True, args=list(CHROMIUM_FLAGS))
@@ -126,20 +136,21 @@ class JudgedFloorVariant(FloorVariant):
 
 
 class HarnessVariant(Variant):
-    name, label = "harness", "(b) this env: AsyncBrowserEnv"
+    name, label = "harness", "(b) this env: AsyncEnv"
 
     async def open(self, task: str, n: int) -> None:
-        from harness.env import AsyncBrowserEnv, sandbox_overrides_for
+        from harness.env import AsyncEnv
         from harness.tasks.miniwob import MiniWoBTask
-        from sandboxes.browser_host import BrowserHost
+        from sandboxes.providers import LocalProvider
 
-        self._host = BrowserHost(CAPTURE_CONFIG)
-        await self._host.start()
+        self._provider = LocalProvider(CAPTURE_CONFIG)
+        await self._provider.start()
         self._envs = []
         for _ in range(n):
             mw_task = MiniWoBTask(task)
-            sandbox = await self._host.new_sandbox(**sandbox_overrides_for(mw_task))
-            self._envs.append(AsyncBrowserEnv(mw_task, sandbox, max_steps=1_000_000))
+            sandbox = await self._provider.new_sandbox(mw_task.sandbox_request)
+            self._envs.append(AsyncEnv(mw_task, sandbox, resources=self.resources,
+                                       max_steps=1_000_000))
 
     async def reset(self, i: int, seed: int) -> None:
         await self._envs[i].reset(seed=seed)
@@ -153,10 +164,18 @@ class HarnessVariant(Variant):
     async def disarm(self, i: int) -> None:
         await self._envs[i].sandbox.evaluate("core.clearTimer()")
 
+    async def settle(self) -> None:
+        """Let each sandbox finish preparing the next episode's context (prepare_next)."""
+        for env in self._envs:
+            spare = env.sandbox._spare  # noqa: SLF001 - the benchmark waits for its work
+            if spare is not None:
+                await asyncio.wait({spare._task})  # noqa: SLF001
+
     async def close(self) -> None:
         for env in self._envs:
             await env.close()
-        await self._host.close()
+            await env.sandbox.close()
+        await self._provider.close()
 
 
 class MiniwobGymVariant(Variant):
@@ -166,6 +185,7 @@ class MiniwobGymVariant(Variant):
         os.environ.setdefault("MINIWOB_CHROME_BINARY", CHROMIUM)
         os.environ.setdefault("MINIWOB_CHROMEDRIVER", CHROMEDRIVER)
         self.task = task
+        self.base_url = f"{await self.resources.miniwob_url()}miniwob/"
         # One env (one chromedriver + Chromium) per slot, created in parallel like a pool would.
         self._envs = await asyncio.gather(*(asyncio.to_thread(self._make) for _ in range(n)))
 
@@ -174,7 +194,7 @@ class MiniwobGymVariant(Variant):
         import miniwob
 
         gymnasium.register_envs(miniwob)
-        return gymnasium.make(f"miniwob/{self.task}-v1", base_url=f"{server_url()}miniwob/")
+        return gymnasium.make(f"miniwob/{self.task}-v1", base_url=self.base_url)
 
     async def reset(self, i: int, seed: int) -> None:
         await asyncio.to_thread(self._envs[i].reset, seed=seed)

@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "harness.fsm_tasks_cli",  # cua tasks ...
     "harness.store.cli",  # cua store ..., cua view, cua collect
     "harness.demo",  # cua demo
+    "harness.server.cli",  # cua env-server
 )
 
 for _name in COMMAND_MODULES:

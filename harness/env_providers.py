@@ -34,7 +34,7 @@ from harness.errors import ConfigError, UnknownNameError, did_you_mean
 from harness.resources import TaskResources
 from harness.rewards import RewardMode
 from harness.tasks.registry import make_task
-from sandboxes.base import Sandbox, SandboxProvider, SandboxRequest
+from sandboxes.base import Sandbox, SandboxKind, SandboxProvider, SandboxRequest
 
 ENTRY_POINT_GROUP = "cua.providers"
 
@@ -51,6 +51,12 @@ class EnvOptions(BaseModel):
     elements: bool = Field(default=False, description="observe the page's interactive elements")
     step_timeout_s: float = Field(default=30.0, gt=0, description="limit for one step")
     reset_timeout_s: float = Field(default=60.0, gt=0, description="limit for one reset")
+    sandbox: SandboxKind | None = Field(default=None, description="the kind of sandbox (browser, "
+                                        "desktop); None: the kind each task asks for")
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """The options an ``AsyncEnv`` takes (the sandbox kind is the provider's business)."""
+        return self.model_dump(exclude={"sandbox"})
 
 
 class UnknownProviderError(UnknownNameError):
@@ -101,10 +107,10 @@ class LocalEnvs:
 
     async def open(self, task_id: str, options: EnvOptions) -> Env:
         task = make_task(task_id)
-        request = task.sandbox_request
+        request = sandbox_request(task.sandbox_request, options.sandbox, self.sandboxes)
         idle = self._idle.get(request)
         sandbox = idle.pop() if idle else await self.sandboxes.new_sandbox(request)
-        env = AsyncEnv(task, sandbox, resources=self.resources, **options.model_dump())
+        env = AsyncEnv(task, sandbox, resources=self.resources, **options.env_kwargs())
         self._busy[id(env)] = (request, sandbox)
         return env
 
@@ -140,6 +146,37 @@ class LocalEnvs:
             await self.resources.close()
         if self._owns_sandboxes:
             await self.sandboxes.close()
+
+
+def sandbox_request(request: SandboxRequest, kind: SandboxKind | None,
+                    sandboxes: SandboxProvider) -> SandboxRequest:
+    """The task's request with ``--sandbox`` applied, if the sandbox provider makes that kind."""
+    if kind is None or kind == request.kind:
+        return request
+    kinds = tuple(getattr(sandboxes, "kinds", ()))
+    if kinds and kind not in kinds:
+        raise ConfigError(f"--sandbox: expected a kind {type(sandboxes).__name__} makes "
+                          f"({', '.join(kinds)}), got {kind!r}; pick one of those or a provider "
+                          "that makes it")
+    return request.model_copy(update={"kind": kind})
+
+
+def check_sandbox(kind: SandboxKind | None, provider: str,
+                  tasks: dict[str, SandboxKind] | None = None) -> None:
+    """Refuse ``--sandbox KIND`` up front: for tasks (id -> the kind each needs) that need
+    another kind, and where the local provider does not make it (other providers refuse it
+    when their first env opens)."""
+    if kind is None:
+        return
+    other = [task for task, needs in (tasks or {}).items() if needs != kind]
+    if other:
+        raise ConfigError(f"--sandbox {kind}: expected tasks that run on a {kind} sandbox, got "
+                          f"{len(other)} that need another kind ({', '.join(other[:5])}); drop "
+                          f"--sandbox, or pick tasks of that kind")
+    if provider == "local":
+        from sandboxes.providers import LocalProvider
+
+        sandbox_request(SandboxRequest(), kind, LocalProvider())
 
 
 @dataclass(frozen=True)

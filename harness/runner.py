@@ -47,7 +47,7 @@ from harness.resources import TaskResources
 from harness.rewards import RewardMode
 from harness.rollout import RolloutSink, describe_error, rollout
 from harness.tasks.registry import check_task_id
-from sandboxes.base import SandboxProvider
+from sandboxes.base import SandboxKind, SandboxProvider
 from sandboxes.errors import SandboxCrashed
 
 if TYPE_CHECKING:
@@ -79,6 +79,9 @@ class RunnerConfig(BaseModel):
     elements: bool = Field(
         default=False, description="observe the page's interactive elements each step (element "
         "lists for prompts and exports); always on for agents whose prompt shows elements")
+    sandbox: SandboxKind | None = Field(
+        default=None, description="the kind of sandbox: browser or desktop; None: the kind "
+        "each task asks for")
     provider: str = Field(
         default="local", description="where the envs run: local (this process's sandboxes), or a "
         "registered provider such as isolated, docker, remote:URL")
@@ -180,10 +183,12 @@ class EpisodeRunner:
         specs = list(specs)
         for task_id in dict.fromkeys(s.task_id for s in specs):
             check_task_id(task_id)
+        envs, owned = self._env_provider()  # a bad provider argument fails before any file
         todo = self._pending(specs)
         if not todo:
+            if owned:
+                await envs.close()
             return []
-        envs, owned = self._env_provider()
         queue: asyncio.Queue[EpisodeSpec] = asyncio.Queue()
         for spec in todo:
             queue.put_nowait(spec)
@@ -287,7 +292,8 @@ class EpisodeRunner:
         cfg = self.config
         return EnvOptions(codec=cfg.codec or "json", max_steps=cfg.max_steps, reward=cfg.reward,
                           elements=cfg.elements or wants_elements(self.agent),
-                          step_timeout_s=cfg.step_timeout_s, reset_timeout_s=cfg.step_timeout_s)
+                          step_timeout_s=cfg.step_timeout_s, reset_timeout_s=cfg.step_timeout_s,
+                          sandbox=cfg.sandbox)
 
     async def _run_once(self, envs: EnvProvider, spec: EpisodeSpec, attempt: int) -> EpisodeRecord:
         cfg = self.config

@@ -1,5 +1,6 @@
 """``BrowserSandbox``: one isolated browser context per episode; it implements the sandbox
-core and the ``Browser`` interface (``sandboxes.base``).
+core and the ``Browser`` interface (``sandboxes.base``). The context itself, and the next
+episode's prepared in the background, are ``sandboxes.browser_context``'s.
 
 Every operation runs under a timeout. A failure is classified before it leaves:
 the browser died -> ``SandboxCrashed`` (after the host restarted it); ran too long
@@ -11,29 +12,20 @@ browser refuses) come back from ``execute`` as a string.
 from __future__ import annotations
 
 import asyncio
-import base64
 from collections.abc import Awaitable, Callable
 from typing import Literal, TypeVar
 
-from playwright.async_api import (
-    Browser,
-    BrowserContext,
-    CDPSession,
-    Page,
-    Request,
-    Route,
-)
-from playwright.async_api import (
-    Error as PlaywrightError,
-)
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
 
 from sandboxes.actions import Action, duration_s
 from sandboxes.base import Screenshot, UIElement
 from sandboxes.browser_actions import outside_viewport, perform
 from sandboxes.browser_config import BrowserConfig
+from sandboxes.browser_context import EpisodeContext, SpareContext, load
 from sandboxes.browser_elements import ELEMENTS_JS, parse_elements
 from sandboxes.browser_host import BrowserHost, first_line
-from sandboxes.browser_nav import NavigationWatcher
+from sandboxes.browser_nav import NOT_READ
 from sandboxes.errors import (
     SandboxClosed,
     SandboxCrashed,
@@ -42,12 +34,7 @@ from sandboxes.errors import (
     SandboxNavigationError,
     SandboxTimeout,
 )
-from sandboxes.origins import (
-    is_allowed,
-    normalize_origins,
-    outside_pattern,
-    web_origin,
-)
+from sandboxes.origins import normalize_origins
 
 __all__ = ["BrowserConfig", "BrowserHost", "BrowserSandbox"]
 
@@ -59,8 +46,6 @@ _CONTEXT_DESTROYED = "Execution context was destroyed"
 #: that say so (page crash, browser disconnect) may still be in flight.
 _GONE_MARKERS = ("Target crashed", "has been closed", "Target closed", "Connection closed")
 _VERDICT_WAIT_S = 1.0
-_NOT_PAINTED = "Unable to capture screenshot"
-_CAPTURE_ATTEMPTS = 5
 #: Asks a page that can show another URL of its origin in place to do so (see reset).
 _SOFT_NAVIGATE = (
     "([url, content]) => (typeof window.__softNavigate === 'function'"
@@ -77,18 +62,22 @@ class BrowserSandbox:
         self.host = host
         host.register(self)
         self.config = config
-        self._context: BrowserContext | None = None
-        self._page: Page | None = None
-        self._cdp: CDPSession | None = None
+        self._episode: EpisodeContext | None = None
         self._generation = 0
-        self._allowed: frozenset[str] = frozenset()
-        self._nav: NavigationWatcher | None = None
-        #: Popups being closed, held so that their tasks are not garbage-collected.
-        self._closing_popups: set[asyncio.Task[None]] = set()
         self._page_crashed = False
         self._closed = False
-        #: URLs of subresource requests aborted by origin confinement this episode.
-        self.blocked_requests: list[str] = []
+        #: The next episode's context, prepared while this one runs (config.prepare_next).
+        self._spare: SpareContext | None = None
+        #: Earlier episodes' contexts being closed in the background.
+        self._retiring: set[asyncio.Task[None]] = set()
+        self._last_url: str | None = None  # of the last fresh reset: the guess for the next
+        self._after_read: str | None = None  # see read_after_actions
+        self._read_value: object = NOT_READ
+
+    @property
+    def blocked_requests(self) -> list[str]:
+        """URLs of subresource requests aborted by origin confinement this episode."""
+        return self._episode.blocked_requests if self._episode is not None else []
 
     # ---- Sandbox protocol ------------------------------------------------------------
 
@@ -108,6 +97,11 @@ class BrowserSandbox:
         """Close the previous episode's context and open ``url`` (None: a blank page) in a
         fresh one.
 
+        With ``config.prepare_next`` the fresh context may have been opened, and ``url``
+        loaded in it, in the background while the previous episode ran (see
+        ``_prepare_next``): no episode ever used it, and a guess that turns out wrong (another
+        URL or other origins) is closed unused.
+
         ``keep_page=True`` reuses the previous episode's context and page instead, when
         they are healthy and confined to the same origins: cookies and storage are
         cleared, the episode's bookkeeping (blocked requests, popups) starts over, and
@@ -118,28 +112,37 @@ class BrowserSandbox:
         context and renderer a fresh reset pays for (see docs/sandboxes.md).
         """
         self._check_open()
+        self._after_read, self._read_value = None, NOT_READ
         if url is None:
             url, allowed_origins, keep_page = _BLANK, (), False
         allowed = normalize_origins(tuple(allowed_origins), url)
         if keep_page and self._can_keep(allowed):
+            await self._drop_spare()
             await self._guarded(
                 "reset", lambda: self._reuse_page(url, content), self.config.navigation_timeout_s
             )
             return
-        await self._close_context()
         browser = await self.host.ensure_browser()
-        self._generation = self.host.generation
-        self._allowed = allowed
-        self._page_crashed = False
-        self.blocked_requests = []
-        await self._guarded(
-            "reset", lambda: self._open_context(browser), self.config.navigation_timeout_s
-        )
-        await self._guarded("reset", lambda: self._goto(url), self.config.navigation_timeout_s)
+        generation = self.host.generation
+        spare, self._spare = self._spare, None
+        episode = await spare.take(url, allowed, generation) if spare is not None else None
+        retired = self._retire()
+        self._generation, self._page_crashed = generation, False
+        if episode is not None:
+            self._episode = episode
+        else:
+            self._episode = await self._guarded(
+                "reset", lambda: EpisodeContext.open(browser, self.config, allowed, generation),
+                self.config.navigation_timeout_s,
+            )
+            await self._guarded("reset", lambda: self._goto(url), self.config.navigation_timeout_s)
+        if not keep_page:
+            self._prepare_next(url, allowed, retired)
 
     async def screenshot(self) -> Screenshot:
         """Capture the viewport through CDP ``Page.captureScreenshot``."""
         self._require_page()
+        self._read_value = NOT_READ
         data = await self._guarded("screenshot", self._capture, self.config.action_timeout_s)
         cfg = self.config  # every context is created with this viewport
         return Screenshot(
@@ -149,6 +152,7 @@ class BrowserSandbox:
     async def execute(self, action: Action) -> str | None:
         """Perform ``action``; None on success, or the agent's error as a message."""
         page = self._require_page()
+        self._read_value = NOT_READ
         error = outside_viewport(action, self.config.viewport_width, self.config.viewport_height)
         if error is not None:
             return error
@@ -156,10 +160,11 @@ class BrowserSandbox:
         refused = await self._guarded(action.type, lambda: perform(page, action), limit)
         if refused is not None:
             return refused
-        assert self._nav is not None
-        nav = self._nav
-        await self._guarded(
-            action.type, lambda: nav.after_action(action.type), self.config.navigation_timeout_s
+        assert self._episode is not None  # _guarded raised if the page went away
+        nav, read = self._episode.nav, self._after_read
+        self._read_value = await self._guarded(
+            action.type, lambda: nav.after_action(action.type, read),
+            self.config.navigation_timeout_s,
         )
         if self.config.settle_ms:
             await asyncio.sleep(self.config.settle_ms / 1000)
@@ -168,6 +173,9 @@ class BrowserSandbox:
     async def evaluate(self, expression: str) -> object:
         """Evaluate a JavaScript expression in the page and return its JSON value."""
         page = self._require_page()
+        value, self._read_value = self._read_value, NOT_READ
+        if value is not NOT_READ and expression == self._after_read:
+            return value  # read by the action's own last round trip (read_after_actions)
         try:
             return await self._guarded(
                 "evaluate", lambda: page.evaluate(expression), self.config.action_timeout_s
@@ -185,6 +193,15 @@ class BrowserSandbox:
             "evaluate", lambda: page.evaluate(expression), self.config.action_timeout_s
         )
 
+    def read_after_actions(self, expression: str | None) -> None:
+        """Evaluate ``expression`` (read-only, with a JSON value) in the round trip that ends
+        every action (the navigation flush), and answer ``evaluate(expression)`` from it
+        when that is the next call after the action: a task that judges each step by
+        reading the page (MiniWoB's reward globals) saves a round trip per step. The value
+        is read again when the action ran a script URL or navigated. None, or the next
+        ``reset``, stops it."""
+        self._after_read, self._read_value = expression, NOT_READ
+
     async def elements(self) -> list[UIElement]:
         """The interactive elements the viewport shows (``sandboxes.browser_elements``)."""
         return parse_elements(await self.evaluate(ELEMENTS_JS))
@@ -192,9 +209,9 @@ class BrowserSandbox:
     @property
     def url(self) -> str:
         """The page's current URL ("about:blank" before the first reset)."""
-        if self._page is None or self._page.is_closed():
+        if self._episode is None or self._episode.page.is_closed():
             return "about:blank"
-        return self._page.url
+        return self._episode.page.url
 
     @property
     def page(self) -> Page:
@@ -205,73 +222,66 @@ class BrowserSandbox:
         """True while the sandbox can serve an episode (browser up, page responsive)."""
         if self._closed or not self.host.is_alive():
             return False
-        if self._page is None:
+        if self._episode is None:
             return True
-        if self._page_crashed or self._generation != self.host.generation or self._page.is_closed():
+        page = self._episode.page
+        if self._crashed() or page.is_closed():
             return False
         try:
-            return await asyncio.wait_for(self._page.evaluate("1"), 2.0) == 1
+            return await asyncio.wait_for(page.evaluate("1"), 2.0) == 1
         except (TimeoutError, PlaywrightError):
             return False
 
     async def close(self) -> None:
-        """Close this sandbox's context. Idempotent; the host stays up."""
+        """Close this sandbox's contexts (the episode's, a prepared one, retired ones).
+        Idempotent; the host stays up."""
         if self._closed:
             return
         self._closed = True
+        await self._drop_spare()
         await self._close_context()
+        while self._retiring:
+            await asyncio.gather(*self._retiring)
 
     # ---- internals -------------------------------------------------------------------
 
-    async def _open_context(self, browser: Browser) -> None:
-        cfg = self.config
-        context = await browser.new_context(
-            viewport={"width": cfg.viewport_width, "height": cfg.viewport_height},
-            device_scale_factor=1,
-            accept_downloads=False,
-            # Service workers would fetch outside our route interception.
-            service_workers="block",
-        )
-        self._context = context
-        context.set_default_timeout(cfg.action_timeout_s * 1000)
-        context.set_default_navigation_timeout(cfg.navigation_timeout_s * 1000)
-        # Only URLs that may leave the episode's origins pay for a round trip to Python.
-        await context.route(outside_pattern(self._allowed), self._route)
-        page = await context.new_page()
-        page.on("crash", self._on_crash)
-        cdp = await context.new_cdp_session(page)
-        nav = NavigationWatcher(cdp, self._allowed)
-        await nav.attach()
-        # Published together, so a page is never seen without its CDP session and watcher.
-        self._page, self._cdp, self._nav = page, cdp, nav
-        context.on("page", self._on_new_page)  # after new_page: only popups reach it
+    def _prepare_next(self, url: str, allowed: frozenset[str], after: asyncio.Task[None] | None) -> None:
+        """Once two fresh resets in a row opened ``url`` (every episode of a MiniWoB task
+        does), guess that the next one opens it again and prepare its context now, once
+        ``after`` (the previous context closing) is done. A sandbox used for one episode,
+        or for a new URL each time, never prepares one."""
+        guess = self.config.prepare_next and url != _BLANK and url == self._last_url
+        self._last_url = url
+        if guess:
+            self._spare = SpareContext(self.host, self.config, url, allowed, after)
+
+    async def _drop_spare(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            await spare.close()
+
+    def _retire(self) -> asyncio.Task[None] | None:
+        """Close the previous episode's context in the background; the new episode runs in
+        another context, so nothing of the old one can reach it meanwhile."""
+        episode, self._episode = self._episode, None
+        if episode is None:
+            return None
+        task = asyncio.ensure_future(episode.close(self.config.action_timeout_s))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+        return task
 
     def _can_keep(self, allowed: frozenset[str]) -> bool:
         return (
-            self._page is not None
-            and not self._page.is_closed()
-            and allowed == self._allowed
+            self._episode is not None
+            and self._episode.usable(allowed, self.host.generation)
             and not self._crashed()
         )
 
     async def _reuse_page(self, url: str, content: str | None) -> None:
-        assert self._page is not None and self._context is not None and self._cdp is not None
-        assert self._nav is not None  # published together with the page
-        page, cdp = self._page, self._cdp
-        self.blocked_requests = []
-        self._nav.take_blocked()
-        self._nav.take_opened()
-        await asyncio.gather(
-            self._context.clear_cookies(),
-            *(
-                cdp.send(
-                    "Storage.clearDataForOrigin",
-                    {"origin": web_origin(origin), "storageTypes": "all"},
-                )
-                for origin in sorted(self._allowed)
-                if origin != "file://"
-            ),
-        )
+        assert self._episode is not None
+        page = self._episode.page
+        await self._episode.start_over()
         try:
             shown = await page.evaluate(_SOFT_NAVIGATE, [url, content])
         except PlaywrightError as exc:
@@ -282,9 +292,9 @@ class BrowserSandbox:
             await self._goto(url)
 
     async def _goto(self, url: str) -> None:
-        assert self._page is not None
+        assert self._episode is not None
         try:
-            await self._page.goto(url, wait_until="domcontentloaded")
+            await load(self._episode.page, url)
         except PlaywrightError as exc:
             if self._crashed():
                 raise
@@ -293,61 +303,16 @@ class BrowserSandbox:
             ) from exc
 
     async def _capture(self) -> bytes:
-        assert self._cdp is not None
-        params: dict[str, object] = {
-            "format": self.config.image_format,
-            "captureBeyondViewport": False,
-            "optimizeForSpeed": self.config.fast_encoding,
-        }
-        if self.config.image_format == "jpeg":
-            params["quality"] = self.config.jpeg_quality
-        for attempt in range(_CAPTURE_ATTEMPTS):
-            try:
-                result = await self._cdp.send("Page.captureScreenshot", params)
-                return base64.b64decode(result["data"])
-            except PlaywrightError as exc:
-                # A page that has not painted its first frame yet (right after a
-                # navigation, on a loaded machine) refuses the capture; it paints soon.
-                if _NOT_PAINTED not in str(exc) or attempt == _CAPTURE_ATTEMPTS - 1:
-                    raise
-                await asyncio.sleep(0.05 * (attempt + 1))
-        raise AssertionError("unreachable")
-
-    async def _route(self, route: Route, request: Request) -> None:
-        url = request.url
-        try:
-            if is_allowed(url, self._allowed):
-                await route.continue_()
-            elif request.is_navigation_request() and request.frame.parent_frame is None:
-                # "aborted" cancels the navigation and keeps the current page, where
-                # other error codes would commit an error page.
-                if self._nav is not None:
-                    self._nav.note_blocked(url)
-                await route.abort("aborted")
-            else:
-                self.blocked_requests.append(url)
-                await route.abort("blockedbyclient")
-        except PlaywrightError:
-            pass  # the context closed while the request was in flight
-
-    def _on_new_page(self, page: Page) -> None:
-        if page is self._page:
-            return
-        # One page per episode: the agent only ever sees the main page. The watcher has
-        # already reported the window, from Page.windowOpen.
-        task = asyncio.ensure_future(_close_quietly(page))
-        self._closing_popups.add(task)
-        task.add_done_callback(self._closing_popups.discard)
-
-    def _on_crash(self, _page: Page) -> None:
-        self._page_crashed = True
+        assert self._episode is not None
+        return await self._episode.capture(self.config)
 
     def _agent_error(self) -> str | None:
         """What the agent did wrong since the previous action, if anything."""
-        assert self._nav is not None
-        blocked, opened = self._nav.take_blocked(), self._nav.take_opened()
+        assert self._episode is not None
+        nav = self._episode.nav
+        blocked, opened = nav.take_blocked(), nav.take_opened()
         if blocked:
-            allowed = ", ".join(sorted(self._allowed)) or "(none)"
+            allowed = ", ".join(sorted(self._episode.allowed)) or "(none)"
             return f"navigation to {', '.join(blocked)} blocked; allowed origins: {allowed}"
         if opened:
             return (
@@ -359,6 +324,7 @@ class BrowserSandbox:
     def _crashed(self) -> bool:
         return (
             self._page_crashed
+            or (self._episode is not None and self._episode.crashed)
             or self._generation != self.host.generation
             or not self.host.is_alive()
         )
@@ -368,7 +334,8 @@ class BrowserSandbox:
         if self._crashed():
             await self._raise_crashed(what, None)
         try:
-            return await asyncio.wait_for(op(), timeout)
+            async with asyncio.timeout(timeout):  # no task per call, unlike wait_for
+                return await op()
         except TimeoutError as exc:
             if self._crashed():
                 await self._raise_crashed(what, exc)
@@ -410,14 +377,9 @@ class BrowserSandbox:
         ) from cause
 
     async def _close_context(self) -> None:
-        context, self._context, self._page, self._cdp = self._context, None, None, None
-        self._nav = None
-        if context is None:
-            return
-        try:
-            await asyncio.wait_for(context.close(), self.config.action_timeout_s)
-        except (TimeoutError, PlaywrightError):
-            pass  # the browser is gone or wedged; the host cleans up the process
+        episode, self._episode = self._episode, None
+        if episode is not None:
+            await episode.close(self.config.action_timeout_s)
 
     def _check_open(self) -> None:
         if self._closed or self.host.closed:
@@ -427,17 +389,11 @@ class BrowserSandbox:
 
     def _require_page(self) -> Page:
         self._check_open()
-        if self._page is None:
+        if self._episode is None:
             if self._generation and self._generation != self.host.generation:
                 raise SandboxCrashed("the browser restarted since this episode began; call reset", shared=True)
             raise SandboxError(
                 "expected reset() before using the sandbox, got no episode; call reset(url)"
             )
-        return self._page
+        return self._episode.page
 
-
-async def _close_quietly(page: Page) -> None:
-    try:
-        await page.close()
-    except PlaywrightError:
-        pass

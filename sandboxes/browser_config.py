@@ -50,6 +50,13 @@ class BrowserConfig(BaseModel):
         gt=0,
         description="limit for reset's page load and for a navigation an action starts",
     )
+    prepare_next: bool = Field(
+        default=True,
+        description="once two fresh resets in a row opened the same url, open the next "
+        "episode's context and load url in it in the background, so that the next fresh reset "
+        "to that url and origins only swaps contexts (each episode still gets a context no "
+        "other episode used); costs one more context and renderer per sandbox meanwhile",
+    )
     settle_ms: int = Field(
         default=0,
         ge=0,

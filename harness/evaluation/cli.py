@@ -12,6 +12,7 @@ from rich.table import Table
 
 from harness.agents.registry import agent_names, check_agent, make_agent
 from harness.cli_config import check_output_dir, config_command, fail
+from harness.env_providers import check_sandbox
 from harness.errors import ConfigError
 from harness.evaluation.report import write_report
 from harness.evaluation.summary import latest, write_summary
@@ -59,6 +60,9 @@ def check_eval(config: EvalConfig) -> list[str]:
 
     resolve_codec(config.codec)
     check_output_dir(config.out, "--out")
+    if config.sandbox is not None:
+        check_sandbox(config.sandbox, config.provider,
+                      {t: make_task(t).sandbox_request.kind for t in task_ids})
     if config.store is not None:
         check_output_dir(config.store, "--store")
         from harness.store.damage import verify_store

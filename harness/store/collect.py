@@ -22,7 +22,7 @@ from harness.rewards import RewardMode
 from harness.store.explore import ExploreConfig, Explorer
 from harness.store.hindsight import hindsight_tasks
 from harness.store.store import TrajectoryStore
-from sandboxes.base import SandboxProvider
+from sandboxes.base import SandboxKind, SandboxProvider
 
 
 class CollectConfig(ExploreConfig):
@@ -44,6 +44,8 @@ class CollectConfig(ExploreConfig):
     elements: bool = Field(default=False, description="observe and store each step's interactive "
                            "elements (for element-mode exports); always on for agents whose "
                            "prompt shows elements")
+    sandbox: SandboxKind | None = Field(default=None, description="the kind of sandbox: browser "
+                                        "or desktop; None: the kind the task asks for")
 
     @field_validator("suite")
     @classmethod
@@ -110,7 +112,8 @@ async def collect_async(config: CollectConfig, *, envs: EnvProvider | None = Non
     try:
         await envs.start()
         options = EnvOptions(max_steps=config.max_depth + 1, reward=config.reward,
-                             elements=config.elements or wants_elements(agent))
+                             elements=config.elements or wants_elements(agent),
+                             sandbox=config.sandbox)
         env = await envs.open(task.id, options)
         key = env_key(config.suite, config.seed)
         with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),

@@ -66,6 +66,23 @@ _READY_JS = (
     "typeof core !== 'undefined' && typeof genProblem === 'function'"
     " && document.getElementById('sync-task-cover') !== null"
 )
+#: Waits (up to 2 s, in the page) for the page to be ready, starts the seeded episode, waits
+#: for WOB_TASK_READY and returns the instruction: one round trip when all goes well.
+#: Says how far it got otherwise, so that a retry never starts the episode twice.
+_START_JS = """(async () => {{
+  const until = Date.now() + 2000, tick = () => new Promise(r => setTimeout(r, 10));
+  const holds = check => {{ try {{ return Boolean(check()); }} catch (e) {{ return false; }} }};
+  while (!holds(() => {ready})) {{
+    if (Date.now() > until) return {{started: false}};
+    await tick();
+  }}
+  {seed} core.setDataMode({mode}); core.startEpisodeReal();
+  while (WOB_TASK_READY !== true) {{
+    if (Date.now() > until) return {{started: true, ready: false}};
+    await tick();
+  }}
+  return {{started: true, ready: true, utterance: {utterance}}};
+}})()"""
 _STATE_JS = (
     "({done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL,"
     " reason: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON)})"
@@ -113,21 +130,37 @@ class MiniWoBTask(Task):
         url = f"{await resources.miniwob_url()}miniwob/{self.name}.html"
         await browser.reset(url)  # the start URL's origin is allowed, and no other
         instruction = await self.start_episode(browser, seed=seed)
+        read_after_actions = getattr(browser, "read_after_actions", None)
+        if read_after_actions is not None:  # validate's read rides on each action's last trip
+            read_after_actions(_STATE_JS)
         origin = origin_of(url)
         return TaskSetup(instruction=instruction, start_url=url,
                          allowed_origins=(origin,) if origin else ())
 
     async def start_episode(self, sandbox: PageReader, *, seed: int | None) -> str:
         """Start a seeded episode on the already loaded page; return its instruction."""
-        await self._wait_for(sandbox, _READY_JS, "the page to load (core.js and genProblem)")
         seed_js = "Math.seedrandom();" if seed is None else f"Math.seedrandom({json.dumps(seed)});"
-        await sandbox.evaluate(
-            f"(() => {{ {seed_js} core.setDataMode({json.dumps(self.config.data_mode)});"
-            " core.startEpisodeReal(); return true; })()"
-        )
-        await self._wait_for(sandbox, "WOB_TASK_READY === true", "WOB_TASK_READY")
-        instruction = await sandbox.evaluate(_UTTERANCE_JS)
-        return str(instruction or "")
+        start = _START_JS.format(ready=_READY_JS, seed=seed_js, utterance=_UTTERANCE_JS,
+                                 mode=json.dumps(self.config.data_mode))
+        deadline = time.monotonic() + self.config.ready_timeout_s
+        while not (state := await self._start(sandbox, start))["started"]:
+            if time.monotonic() > deadline:
+                raise TaskError(
+                    f"expected the page to load (core.js and genProblem) within "
+                    f"{self.config.ready_timeout_s}s on {self.id}, got a timeout; check the page "
+                    "server and the browser"
+                )
+        if not state["ready"]:  # a task that prepares its problem asynchronously, slowly
+            await self._wait_for(sandbox, "WOB_TASK_READY === true", "WOB_TASK_READY")
+            state["utterance"] = await sandbox.evaluate(_UTTERANCE_JS)
+        return str(state["utterance"] or "")
+
+    async def _start(self, sandbox: PageReader, start: str) -> dict:
+        state = await sandbox.evaluate(start)
+        if not isinstance(state, dict):
+            raise TaskError(f"expected the episode start of {self.id} to report its state, got "
+                            f"{state!r}; is this a MiniWoB page?")
+        return state
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
         state = await require_browser(sandbox, self.id).evaluate(_STATE_JS)

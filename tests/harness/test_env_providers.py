@@ -9,11 +9,15 @@ from harness.env_providers import (
     EnvOptions,
     LocalEnvs,
     UnknownProviderError,
+    check_sandbox,
     make_env_provider,
     register_env_provider,
+    sandbox_request,
 )
 from harness.errors import ConfigError
 from harness.runner import RunnerConfig
+from sandboxes.base import SandboxRequest
+from sandboxes.isolated import IsolatedProvider
 
 
 async def test_local_envs_reuse_a_released_sandbox_and_drop_a_discarded_one(provider) -> None:
@@ -37,6 +41,24 @@ async def test_local_envs_reuse_a_released_sandbox_and_drop_a_discarded_one(prov
         await envs.release(other)
     finally:
         await envs.close()
+
+
+async def test_sandbox_kind_overrides_the_task_s_and_is_refused_where_not_made(provider) -> None:
+    envs = LocalEnvs(provider)
+    try:
+        env = await envs.open("miniwob:click-test", EnvOptions(sandbox="browser"))
+        assert env.sandbox.kind == "browser"
+        await envs.release(env)
+    finally:
+        await envs.close()
+    with pytest.raises(ConfigError, match=r"IsolatedProvider makes \(browser\), got 'desktop'"):
+        sandbox_request(SandboxRequest(), "desktop", IsolatedProvider())
+    with pytest.raises(ConfigError, match=r"--sandbox desktop: .* 1 that need another kind "
+                                          r"\(miniwob:click-test\)"):
+        check_sandbox("desktop", "local", {"miniwob:click-test": "browser", "desktop:x": "desktop"})
+    check_sandbox("desktop", "local", {"desktop:x": "desktop"})  # the local provider makes it
+    with pytest.raises(ValueError, match="sandbox"):
+        RunnerConfig(sandbox="phone")
 
 
 def test_the_registry_names_providers_and_offers_close_names() -> None:

@@ -109,3 +109,31 @@ async def test_all_pages_load_and_start_an_episode(provider) -> None:
         await resources.close()
     assert not failures, failures
     assert len(names) == 130
+
+
+async def test_every_episode_gets_a_fresh_context_and_the_same_seed_the_same_episode(
+    provider,
+) -> None:
+    """With the next episode's context prepared in the background (the sandbox default),
+    each episode still starts in a context no earlier episode used, and a seed still
+    decides the episode."""
+    from harness.env import AsyncEnv
+
+    task = MiniWoBTask("click-button")
+    sandbox = await provider.new_sandbox(task.sandbox_request)
+    env = AsyncEnv(task, sandbox, resources=TaskResources())
+    try:
+        contexts, instructions = [], []
+        for seed in (7, 8, 7, 7):  # from the third reset on, contexts come prepared
+            obs, _ = await env.reset(seed=seed)
+            contexts.append(sandbox.page.context)
+            instructions.append(obs.instruction)
+            state = "[document.cookie, localStorage.getItem('mark'), window.marked === true]"
+            assert await sandbox.evaluate(state) == ["", None, False]
+            await sandbox.evaluate("document.cookie = 'mark=1'; localStorage.setItem('mark', '1');"
+                                   " window.marked = true")
+        assert len({id(context) for context in contexts}) == 4
+        assert instructions[0] == instructions[2] == instructions[3] != instructions[1]
+    finally:
+        await env.close()
+        await sandbox.close()

@@ -11,6 +11,7 @@ from PIL import Image
 from sandboxes.browser import BrowserHost, BrowserSandbox
 from sandboxes.browser_config import BrowserConfig, load_browser_config
 from sandboxes.errors import ConfigError, SandboxClosed, SandboxError, SandboxNavigationError
+from tests.conftest import wait_until
 
 
 @pytest.mark.parametrize("image_format, magic", [("png", b"\x89PNG"), ("jpeg", b"\xff\xd8\xff")])
@@ -164,4 +165,5 @@ async def test_keep_page_falls_back_to_a_fresh_context_when_origins_change(
     await browser_sandbox.reset(static_server.url("storage.html"))
     page = browser_sandbox.page
     await browser_sandbox.reset(other.url("storage.html"), keep_page=True)
-    assert browser_sandbox.page is not page and page.is_closed()
+    assert browser_sandbox.page is not page
+    assert await wait_until(page.is_closed)  # the old context closes in the background
