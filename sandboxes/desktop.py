@@ -21,6 +21,7 @@ closes the jail.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -304,6 +305,12 @@ class DesktopSandbox:
         self._input = self._screen = None
         self._display_procs.kill_all()
         self._xvfb = None
+        if self.jail is not None and self.jail.config.bubblewrap and self._number is not None:
+            # A killed Xvfb leaves its lock in the jail's /tmp, holding its pid there, which
+            # the next Xvfb (a new PID namespace) may have: it would move to the next number.
+            for stale in (f".X{self._number}-lock", f".X11-unix/X{self._number}"):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.jail.tmp, stale))
         if self._host_display is not None:
             self._host_display.unlink()
             self._host_display = None
