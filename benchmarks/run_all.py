@@ -21,6 +21,7 @@ from benchmarks import (
     bench_engine,
     bench_env,
     bench_fsm,
+    bench_grpo,
     bench_layers,
     bench_leaks,
     bench_policy,
@@ -31,7 +32,7 @@ from benchmarks.common import console
 BENCHMARKS = {"bench_env": bench_env.main, "bench_fsm": bench_fsm.main, "bench_store": bench_store.main,
               "bench_policy": bench_policy.main, "bench_engine": bench_engine.main,
               "bench_leaks": bench_leaks.main, "bench_layers": bench_layers.main,
-              "bench_desktop": bench_desktop.main}
+              "bench_desktop": bench_desktop.main, "bench_grpo": bench_grpo.main}
 
 
 def main(argv: list[str] | None = None) -> int:

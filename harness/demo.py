@@ -84,7 +84,8 @@ EVAL_SEED = "100"
 
 def training_stages(out: Path, tasks: Path) -> list[Stage]:
     """The tiny model evaluated on the synthesized site's verified tasks, trained with a short
-    SFT on oracle episodes of those tasks (other layouts), and evaluated again."""
+    SFT on oracle episodes of those tasks (other layouts), evaluated again, trained online
+    with a short GRPO run from there, and evaluated a third time."""
     tiny, model = out / "tiny", out / "sft" / "model"
     query = "&".join(f"{k}={str(v).lower()}" for k, v in TINY_PROMPT.items())
 
@@ -104,6 +105,11 @@ def training_stages(out: Path, tasks: Path) -> list[Stage]:
         Stage("Policy: the SFT model on the same tasks and unseen layouts",
               evaluate(f"hf:{model}?max_new_tokens=32", "tiny_after"),
               {"SFT model report": "tiny_after/report.html"}),
+        Stage("Training: a short online GRPO run from the SFT model (step rewards, tree rollouts)", [
+            "train", "grpo", "--config", str(out / "grpo.yaml")], {"GRPO report": "grpo/report.html"}),
+        Stage("Policy: the SFT+GRPO model on the same tasks and unseen layouts",
+              evaluate(f"hf:{out / 'grpo' / 'model'}?max_new_tokens=32", "tiny_grpo"),
+              {"SFT+GRPO model report": "tiny_grpo/report.html"}),
     ]
 
 
@@ -127,6 +133,30 @@ def write_sft_config(out: Path, *, quick: bool) -> Path:
     return path
 
 
+def write_grpo_config(out: Path, *, quick: bool) -> Path:
+    """The demo's `cua train grpo` config: from the SFT model, on the same verified tasks
+    (layouts 0-2), evaluated before and after on the unseen layouts."""
+    import shutil
+
+    import yaml
+
+    shutil.rmtree(out / "grpo", ignore_errors=True)
+    tasks = [f"fsm:{out / 'synth_tasks.jsonl'}"]
+    config = {
+        "out": str(out / "grpo"), "updates": 3 if quick else 8,
+        "model": {"path": str(out / "sft" / "model"), "finetune": "full", "device": "cpu"},
+        "prompt": TINY_PROMPT, "tasks": tasks, "group": {"tasks": 2, "size": 4, "seeds": [0, 1, 2]},
+        "reward": "step", "rollout": {"max_steps": 8, "max_new_tokens": 32},
+        "loss": {"epochs": 2, "minibatch": 16, "learning_rate": 1e-4, "kl_coef": 0.02},
+        "tree": {"branch_states": 1, "continuations": 2},
+        "eval": {"tasks": tasks, "seed": int(EVAL_SEED), "every": 3 if quick else 4, "max_steps": 8},
+        "checkpoint_every": 4, "threads": 1,
+    }
+    path = out / "grpo.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
 def run_stage(stage: Stage) -> tuple[int, float]:
     console.print(Rule(stage.title))
     console.print(f"[dim]$ cua {' '.join(stage.args)}[/dim]")
@@ -137,7 +167,8 @@ def run_stage(stage: Stage) -> tuple[int, float]:
 
 def before_after(out: Path) -> str:
     """The tiny model before and after SFT, side by side (where both evaluations ran)."""
-    runs = {"untrained tiny model": "tiny_before", "after a short SFT": "tiny_after"}
+    runs = {"untrained tiny model": "tiny_before", "after a short SFT": "tiny_after",
+            "after SFT + a short GRPO run": "tiny_grpo"}
     found = {label: json.loads((out / name / "summary.json").read_text(encoding="utf-8"))
              for label, name in runs.items() if (out / name / "summary.json").is_file()}
     if len(found) < 2:
@@ -149,7 +180,8 @@ def before_after(out: Path) -> str:
     heads = "".join(f"<th>{html.escape(label)}</th>" for label in found)
     return (f"<h2>The tiny model on the synthesized site's verified tasks (unseen layouts)</h2>"
             f"<table><tr>{heads}</tr><tr>{cells}</tr></table>"
-            '<p><a href="sft/report.html">SFT report (loss curves)</a></p>')
+            '<p><a href="sft/report.html">SFT report (loss curves)</a> · '
+            '<a href="grpo/report.html">GRPO report (curves, task pool, rollouts)</a></p>')
 
 
 def write_index(out: Path, results: list[tuple[Stage, int, float]]) -> Path:
@@ -189,6 +221,7 @@ def demo_command(
         check_output_dir(out, "--out")
     out.mkdir(parents=True, exist_ok=True)
     write_sft_config(out, quick=quick)
+    write_grpo_config(out, quick=quick)
     results = []
     for stage in demo_stages(out, quick=quick):
         code, seconds = run_stage(stage)

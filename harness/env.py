@@ -391,8 +391,9 @@ def resolve_element_action(action: AgentAction | None,
 # ---- the sync wrapper --------------------------------------------------------------------
 
 
-class _LoopThread:
-    """A private asyncio loop on a daemon thread; ``run`` blocks on one coroutine."""
+class LoopThread:
+    """A private asyncio loop on a daemon thread; ``run`` blocks on one coroutine. Sync
+    wrappers of async envs use it (``GymEnv``, the TRL adapter)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -442,7 +443,7 @@ class GymEnv(gymnasium.Env):
         from sandboxes.providers import LocalProvider
 
         self.task = make_task(task) if isinstance(task, str) else task
-        self._loop = _LoopThread()
+        self._loop = LoopThread()
         self._owns_provider = provider is None
         self._provider: SandboxProvider = provider or LocalProvider()
         try:

@@ -7,7 +7,8 @@ The directory is a complete checkpoint that ``from_pretrained`` loads like a hub
 ``config.json``, ``generation_config.json``, ``model.safetensors``, ``tokenizer.json`` and
 ``tokenizer_config.json`` (the project's own BPE, ``trainers.models.tokenizer``),
 ``processor_config.json`` (the image processor's pixel budget), ``chat_template.jinja``
-(``trainers.models.chat_template``) and ``cua_model.json`` (how it was made). The same
+(``trainers.models.chat_template``; the tokenizer config carries its ``response_template``, the
+parser of tool calls) and ``cua_model.json`` (how it was made). The same
 config and seed give the same bytes.
 """
 
@@ -149,7 +150,7 @@ def _prepare_out(out: Path, overwrite: bool) -> Path:
 
 
 def _save_processor(config: ModelInitConfig, tokenizer: Any, out: Path) -> int:
-    from trainers.models.chat_template import CHAT_TEMPLATE
+    from trainers.models.chat_template import CHAT_TEMPLATE, RESPONSE_TEMPLATE
     from trainers.models.processor import PROCESSORS, make_image_processor, save_processor
 
     patch = patch_size(config.arch)
@@ -160,6 +161,8 @@ def _save_processor(config: ModelInitConfig, tokenizer: Any, out: Path) -> int:
     image_processor = make_image_processor(
         {"patch_size": patch, "merge_size": 2, "temporal_patch_size": 2, "image_mean": mean,
          "image_std": std}, min_pixels=min_pixels, max_pixels=max_pixels)
+    # saved in tokenizer_config.json: how `parse_response` (TRL's tool loop) reads a turn
+    tokenizer.response_template = RESPONSE_TEMPLATE
     processor = PROCESSORS[config.arch][0](image_processor, tokenizer, chat_template=CHAT_TEMPLATE)
     save_processor(processor, out, config.arch)
     return max_pixels

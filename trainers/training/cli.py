@@ -1,4 +1,4 @@
-"""``cua train sft|dpo --config FILE.yaml [--set path.to.field=value] [--resume]``."""
+"""``cua train sft|dpo|grpo --config FILE.yaml [--set path.to.field=value] [--resume]``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import typer
 from rich.console import Console
 
 from harness.cli_config import config_command
+from trainers.grpo.config import GRPOConfig
 from trainers.training.config import DPOConfig, SFTConfig
 
 console = Console()
@@ -17,6 +18,12 @@ def run_sft(config: SFTConfig) -> None:
 
     require_train_extra()
     console.print(f"report: {train_sft(config).resolve()}")
+
+
+def run_grpo(config: GRPOConfig) -> None:
+    from trainers.grpo.train import train_grpo
+
+    console.print(f"report: {train_grpo(config).resolve()}")
 
 
 def run_dpo(config: DPOConfig) -> None:
@@ -35,9 +42,15 @@ _DOC = ("{what} Reads the store's {fmt} export (collecting oracle data into an e
 
 def register(app: typer.Typer) -> None:
     """Add `cua train sft` and `cua train dpo` to the CLI."""
-    train_app = typer.Typer(help="Train a policy on the store's exports (TRL).", no_args_is_help=True)
+    train_app = typer.Typer(help="Train a policy: on the store's exports (sft, dpo: TRL) or online (grpo).", no_args_is_help=True)
     train_app.command("sft")(config_command(SFTConfig, run_sft, name="train sft", doc=_DOC.format(
         what="Supervised fine-tuning on TRL's SFTTrainer.", fmt="SFT", kind="sft")))
     train_app.command("dpo")(config_command(DPOConfig, run_dpo, name="train dpo", doc=_DOC.format(
         what="Preference optimisation on TRL's DPOTrainer.", fmt="DPO", kind="dpo")))
+    train_app.command("grpo")(config_command(GRPOConfig, run_grpo, name="train grpo", doc=(
+        "Online GRPO in live sandboxes: G episodes per task through the one rollout path, "
+        "verified step rewards, episode- and step-level advantages, tree rollouts from restored "
+        "states, a curriculum, PPO-clip with a k3 KL. Writes OUT/metrics.jsonl, OUT/report.html, "
+        "OUT/checkpoints (resume: true continues exactly) and OUT/model. "
+        "Example: cua train grpo --config trainers/configs/grpo-tiny.yaml")))
     app.add_typer(train_app, name="train")

@@ -46,17 +46,17 @@ def scale(points: Sequence[tuple[float, float]], width: float = WIDTH, height: f
     return [(round(sx(x), 1), round(sy(y), 1)) for x, y in points]
 
 
-def line_chart(name: str, points: Sequence[tuple[float, float]]) -> str:
-    """An SVG line chart of one metric against the step."""
+def line_chart(name: str, points: Sequence[tuple[float, float]], x_label: str = "step") -> str:
+    """An SVG line chart of one metric against the step (or ``x_label``)."""
     coords = scale(points)
     path = " ".join(f"{x},{y}" for x, y in coords)
     ys = [p[1] for p in points]
     labels = (f'<text x="{PAD}" y="{PAD - 8}" class="t">{html.escape(name)}</text>'
               f'<text x="4" y="{PAD + 4}" class="a">{max(ys):.4g}</text>'
               f'<text x="4" y="{HEIGHT - PAD + 4}" class="a">{min(ys):.4g}</text>'
-              f'<text x="{PAD}" y="{HEIGHT - 10}" class="a">step {points[0][0]:g}</text>'
+              f'<text x="{PAD}" y="{HEIGHT - 10}" class="a">{x_label} {points[0][0]:g}</text>'
               f'<text x="{WIDTH - PAD}" y="{HEIGHT - 10}" class="a" text-anchor="end">'
-              f'step {points[-1][0]:g}</text>')
+              f'{x_label} {points[-1][0]:g}</text>')
     return (f'<svg width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}">'
             f'<rect x="{PAD}" y="{PAD}" width="{WIDTH - 2 * PAD}" height="{HEIGHT - 2 * PAD}" class="f"/>'
             f'<polyline points="{path}" class="l"/>{labels}</svg>')

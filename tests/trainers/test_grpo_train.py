@@ -1,0 +1,268 @@
+"""`cua train grpo` end to end on the tiny model in live Chromium sandboxes, plus its parts.
+
+The random-init tiny model never reaches a goal, so its groups carry no signal. The runs
+here roll out with ``TeacherMix`` (a fake at the model seam only): even-numbered episodes
+take the oracle's action as their text, tokenized and scored by the real policy (so their
+log-probabilities are the policy's own), odd ones sample from the policy. Everything else
+is real: envs, FSM sessions, rewards, advantages, the loss, the optimizer, the store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.agents.base import AgentContext, AgentStep, episode_prompt
+from harness.observation import Observation
+from trainers.agents.hf import HFAgent
+from trainers.errors import TrainingSignalError
+from trainers.grpo.batch import BatchStats, TrainStep
+from trainers.grpo.checkpoint import LoopState
+from trainers.grpo.config import CurriculumSpec, GRPOConfig, LossSpec
+from trainers.grpo.curriculum import Curriculum, make_variants, register_variant
+from trainers.grpo.optimize import optimize
+from trainers.grpo.train import DeadSignalWarning, check_signal, train_grpo
+from trainers.models.inputs import completion_ids, completion_logprobs
+
+
+class TeacherMix(HFAgent):
+    """Even-numbered episodes follow the oracle (scored by the policy), odd ones sample."""
+
+    async def act(self, obs: Observation, ctx: AgentContext) -> AgentStep:
+        if ctx.index % 2 or ctx.env is None:
+            return await super().act(obs, ctx)
+        action = await ctx.env.oracle_action()
+        prompt = episode_prompt(self.prompts, obs, ctx.history)
+        text = self.prompts.action_text(action, (obs.width, obs.height), obs.elements)
+        ids = completion_ids(self.policy, text)
+        training = self.policy.model.training
+        self.policy.model.eval()
+        with torch.no_grad():
+            [logprobs] = completion_logprobs(self.policy, [prompt], [ids])
+        self.policy.model.train(training)
+        return AgentStep(text=text, prompt=prompt.messages, image_steps=prompt.image_steps,
+                         completion=text, token_ids=ids, logprobs=logprobs.tolist(),
+                         policy_version=self.policy_version)
+
+
+def grpo_config(out: Path, model: Path, **over: object) -> GRPOConfig:
+    base: dict = {
+        "out": str(out), "updates": 2, "model": {"path": str(model), "finetune": "full", "device": "cpu"},
+        "prompt": {"codec": "json", "observation": "elements", "system_prompt": False},
+        "tasks": ["fsm:shop/open_mug"], "group": {"tasks": 1, "size": 2, "seeds": [0]},
+        "reward": "step", "rollout": {"max_steps": 3, "max_new_tokens": 8, "max_batch": 1},
+        "loss": {"epochs": 2, "minibatch": 8, "learning_rate": 1e-3, "kl_coef": 0.02},
+        "tree": {"branch_states": 1, "continuations": 2}, "checkpoint_every": 1, "filmstrips": 2,
+    }
+    for key, value in over.items():
+        base[key] = {**base[key], **value} if isinstance(value, dict) and key in base else value
+    return GRPOConfig.model_validate(base)
+
+
+def lines(out: Path, event: str) -> list[dict]:
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if x]
+    return [r for r in records if r["event"] == event]
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(next(path.glob("*.safetensors"))))
+
+
+def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_path, tiny_dir) -> None:
+    out = tmp_path / "run"
+    config = grpo_config(out, tiny_dir, eval={"tasks": ["fsm:shop/add_lamp"], "every": 2, "max_steps": 2})
+    report = train_grpo(config, agent_class=TeacherMix)
+
+    before, after = weights(tiny_dir), weights(out / "model")
+    changed = [k for k in before if k in after and not torch.equal(before[k], after[k])]
+    assert changed, "expected GRPO updates to change some parameters"
+    updates = lines(out, "update")
+    assert [u["update"] for u in updates] == [1, 2]
+    assert all(u["episodes"] == 2 and u["branches"] == 2 for u in updates)
+    assert any(u["success"] == 0.5 for u in updates)  # the oracle's episode solved, the sample did not
+    assert all(math.isfinite(u["loss"]) and u["entropy"] > 0 for u in updates)
+    assert [e["phase"] for e in lines(out, "eval")] == ["before", "after"]
+    page = report.read_text()
+    assert "Curves" in page and "filmstrips/e0-s1.jpg" in page and "fsm:shop/open_mug" in page
+
+    from harness.store.store import TrajectoryStore
+
+    with TrajectoryStore(out / "store") as store:
+        episodes = store.episodes()
+        versions = {json.dumps(s[2].get("policy_version")) for e in episodes
+                    for s in store.episode_steps(e.id)}
+    assert len(episodes) == 2 * (2 + 2)  # G episodes and two branches per update
+    assert {"0", "1"} <= versions
+
+
+def test_resume_continues_bit_identically(tmp_path, tiny_dir) -> None:
+    full = tmp_path / "full"
+    train_grpo(grpo_config(full, tiny_dir), agent_class=TeacherMix)
+    resumed = tmp_path / "resumed"
+    shutil.copytree(full, resumed)
+    shutil.rmtree(resumed / "checkpoints" / "update-2")
+    train_grpo(grpo_config(resumed, tiny_dir, resume=True), agent_class=TeacherMix)
+
+    a = torch.load(full / "checkpoints" / "update-2" / "model.pt")
+    b = torch.load(resumed / "checkpoints" / "update-2" / "model.pt")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    noisy = {"rollout_s", "train_s", "seconds"}
+    last_full, last_resumed = lines(full, "update")[-1], lines(resumed, "update")[-1]
+    assert {k: v for k, v in last_full.items() if k not in noisy} == \
+        {k: v for k, v in last_resumed.items() if k not in noisy}
+
+
+def test_a_run_whose_completions_are_all_truncated_stops_with_a_clear_error(tmp_path, tiny_dir) -> None:
+    config = grpo_config(tmp_path / "dead", tiny_dir, reward="outcome", signal={"patience": 1},
+                         tree={"branch_states": 0}, rollout={"max_steps": 1, "max_new_tokens": 4})
+    with pytest.raises(TrainingSignalError, match="every one of 2 truncated for 1 updates"), \
+            pytest.warns(DeadSignalWarning, match="1 of 1 groups"):
+        train_grpo(config)  # the random-init model: 4 tokens never finish a reply
+
+
+def test_dead_signal_checks_count_updates_in_a_row() -> None:
+    loop = LoopState()
+    truncated = BatchStats(steps=4, episodes=2, flat_groups=0, groups=1, truncated=4, returns=[0.0, 1.0])
+    check_signal(loop, truncated, [0.0, 1.0], 1, patience=2)
+    check_signal(loop, BatchStats(4, 2, 0, 1, 3, [0.0, 1.0]), [0.0, 1.0], 2, patience=2)  # streak broken
+    check_signal(loop, truncated, [0.0, 1.0], 3, patience=2)
+    with pytest.raises(TrainingSignalError, match="every one of 4 truncated for 2 updates"):
+        check_signal(loop, truncated, [0.0, 1.0], 4, patience=2)
+    loop, flat = LoopState(), BatchStats(4, 2, 1, 1, 0, [0.0, 0.0])
+    with pytest.warns(DeadSignalWarning, match="update 1: 1 of 1 groups"):
+        check_signal(loop, flat, [0.0] * 4, 1, patience=2)
+    with pytest.raises(TrainingSignalError, match="every reward equal to 0.0 for 2 updates"), \
+            pytest.warns(DeadSignalWarning):
+        check_signal(loop, flat, [0.0] * 4, 2, patience=2)
+
+
+def test_a_nan_loss_stops_the_update(tiny_policy, prompts) -> None:
+    ids = completion_ids(tiny_policy, '{"action": "click"}')
+    step = TrainStep(prompts[0], ids, [float("nan")] * len(ids), 1.0, False)
+    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))])
+    with pytest.raises(TrainingSignalError, match="update 7: expected a finite GRPO loss"):
+        optimize(tiny_policy, None, [step], LossSpec(kl_coef=0.0), optimizer, torch.Generator(), update=7)
+
+
+def test_curriculum_spawns_verified_variants_and_retires_solved_tasks() -> None:
+    from fsm_sites.library import load_machine
+    from fsm_sites.state import State
+    from harness.tasks.registry import make_task
+
+    machine = load_machine("mail")
+    variants = {v.id.split("~")[1]: v for v in make_variants("fsm:mail/star_two")}
+    assert set(variants) == {"start3", "goal3"}
+    start, goal = variants["start3"], variants["goal3"]
+    assert machine.distance(State.from_key(start.start_state), machine.resolve_goal(start.goal)) == start.difficulty == 4
+    assert machine.distance(machine.initial, machine.state_goal(State.from_key(goal.goal))) == goal.difficulty == 3
+    assert goal.instruction.count(".") >= 3  # names the three steps to the nearer goal
+    task_id = register_variant(start, "fsm:mail/star_two")
+    assert make_task(task_id).id == task_id
+
+    curriculum = Curriculum(["fsm:mail/star_two", "fsm:shop/open_mug"],
+                            CurriculumSpec(variants_after=2, retire_after=2, window=4))
+    assert curriculum.record("fsm:mail/star_two", [False, False]) == []
+    spawned = curriculum.record("fsm:mail/star_two", [False, False])
+    assert sorted(e.split("~")[1] for e in spawned) == ["goal3", "start3"]
+    assert curriculum.record("fsm:mail/star_two", [False, False]) == []  # spawns once
+    curriculum.record("fsm:shop/open_mug", [True, True])
+    assert curriculum.record("fsm:shop/open_mug", [True, True]) == ["retired fsm:shop/open_mug"]
+    picks = curriculum.sample(10, random.Random(0))
+    assert "fsm:shop/open_mug" not in picks and len(picks) == 3
+    summary = curriculum.summary()
+    assert summary["fsm:mail/star_two"]["rate"] == 0.0 and summary["fsm:shop/open_mug"]["retired"]
+    restored = Curriculum([], CurriculumSpec())
+    restored.load_state_dict(curriculum.state_dict())
+    assert restored.summary() == summary
+
+
+def test_sampling_favours_tasks_neither_solved_nor_hopeless() -> None:
+    curriculum = Curriculum(["a", "b", "c"], CurriculumSpec(window=4))
+    curriculum.pool["a"].outcomes = [1.0, 1.0, 1.0, 1.0]
+    curriculum.pool["b"].outcomes = [1.0, 0.0, 1.0, 0.0]
+    curriculum.pool["c"].outcomes = [0.0, 0.0, 0.0, 0.0]
+    rng = random.Random(0)
+    counts = {t: 0 for t in "abc"}
+    for _ in range(300):
+        counts[curriculum.sample(1, rng)[0]] += 1
+    assert counts["b"] > 5 * counts["a"] and counts["b"] > 5 * counts["c"]
+
+
+def test_the_cli_reports_every_bad_field_at_once_in_one_line(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "train", "grpo", "--config",
+                           "trainers/configs/grpo-tiny.yaml", "--set", f"out={tmp_path / 'run'}",
+                           "--set", "group.size=1", "--set", "reward=bogus", "--set", "loss.kl=1",
+                           "--set", "rollout.backend=openai"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("error: cua train grpo: 4 bad field(s):")
+    for field in ("group.size", "reward", "loss.kl", "rollout"):
+        assert field in line
+    assert not (tmp_path / "run").exists()
+
+
+def _episode(task: str, steps: list[tuple[str, str, float]], first_step: int = 0):
+    """A finished episode whose steps go (state before, state after, reward)."""
+    from fsm_sites.verdict import StepVerdict
+    from harness.observation import StepInfo
+    from harness.rollout import Episode, Transition
+
+    def obs(step: int) -> Observation:
+        return Observation(screenshot=b"", image_format="png", width=1, height=1, instruction="", step=step)
+
+    episode = Episode(task, 0, 0, None, obs(first_step), None)  # type: ignore[arg-type]
+    for k, (before, after, reward) in enumerate(steps):
+        verdict = StepVerdict(state_before=before, state_after=after, transition_fired=True,
+                              on_shortest_path=reward > 0, distance_before=1, distance_after=0,
+                              goal_reached=False)
+        info = StepInfo(task=task, episode_id="e", action=None, raw_reward=reward, step_seconds=0.0,
+                        verdict=verdict)
+        step = first_step + k
+        episode.transitions.append(Transition(step + 1, obs(step), AgentStep(text="x"), obs(step + 1),
+                                              reward, False, False, info))
+    return episode
+
+
+def test_a_branch_counts_its_prefix_in_its_return_and_shares_the_restored_state_group() -> None:
+    from trainers.grpo.advantages import combined_advantages
+    from trainers.grpo.batch import step_samples
+    from trainers.grpo.rollouts import Rollout
+
+    good = Rollout(_episode("t", [("A", "B", 1.0), ("B", "G", 1.0)]), "g", 0)
+    bad = Rollout(_episode("t", [("A", "B", 1.0), ("B", "X", -1.0)]), "g", 1)
+    branch = Rollout(_episode("t", [("B", "G", 1.0)], first_step=1), "g", 2,
+                     prefix=bad.episode.transitions[:1], parent=1)
+    samples, where = step_samples([good, bad, branch])
+    assert [(s.episode, s.step, s.anchor, s.reward) for s in samples if s.episode == 2] == \
+        [(2, -1, None, 1.0), (2, 0, "B", 1.0)]
+    advantages = dict(zip([(r.number, t) for r, t in where], combined_advantages(samples, step_weight=1.0),
+                          strict=True))
+    # returns 2, 0, 2: the branch competes as a whole episode; from B, 1 and 1 beat -1
+    assert advantages[(2, 0)] == pytest.approx(advantages[(0, 1)])
+    assert advantages[(1, 1)] < 0 < advantages[(2, 0)]
+
+
+def test_replay_brings_a_stored_success_into_a_group_without_one(tmp_path, tiny_dir) -> None:
+    store = tmp_path / "store"
+    teacher = grpo_config(tmp_path / "teacher", tiny_dir, updates=1, store=str(store), tree={"branch_states": 0})
+    train_grpo(teacher, agent_class=TeacherMix)  # stores a solved episode of fsm:shop/open_mug
+    out = tmp_path / "replay"
+    config = grpo_config(out, tiny_dir, updates=1, store=str(store), tree={"branch_states": 0},
+                         curriculum={"replay": True}, signal={"patience": 5})
+    train_grpo(config)  # the random-init model alone never solves it
+    [update] = lines(out, "update")
+    assert update["success"] == 0.0 and update["replayed"] == 1 and update["flat_groups"] == 0
+    before, after = weights(tiny_dir), weights(out / "model")
+    assert any(not torch.equal(before[k], after[k]) for k in before if k in after)

@@ -1,0 +1,78 @@
+"""Checkpoints with exact resume: ``OUT/checkpoints/update-N/``.
+
+    model.pt        the policy's state dict (every weight, adapters included)
+    optimizer.pt    AdamW's state; scheduler.pt: the learning-rate schedule
+    state.pt        the loop: updates done, env steps, dead-signal streaks, time totals,
+                    Python's task-sampling stream, torch's global and minibatch-order
+                    streams, the curriculum's pool and variants
+
+A checkpoint is written to a temporary folder and renamed into place, so a run killed while
+saving leaves the previous checkpoint whole. Resuming restores all of it, so on the CPU the
+resumed run continues bit-identically (rollouts sample from per-episode seeds; see
+``trainers.agents.hf``).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHECKPOINTS = "checkpoints"
+
+
+@dataclass
+class LoopState:
+    """Everything the loop carries from one update to the next besides the model."""
+
+    update: int = 0  # updates done
+    env_steps: int = 0
+    truncated_streak: int = 0
+    flat_streak: int = 0
+    seconds: dict[str, float] = field(default_factory=lambda: {"rollout": 0.0, "train": 0.0, "eval": 0.0})
+
+
+def checkpoints(out: Path) -> list[Path]:
+    """The run's checkpoints, oldest first."""
+    folder = Path(out) / CHECKPOINTS
+    found = [p for p in folder.glob("update-*") if p.name.split("-")[-1].isdigit()]
+    return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
+
+
+def save(out: Path, loop: LoopState, *, model: Any, optimizer: Any, scheduler: Any,
+         sampler: random.Random, shuffle: Any, curriculum: Any, keep: int = 2) -> Path:
+    """Write the checkpoint of ``loop.update`` (keeping the newest ``keep``)."""
+    import torch
+
+    final = Path(out) / CHECKPOINTS / f"update-{loop.update}"
+    tmp = final.with_name(final.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    torch.save(model.state_dict(), tmp / "model.pt")
+    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
+    torch.save({"loop": asdict(loop), "sampler": sampler.getstate(), "torch": torch.get_rng_state(),
+                "shuffle": shuffle.get_state(), "curriculum": curriculum.state_dict()}, tmp / "state.pt")
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    for old in checkpoints(out)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def load(path: Path, *, model: Any, optimizer: Any, scheduler: Any, sampler: random.Random,
+         shuffle: Any, curriculum: Any) -> LoopState:
+    """Restore a checkpoint into the given objects; returns the loop state."""
+    import torch
+
+    model.load_state_dict(torch.load(path / "model.pt", weights_only=True))
+    optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
+    scheduler.load_state_dict(torch.load(path / "scheduler.pt", weights_only=True))
+    state = torch.load(path / "state.pt", weights_only=False)
+    sampler.setstate(state["sampler"])
+    torch.set_rng_state(state["torch"])
+    shuffle.set_state(state["shuffle"])
+    curriculum.load_state_dict(state["curriculum"])
+    return LoopState(**state["loop"])

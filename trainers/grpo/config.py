@@ -1,0 +1,181 @@
+"""The config of ``cua train grpo``: one pydantic model per component, every field described.
+
+    out: runs/grpo-tiny                 # metrics.jsonl, report.html, checkpoints/, model/
+    updates: 6                          # policy updates
+    model: {path: runs/tiny, finetune: full, device: cpu}
+    prompt: {codec: json, observation: elements, system_prompt: false}
+    tasks: [fsm:shop/add_lamp, fsm:mail/open_m2]
+    group: {tasks: 2, size: 4}          # G episodes of each of 2 tasks per update
+    reward: step                        # outcome | step | progress (harness.rewards)
+    advantage: {step_weight: 1.0}       # A = A_episode + w * A_step (trainers.grpo.advantages)
+    tree: {branch_states: 1, continuations: 2, where: disagree}
+    eval: {tasks: [fsm:shop/open_mug], every: 2}
+
+Every field can be set from YAML (``--config``) or ``--set path.to.field=value``; every bad
+field is reported at once (``harness.cli_config.load_config``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from harness.prompts import PromptConfig
+from harness.rewards import RewardMode
+from trainers.grpo.advantages import Normalize
+from trainers.models.policy import PolicyConfig
+from trainers.training.config import _known_tasks
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GroupSpec(_Strict):
+    """What one update rolls out."""
+
+    tasks: int = Field(default=2, ge=1, description="tasks sampled per update (the curriculum picks them)")
+    size: int = Field(default=4, ge=2, description="G: episodes per task from the same start state")
+    seeds: list[int] = Field(default=[0, 1, 2], min_length=1, description="layout seeds a group's "
+                             "start is drawn from (keep the held-out seeds out)")
+
+
+class RolloutSpec(_Strict):
+    """How episodes are sampled, and by which backend (trainers.grpo.backends)."""
+
+    backend: Literal["hf", "openai"] = Field(default="hf", description="hf: the trained policy in "
+                                             "this process; openai: a server with POST /v1/weights "
+                                             "(`cua serve` on the starting checkpoint) at url")
+    url: str | None = Field(default=None, description="the openai backend's base URL, e.g. "
+                            "http://127.0.0.1:8000/v1")
+
+    max_steps: int = Field(default=8, ge=1, description="steps before an episode is truncated")
+    temperature: float = Field(default=1.0, gt=0.0, description="sampling temperature of rollouts")
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
+    max_new_tokens: int = Field(default=48, ge=1, description="most tokens per reply (longer: truncated)")
+    max_batch: int = Field(default=16, ge=1, description="most prompts per model call (batched "
+                           "across every concurrent episode)")
+    max_wait_ms: float = Field(default=200.0, ge=0.0, description="how long a prompt waits for "
+                               "others (long enough for the group's env steps to line up: at 20 ms "
+                               "most calls held one prompt, BENCHMARKS.md)")
+    step_timeout_s: float = Field(default=60.0, gt=0, description="limit for one env step or reset")
+
+    @model_validator(mode="after")
+    def _url_for_openai(self) -> RolloutSpec:
+        if self.backend == "openai" and not self.url:
+            raise ValueError("expected rollout.url with backend: openai, got none; e.g. "
+                             "url: http://127.0.0.1:8000/v1 (cua serve)")
+        return self
+
+
+class AdvantageSpec(_Strict):
+    """How rewards become advantages (trainers.grpo.advantages)."""
+
+    step_weight: float = Field(default=1.0, ge=0.0, description="weight of the step-level advantage "
+                               "(steps from the same FSM state); 0: plain episode-level GRPO")
+    gamma: float = Field(default=1.0, gt=0.0, le=1.0, description="discount of step returns-to-go")
+    normalize: Normalize = Field(default="std", description="std: (r - mean) / std; mean: r - mean (Dr. GRPO)")
+
+
+class LossSpec(_Strict):
+    """The objective and the optimisation (trainers.grpo.losses)."""
+
+    epochs: int = Field(default=2, ge=1, description="optimizer passes over each update's batch")
+    minibatch: int = Field(default=16, ge=1, description="steps (completions) per optimizer step")
+    learning_rate: float = Field(default=1e-4, gt=0, description="AdamW learning rate")
+    lr_scheduler: Literal["constant", "linear"] = Field(default="constant", description="learning-rate schedule over the run")
+    weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay")
+    max_grad_norm: float = Field(default=1.0, gt=0, description="gradient clipping norm")
+    clip_low: float = Field(default=0.2, ge=0, lt=1, description="PPO clip: ratios below 1 - this are clipped")
+    clip_high: float = Field(default=0.28, ge=0, description="PPO clip: ratios above 1 + this are clipped")
+    kl_coef: float = Field(default=0.02, ge=0, description="weight of the k3 KL to the frozen "
+                           "starting policy; 0: no reference model is kept")
+    aggregation: Literal["token-mean", "seq-mean"] = Field(default="token-mean", description="token-mean or seq-mean")
+
+
+class TreeSpec(_Strict):
+    """Tree rollouts: restore states the group visited (env.jump) and sample continuations."""
+
+    branch_states: int = Field(default=0, ge=0, description="states branched from per group; 0: no tree rollouts")
+    continuations: int = Field(default=2, ge=1, description="M: continuations sampled from each branched state")
+    where: Literal["disagree", "first", "random"] = Field(
+        default="disagree", description="which states: 'disagree' (the group's episodes through "
+        "the state took different actions or ended differently; the default), 'first' (the "
+        "earliest visited), 'random'")
+
+
+class CurriculumSpec(_Strict):
+    """Task sampling by recent success, easier verified variants, retirement."""
+
+    enabled: bool = Field(default=True, description="sample by success rate; off: uniform")
+    window: int = Field(default=8, ge=1, description="recent episodes per task the rates are taken over")
+    variants_after: int = Field(default=2, ge=1, description="groups without a success before a "
+                                "task spawns easier variants")
+    retire_after: int = Field(default=3, ge=1, description="groups with every episode solved before a task retires")
+    max_pool: int = Field(default=24, ge=1, description="most tasks in the pool (variants included)")
+    replay: bool = Field(default=False, description="a group without a success gets the latest stored "
+                         "success of its task (from the run's store) as one more episode")
+
+
+class EvalSpec(_Strict):
+    """Held-out evaluation during training (greedy, in-process, same rollout path)."""
+
+    tasks: list[str] = Field(min_length=1, description="held-out task ids (goals absent from training)")
+    seed: int = Field(default=100, description="episode i of each task is seeded seed+i (held-out layouts)")
+    episodes: int = Field(default=1, ge=1, description="episodes per task")
+    every: int = Field(default=2, ge=1, description="evaluate every N updates (and before the first, after the last)")
+    max_steps: int = Field(default=8, ge=1, description="steps per episode")
+
+    _tasks = field_validator("tasks")(_known_tasks)
+
+
+class SignalSpec(_Strict):
+    """When a dead training signal stops the run."""
+
+    patience: int = Field(default=3, ge=1, description="updates in a row whose completions were all "
+                          "truncated, or whose rewards were all identical, before the run stops")
+
+
+class GRPOConfig(_Strict):
+    """`cua train grpo`: online GRPO in live sandboxes with verified step rewards."""
+
+    out: Path = Field(description="the run directory: metrics.jsonl, report.html, checkpoints/, model/")
+    updates: int = Field(default=6, ge=1, description="policy updates")
+    model: PolicyConfig = Field(description="the policy to start from (finetune: full or lora)")
+    init: Literal["tiny", "small", "base"] | None = Field(
+        default=None, description="when model.path does not exist, write a random-init checkpoint "
+        "of this preset there first (`cua model init`)")
+    prompt: PromptConfig = Field(default_factory=PromptConfig, description="the prompt format "
+                                 "(the one the model was trained with)")
+    tasks: list[str] = Field(min_length=1, description="training task ids or suites")
+    group: GroupSpec = Field(default_factory=GroupSpec, description="what one update rolls out")
+    reward: RewardMode = Field(default="step", description="outcome, step (verdict-shaped) or progress")
+    rollout: RolloutSpec = Field(default_factory=RolloutSpec, description="episode sampling")
+    advantage: AdvantageSpec = Field(default_factory=AdvantageSpec, description="advantages")
+    loss: LossSpec = Field(default_factory=LossSpec, description="the objective")
+    tree: TreeSpec = Field(default_factory=TreeSpec, description="tree rollouts")
+    curriculum: CurriculumSpec = Field(default_factory=CurriculumSpec, description="the task curriculum")
+    eval: EvalSpec | None = Field(default=None, description="held-out evaluation; None: none")
+    signal: SignalSpec = Field(default_factory=SignalSpec, description="dead-signal checks")
+    store: Path | None = Field(default=None, description="trajectory store every rollout (tree "
+                               "branches included) is written to, with its policy version; None: OUT/store")
+    checkpoint_every: int = Field(default=2, ge=1, description="write a checkpoint every N updates (for resume)")
+    filmstrips: int = Field(default=3, ge=0, description="rollouts shown as filmstrips in the report")
+    seed: int = Field(default=0, description="seed of task sampling, rollouts and minibatch order")
+    threads: int | None = Field(default=1, ge=1, description="CPU threads for torch; None: torch's default")
+    resume: bool = Field(default=False, description="continue from the last checkpoint in OUT/checkpoints")
+
+    _tasks = field_validator("tasks")(_known_tasks)
+
+    @field_validator("model")
+    @classmethod
+    def _trains(cls, model: PolicyConfig) -> PolicyConfig:
+        if model.finetune == "none":
+            raise ValueError("expected finetune 'full' or 'lora' to train, got 'none'; set model.finetune")
+        return model
+
+    @property
+    def store_path(self) -> Path:
+        return self.store if self.store is not None else Path(self.out) / "store"

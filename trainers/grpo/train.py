@@ -1,0 +1,324 @@
+"""``cua train grpo``: online multi-turn GRPO in live sandboxes with verified step rewards.
+
+    train_grpo(load_config(GRPOConfig, file=Path("trainers/configs/grpo-tiny.yaml")))
+
+The loop, top to bottom (one update):
+
+1. the curriculum samples ``group.tasks`` tasks; each gets a layout seed, and G episodes of
+   it run from that start through the one rollout path, every model call batched;
+2. with ``tree.branch_states``, states the group visited (where its episodes disagree) are
+   restored by jump and M continuations sampled from each;
+3. rewards (the env's reward mode) become advantages: episode-level within the group plus
+   ``step_weight`` times step-level within the steps taken from the same FSM state;
+4. dead-signal checks: a warning for groups whose returns are all equal, an error after
+   ``signal.patience`` updates in a row whose completions were all truncated or whose
+   rewards were all identical;
+5. ``loss.epochs`` passes of PPO-clip minibatch steps (ratios against the rollout's own
+   log-probabilities, k3 KL to the frozen starting policy);
+6. the curriculum folds in the outcomes; held-out evaluation every ``eval.every`` updates;
+   one metrics.jsonl line; a checkpoint every ``checkpoint_every`` updates.
+
+At the end: ``OUT/model`` (with its ``cua_agent.yaml``) and ``OUT/report.html``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from harness.cli_config import check_output_dir
+from trainers.errors import ConfigError, TrainingSignalError
+from trainers.grpo import checkpoint
+from trainers.grpo.batch import BatchStats, Replay, build_batch, stored_success
+from trainers.grpo.config import GRPOConfig
+from trainers.grpo.curriculum import Curriculum
+from trainers.grpo.rollouts import Rollout, Rollouts, branch_points
+from trainers.training.metrics import METRICS_FILE, MetricsLog
+
+console = Console(stderr=True)
+
+
+class DeadSignalWarning(UserWarning):
+    """Groups whose episodes all earned the same return: no episode-level signal."""
+
+
+def train_grpo(config: GRPOConfig, *, agent_class: type | None = None) -> Path:
+    """Run GRPO as ``config`` says; returns the path of the run's report.html.
+    ``agent_class``: the rollout agent's class (default ``HFAgent``; the test seam)."""
+    from trainers.models.policy import require_train_extra
+
+    require_train_extra()
+    _start_run(config)
+    return asyncio.run(_train(config, agent_class))
+
+
+def _start_run(config: GRPOConfig) -> None:
+    out = Path(config.out)
+    check_output_dir(out, "out")
+    found = checkpoint.checkpoints(out)
+    if config.resume and not found:
+        raise ConfigError(f"resume: expected a checkpoint under {out / checkpoint.CHECKPOINTS}, got "
+                          "none; run without resume to start this run")
+    if not config.resume and found:
+        raise ConfigError(f"out: expected a new run directory, got {out} holding a previous run's "
+                          "checkpoints; set resume: true to continue it or pick another out")
+    out.mkdir(parents=True, exist_ok=True)
+    if not config.resume:
+        (out / METRICS_FILE).unlink(missing_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False),
+                                     encoding="utf-8")
+    path = Path(config.model.path)
+    if not (path / "config.json").is_file() and not (path / "adapter_config.json").is_file():
+        if config.init is None:
+            raise ConfigError(f"model.path: expected a checkpoint directory, got {path}; make one with "
+                              "`cua model init` or set init: tiny")
+        from trainers.models.checkpoint import ModelInitConfig, init_checkpoint
+
+        init_checkpoint(ModelInitConfig(out=path, preset=config.init))
+
+
+def check_signal(loop: checkpoint.LoopState, stats: BatchStats, rewards: list[float], update: int,
+                 patience: int) -> None:
+    """Warn about groups whose returns are all equal; stop after ``patience`` updates in a row
+    whose completions were all truncated or whose rewards were all identical."""
+    if stats.flat_groups:
+        warnings.warn(f"update {update}: {stats.flat_groups} of {stats.groups} groups earned the same "
+                      "return in every episode (no episode-level signal)", DeadSignalWarning, stacklevel=2)
+    loop.truncated_streak = loop.truncated_streak + 1 if stats.truncated == stats.steps else 0
+    loop.flat_streak = loop.flat_streak + 1 if len(set(rewards)) <= 1 else 0
+    if loop.truncated_streak >= patience:
+        raise TrainingSignalError(
+            f"expected some completions to end before rollout.max_new_tokens, got every one of "
+            f"{stats.steps} truncated for {patience} updates in a row (update {update}); raise "
+            "rollout.max_new_tokens or start from a model that answers in the prompt's format")
+    if loop.flat_streak >= patience:
+        raise TrainingSignalError(
+            f"expected rewards that differ, got every reward equal to {rewards[0] if rewards else None} "
+            f"for {patience} updates in a row (update {update}); use reward: step or progress, "
+            "easier tasks (curriculum), or start from an SFT model")
+
+
+class Trainer:
+    """The objects one run holds; ``update`` is one pass of the loop in the module docstring."""
+
+    def __init__(self, config: GRPOConfig, agent_class: type | None = None) -> None:
+        import torch
+
+        from harness.env_providers import EnvOptions, LocalEnvs
+        from harness.runner import wants_elements
+        from harness.store.store import TrajectoryStore
+        from trainers.agents.hf import HFAgent
+        from trainers.models.policy import PolicyConfig, load_policy
+        from trainers.training.config import task_ids
+
+        self.config = config
+        if config.threads is not None:
+            torch.set_num_threads(config.threads)
+        torch.manual_seed(config.seed)
+        self.policy = load_policy(config.model)
+        self.reference = None
+        if config.loss.kl_coef > 0:
+            self.reference = load_policy(PolicyConfig(**{**config.model.model_dump(), "finetune": "none"})).model
+        self.greedy = HFAgent(self.policy, _agent_options(config, temperature=0.0))
+        self.backend = _backend(config, self.policy, agent_class)
+        self.agent: Any = self.backend.agent
+        loss = config.loss
+        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=loss.learning_rate,
+                                           weight_decay=loss.weight_decay)
+        updates = config.updates
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, (lambda u: 1.0) if loss.lr_scheduler == "constant" else (lambda u: 1.0 - u / updates))
+        self.sampler = random.Random(config.seed)
+        self.shuffle = torch.Generator().manual_seed(config.seed)
+        self.curriculum = Curriculum(task_ids(config.tasks), config.curriculum)
+        self.loop = checkpoint.LoopState()
+        self.metrics = MetricsLog(Path(config.out) / METRICS_FILE)
+        self.store = TrajectoryStore(config.store_path)
+        self.envs = LocalEnvs()
+        options = EnvOptions(codec=config.prompt.codec, max_steps=config.rollout.max_steps,
+                             reward=config.reward, elements=wants_elements(self.agent),
+                             step_timeout_s=config.rollout.step_timeout_s,
+                             reset_timeout_s=config.rollout.step_timeout_s)
+        self.rollouts = Rollouts(self.agent, self.envs, options, store=self.store)
+        self.filmstrips: list[Rollout] = []
+        if config.eval is not None:
+            eval_options = options.model_copy(update={"max_steps": config.eval.max_steps})
+            self.eval_rollouts = Rollouts(self.greedy, self.envs, eval_options)
+
+    def resume(self) -> None:
+        latest = checkpoint.checkpoints(Path(self.config.out))[-1]
+        self.loop = checkpoint.load(latest, model=self.policy.model, optimizer=self.optimizer,
+                                    scheduler=self.scheduler, sampler=self.sampler,
+                                    shuffle=self.shuffle, curriculum=self.curriculum)
+        console.print(f"resumed from {latest} (update {self.loop.update})")
+
+    async def collect(self, update: int) -> tuple[list[Rollout], int]:
+        """The update's rollout groups and tree branches; returns them and the branch count."""
+        config = self.config
+        tasks = self.curriculum.sample(config.group.tasks, self.sampler)
+        seeds = [self.sampler.choice(config.group.seeds) for _ in tasks]
+        size, base = config.group.size, update * 10_000
+        groups = await asyncio.gather(*(
+            self.rollouts.group(task, seed, size, base + k * 1000, f"u{update}:{task}@{seed}")
+            for k, (task, seed) in enumerate(zip(tasks, seeds, strict=True))))
+        branches = await asyncio.gather(*(self._branch(group, base + k * 1000 + size)
+                                          for k, group in enumerate(groups)))
+        return [r for group, more in zip(groups, branches, strict=True) for r in group + more], \
+            sum(len(b) for b in branches)
+
+    async def _branch(self, group: list[Rollout], first_index: int) -> list[Rollout]:
+        tree = self.config.tree
+        if tree.branch_states == 0:
+            return []
+        points = branch_points(group, tree.branch_states, tree.where, self.sampler)
+        made = await asyncio.gather(*(self.rollouts.branches(
+            parent, step, tree.continuations, first_index + j * tree.continuations,
+            len(group) + j * tree.continuations) for j, (parent, step) in enumerate(points)))
+        return [r for rs in made for r in rs]
+
+    async def update(self, update: int) -> dict[str, Any]:
+        """One update (see the module docstring); returns its metrics line."""
+        from trainers.grpo.optimize import optimize
+
+        await self.backend.sync(self.policy, update - 1)  # the weights that sample this update
+        started = time.perf_counter()
+        rollouts, branches = await self.collect(update)
+        rollout_s = time.perf_counter() - started
+        mains = [r for r in rollouts if r.parent is None]
+        replays = self.replays(mains) if self.config.curriculum.replay else []
+        steps, stats = build_batch(rollouts, self.config.advantage, self.greedy.generator.stop_ids, replays)
+        rewards = [t.reward for r in rollouts for t in r.episode.transitions] + [r.reward for r in replays]
+        check_signal(self.loop, stats, rewards, update, self.config.signal.patience)
+        started = time.perf_counter()
+        figures = optimize(self.policy, self.reference, steps, self.config.loss, self.optimizer,
+                           self.shuffle, update=update)
+        self.scheduler.step()
+        train_s = time.perf_counter() - started
+        events = []
+        for group in dict.fromkeys(r.group for r in mains):
+            members = [r for r in mains if r.group == group]
+            events += self.curriculum.record(members[0].episode.task_id, [r.episode.success for r in members])
+        self.filmstrips = mains[: self.config.filmstrips]
+        self.loop.env_steps += sum(r.episode.steps for r in rollouts)
+        self.loop.seconds["rollout"] += rollout_s
+        self.loop.seconds["train"] += train_s
+        n = len(mains)
+        return {"update": update, "policy_version": update - 1, "episodes": n, "branches": branches,
+                "steps": stats.steps, "env_steps": self.loop.env_steps,
+                "reward": sum(r.episode.total_reward for r in mains) / n,
+                "success": sum(r.episode.success for r in mains) / n,
+                "progress": sum(r.episode.progress for r in mains) / n,
+                "replayed": len(replays), "flat_groups": stats.flat_groups, "groups": stats.groups, "truncated": stats.truncated,
+                **figures, "learning_rate": self.scheduler.get_last_lr()[0],
+                "rollout_s": round(rollout_s, 3), "train_s": round(train_s, 3),
+                "tasks": sorted({r.episode.task_id for r in mains}), "events": events,
+                "pool": self.curriculum.summary()}
+
+    def replays(self, mains: list[Rollout]) -> list[Replay]:
+        """A stored success for each group without one (where the store has one)."""
+        found = []
+        for group in dict.fromkeys(r.group for r in mains):
+            members = [r for r in mains if r.group == group]
+            if not any(r.episode.success for r in members):
+                replay = stored_success(self.store, members[0].episode.task_id, group)
+                found += [replay] if replay is not None else []
+        return found
+
+    async def evaluate(self, update: int, phase: str) -> dict[str, Any]:
+        """Greedy episodes of the held-out tasks with the current weights."""
+        from trainers.training.config import task_ids
+
+        spec = self.config.eval
+        assert spec is not None
+        started = time.perf_counter()
+        groups = await asyncio.gather(*(self.eval_rollouts.group(task, spec.seed + i, 1, i, "eval")
+                                        for task in task_ids(spec.tasks) for i in range(spec.episodes)))
+        episodes = [g[0].episode for g in groups]
+        seconds = time.perf_counter() - started
+        self.loop.seconds["eval"] += seconds
+        n = len(episodes)
+        return self.metrics.write(
+            "eval", update=update, phase=phase, episodes=n,
+            success_rate=sum(e.success for e in episodes) / n,
+            progress=sum(e.progress for e in episodes) / n,
+            mean_reward=sum(e.total_reward for e in episodes) / n,
+            steps=sum(e.steps for e in episodes), seconds=round(seconds, 2))
+
+    def save(self) -> None:
+        checkpoint.save(Path(self.config.out), self.loop, model=self.policy.model, optimizer=self.optimizer,
+                        scheduler=self.scheduler, sampler=self.sampler, shuffle=self.shuffle,
+                        curriculum=self.curriculum)
+
+    async def close(self) -> None:
+        await self.envs.close()
+        self.store.close()
+
+
+async def _train(config: GRPOConfig, agent_class: type | None) -> Path:
+    from trainers.grpo.report import save_filmstrips, write_report
+    from trainers.training.evaluate import write_agent_file
+
+    trainer = Trainer(config, agent_class)
+    if config.resume:
+        trainer.resume()
+    every = config.eval.every if config.eval is not None else 0
+    try:
+        await trainer.envs.start()
+        if config.eval is not None and trainer.loop.update == 0:
+            await trainer.evaluate(0, "before")
+        while trainer.loop.update < config.updates:
+            update = trainer.loop.update + 1
+            line = await trainer.update(update)
+            if every and (update % every == 0 or update == config.updates):
+                phase = "after" if update == config.updates else "during"
+                line["heldout_success"] = (await trainer.evaluate(update, phase))["success_rate"]
+            line["seconds"] = {k: round(v, 2) for k, v in trainer.loop.seconds.items()}
+            trainer.metrics.write("update", **line)
+            console.print(f"update {update}/{config.updates}: reward {line['reward']:.3f} · success "
+                          f"{line['success']:.0%} · loss {line['loss']:.4f} · kl {line['kl']:.4f} · "
+                          f"rollout {line['rollout_s']:.1f}s train {line['train_s']:.1f}s")
+            trainer.loop.update = update
+            if update % config.checkpoint_every == 0 or update == config.updates:
+                trainer.save()
+            save_filmstrips(Path(config.out), update, trainer.filmstrips)
+    finally:
+        await trainer.close()
+    model_dir = Path(config.out) / "model"
+    trainer.policy.save(model_dir)
+    write_agent_file(model_dir, config.prompt)
+    return write_report(Path(config.out), config, trainer.metrics.read())
+
+
+def _backend(config: GRPOConfig, policy: Any, agent_class: type | None) -> Any:
+    """The rollout backend the config names, with its agent."""
+    from trainers.agents.hf import HFAgent
+    from trainers.grpo.backends import HFBackend, OpenAIBackend
+
+    rollout = config.rollout
+    if rollout.backend == "hf":
+        return HFBackend((agent_class or HFAgent)(policy, _agent_options(config, temperature=rollout.temperature)))
+    from trainers.agents.openai_agent import OpenAIAgent
+    from trainers.agents.options import OpenAIAgentOptions
+
+    options = OpenAIAgentOptions(**config.prompt.model_dump(), temperature=rollout.temperature,
+                                 top_p=rollout.top_p, max_new_tokens=rollout.max_new_tokens, seed=config.seed)
+    assert rollout.url is not None
+    return OpenAIBackend(OpenAIAgent(rollout.url, options), Path(config.out) / "weights")
+
+
+def _agent_options(config: GRPOConfig, *, temperature: float) -> Any:
+    from trainers.agents.options import HFAgentOptions
+
+    rollout = config.rollout
+    return HFAgentOptions(**config.prompt.model_dump(), temperature=temperature, top_p=rollout.top_p,
+                          max_new_tokens=rollout.max_new_tokens, seed=config.seed,
+                          max_batch=rollout.max_batch, max_wait_ms=rollout.max_wait_ms,
+                          device=config.model.device, dtype=config.model.dtype)
+
