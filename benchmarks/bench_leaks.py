@@ -1,9 +1,11 @@
 """Issue 10's leak check: many episodes in isolated sandboxes leave nothing behind.
 
     .venv/bin/python -m benchmarks.bench_leaks [--episodes 500] [--sandbox-episodes 100] [--quick]
+    .venv/bin/python -m benchmarks.bench_leaks --task desktop:tk-settings-password --episodes 50
 
 Runs ``--episodes`` oracle episodes of a short FSM task (``fsm:shop/open_mug``: a reset and
-two steps, so the run is about episodes, not steps) through ``--provider isolated`` at
+two steps, so the run is about episodes, not steps; ``--task`` picks another, e.g. a desktop
+task, whose Xvfb, openbox and app run in the jail) through ``--provider isolated`` at
 ``--concurrency``, every sandbox closed (its Chromium, jail and namespace) after
 ``--sandbox-episodes`` episodes and a fresh one made. Every ``--sample-every`` episodes (or
 at the first episode after it when a sandbox is being replaced) it samples the memory of
@@ -39,9 +41,9 @@ from sandboxes.leftovers import descendants, leftovers, sandbox_processes
 TASK = "fsm:shop/open_mug"
 
 
-def specs(episodes: int, seeds: int | None) -> list[EpisodeSpec]:
+def specs(episodes: int, seeds: int | None, task: str = TASK) -> list[EpisodeSpec]:
     """Episode i seeded i, or i modulo ``seeds``."""
-    return [EpisodeSpec(task_id=TASK, seed=i % seeds if seeds else i, index=i)
+    return [EpisodeSpec(task_id=task, seed=i % seeds if seeds else i, index=i)
             for i in range(episodes)]
 
 
@@ -65,7 +67,7 @@ def tree_memory_mb() -> dict[str, float]:
 
 async def leak_run(episodes: int = 500, *, concurrency: int = 2, sandbox_episodes: int | None = 125,
                    sample_every: int = 25, seeds: int | None = None,
-                   progress: bool = False) -> dict[str, Any]:
+                   progress: bool = False, task: str = TASK) -> dict[str, Any]:
     """Run the episodes and return the samples, growth and leftovers (see the docstring).
 
     ``seeds``: cycle over this many seeds (None: every episode its own seed)."""
@@ -84,6 +86,7 @@ async def leak_run(episodes: int = 500, *, concurrency: int = 2, sandbox_episode
             live = [p for p in sandbox_processes() if p.pid not in old]
             samples.append({"episode": done["episodes"], "processes": len(live),
                             "chromium": sum(p.comm == "chromium" for p in live),
+                            "xvfb": sum(p.comm == "Xvfb" for p in live),
                             "zombies": sum(p.state == "Z" for p in live),
                             "zombie_processes": [f"{p.pid} {p.comm} parent {p.ppid}"
                                                  for p in live if p.state == "Z"],
@@ -93,14 +96,14 @@ async def leak_run(episodes: int = 500, *, concurrency: int = 2, sandbox_episode
     runner = EpisodeRunner(make_agent("oracle"), config, envs=envs, on_episode=on_episode)
     start = time.perf_counter()
     try:
-        records = await runner.run(specs(episodes, seeds))
+        records = await runner.run(specs(episodes, seeds, task))
     finally:
         await envs.close()
     wall = time.perf_counter() - start
     after = leftovers()
     first, last = samples[0], samples[-1]
     return {
-        "episodes": episodes, "concurrency": concurrency, "sandbox_episodes": sandbox_episodes,
+        "task": task, "episodes": episodes, "concurrency": concurrency, "sandbox_episodes": sandbox_episodes,
         "succeeded": sum(r.success for r in records),
         "errors": sum(r.error is not None for r in records),
         "wall_seconds": wall, "episodes_per_minute": 60 * episodes / wall,
@@ -113,7 +116,8 @@ async def leak_run(episodes: int = 500, *, concurrency: int = 2, sandbox_episode
         "seeds": seeds,
         "leftover_processes": [p for p in after.processes if int(p.split()[0]) not in old],
         "leftover_other": {k: list(getattr(after, k)) for k in
-                           ("namespaces", "interfaces", "service_addresses", "homes", "cgroups")},
+                           ("namespaces", "interfaces", "service_addresses", "homes", "cgroups",
+                            "display_links")},
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
 
@@ -135,6 +139,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--sample-every", type=int, default=25, help="episodes between samples")
     parser.add_argument("--seeds", type=int, default=None,
                         help="cycle over this many seeds (default: a seed per episode)")
+    parser.add_argument("--task", default=TASK, help=f"the task of every episode (default {TASK})")
     parser.add_argument("--out", default=None, help="JSON results path")
     args = parser.parse_args(argv)
     episodes = args.episodes or (100 if args.quick else 500)
@@ -142,12 +147,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = asyncio.run(leak_run(episodes, concurrency=args.concurrency,
                                   sandbox_episodes=args.sandbox_episodes or None,
                                   sample_every=args.sample_every, seeds=args.seeds,
-                                  progress=True))
+                                  progress=True, task=args.task))
     result["load_average_before"] = load_before
-    rows = [[str(s["episode"]), str(s["processes"]), str(s["chromium"]), str(s["zombies"]),
+    rows = [[str(s["episode"]), str(s["processes"]), str(s["chromium"]), str(s["xvfb"]), str(s["zombies"]),
              f"{s['tree_rss_mb']:.0f}", f"{s['tree_pss_mb']:.0f}", f"{s['python_rss_mb']:.0f}"]
             for s in result["samples"]]
-    print_table("process tree while episodes run", ["episode", "sandbox procs", "chromium",
+    print_table("process tree while episodes run", ["episode", "sandbox procs", "chromium", "Xvfb",
                 "zombies", "tree RSS MiB", "tree PSS MiB", "python RSS MiB"], rows)
     console.print(f"{result['succeeded']}/{episodes} succeeded, {result['errors']} errors, "
                   f"{result['episodes_per_minute']:.0f} episodes/min; PSS growth "

@@ -10,18 +10,26 @@ fresh home directory).
 directory is a new empty one, and the display is a new X server (``reset_mode=
 "new_display"``) or the same one with no client left (``"same_display"``). An X server
 that died is an infrastructure error (``SandboxCrashed``); ``reset`` starts a new one.
+
+With a ``jail`` (``sandboxes.isolation.Isolation``, made by ``IsolatedProvider``), Xvfb,
+openbox and every app run inside it: its network namespace, cgroup, limits and bwrap; the
+homes and task files live in a directory the jail shares at the same path, and the host
+reaches the display through a linked socket (``sandboxes.xlink``); closing the sandbox
+closes the jail.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sandboxes.actions import (
     Action,
@@ -43,7 +51,11 @@ from sandboxes.desktop_config import DesktopConfig
 from sandboxes.display import Processes, start_xvfb, wait_until
 from sandboxes.errors import SandboxClosed, SandboxCrashed, SandboxStartError, SandboxTimeout
 from sandboxes.xinput import XInput
+from sandboxes.xlink import HostDisplay
 from sandboxes.xscreen import Screen, Window
+
+if TYPE_CHECKING:
+    from sandboxes.isolation import Isolation
 
 T = TypeVar("T")
 
@@ -51,13 +63,18 @@ T = TypeVar("T")
 class DesktopSandbox:
     """One X display for one episode at a time (see the module docstring)."""
 
-    def __init__(self, config: DesktopConfig | None = None) -> None:
+    def __init__(self, config: DesktopConfig | None = None, *, jail: Isolation | None = None,
+                 on_close: Callable[[DesktopSandbox], None] | None = None) -> None:
+        """``jail``: an opened jail to run everything in (closed with the sandbox)."""
         self.config = config or DesktopConfig()
-        self._root = Path(tempfile.mkdtemp(prefix="cua-desktop-"))
+        self.jail = jail
+        self._on_close = on_close
+        self._root = Path(jail.share("desktop") if jail else tempfile.mkdtemp(prefix="cua-desktop-"))
         self._episode = 0
         self.home = self._root / "home-0"
-        self._display_procs = Processes()
-        self._apps = Processes()
+        self._display_procs = Processes(jail)
+        self._apps = Processes(jail)
+        self._host_display: HostDisplay | None = None
         self._xvfb: subprocess.Popen[bytes] | None = None
         self._number: int | None = None
         self._input: XInput | None = None
@@ -76,7 +93,14 @@ class DesktopSandbox:
 
     @property
     def display_name(self) -> str:
-        """The X display, e.g. ":5" (after start)."""
+        """The X display as this process reaches it, e.g. ":5" (after start)."""
+        if self._host_display is not None and self._host_display.number is not None:
+            return self._host_display.name
+        return self.app_display
+
+    @property
+    def app_display(self) -> str:
+        """The X display as the apps reach it (in a jail, its own number there)."""
         if self._number is None:
             raise SandboxClosed("expected a started desktop sandbox, got none; call start()")
         return f":{self._number}"
@@ -138,8 +162,14 @@ class DesktopSandbox:
         self._closed = True
         await self._run_cleanups()
         await asyncio.to_thread(self._apps.kill_all)
-        await asyncio.to_thread(self._stop_display)
-        shutil.rmtree(self._root, ignore_errors=True)
+        try:
+            await asyncio.to_thread(self._stop_display)
+            shutil.rmtree(self._root, ignore_errors=True)
+        finally:
+            if self.jail is not None:
+                await self.jail.close()
+            if self._on_close is not None:
+                self._on_close(self)
 
     # ---- the desktop interface --------------------------------------------------------
     @property
@@ -152,7 +182,7 @@ class DesktopSandbox:
     def app_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment apps run with: this display, the episode's home, UTF-8."""
         runtime = self.state_dir
-        env = {"DISPLAY": self.display_name, "HOME": str(self.home), "USER": os.environ.get("USER", "cua"),
+        env = {"DISPLAY": self.app_display, "HOME": str(self.home), "USER": os.environ.get("USER", "cua"),
                "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
                "XDG_RUNTIME_DIR": str(runtime), "XDG_CONFIG_HOME": str(self.home / ".config"),
                "XDG_CACHE_HOME": str(self.home / ".cache"), "SHELL": "/bin/bash", "TERM": "xterm"}
@@ -177,7 +207,12 @@ class DesktopSandbox:
         return self._display_procs.pids()
 
     async def windows(self) -> list[Window]:
-        return await self._x(self._require_screen().windows)
+        """Client windows; in a jail, a window's pid is that of the ``launch`` it came from."""
+        found = await self._x(self._require_screen().windows)
+        if self.jail is None or not self.jail.config.bubblewrap:
+            return found
+        return [dataclasses.replace(w, pid=self._apps.started_pid_of(w.pid) if w.pid else None)
+                for w in found]
 
     async def wait_for_window(self, match: Callable[[Window], bool], what: str,
                               timeout_s: float | None = None) -> Window:
@@ -243,6 +278,9 @@ class DesktopSandbox:
                                               {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
                                               cfg.start_timeout_s)
         try:
+            if self.jail is not None and self.jail.config.bubblewrap:  # its socket is in the jail's /tmp
+                self._host_display = HostDisplay(os.path.join(self.jail.tmp, ".X11-unix", f"X{self._number}"))
+                self._host_display.link()
             self._input = XInput(self.display_name)
             self._screen = Screen(self.display_name, cfg.width, cfg.height)
             if cfg.window_manager:
@@ -267,6 +305,15 @@ class DesktopSandbox:
         self._input = self._screen = None
         self._display_procs.kill_all()
         self._xvfb = None
+        if self.jail is not None and self.jail.config.bubblewrap and self._number is not None:
+            # A killed Xvfb leaves its lock in the jail's /tmp, holding its pid there, which
+            # the next Xvfb (a new PID namespace) may have: it would move to the next number.
+            for stale in (f".X{self._number}-lock", f".X11-unix/X{self._number}"):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.jail.tmp, stale))
+        if self._host_display is not None:
+            self._host_display.unlink()
+            self._host_display = None
 
     def _wait_no_clients(self) -> None:
         screen = self._require_screen()

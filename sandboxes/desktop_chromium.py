@@ -38,6 +38,11 @@ class DesktopChromium:
         address bar (``--app``), else the full browser chrome shows."""
         from playwright.async_api import async_playwright
 
+        if sandbox.jail is not None:
+            raise SandboxStartError(
+                "expected a desktop sandbox outside a jail for windowed Chromium, got an isolated "
+                "one; its debugging port would be on the jail's own loopback, out of the "
+                "harness's reach: run Chromium desktop tasks with --provider local")
         profile = sandbox.home / ".config" / "chromium"
         profile.mkdir(parents=True, exist_ok=True)
         width, height = sandbox.config.width, sandbox.config.height

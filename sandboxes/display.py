@@ -19,9 +19,13 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from sandboxes.errors import SandboxStartError
 from sandboxes.procs import descendants, is_alive, kill_pids
+
+if TYPE_CHECKING:
+    from sandboxes.isolation import Isolation
 
 #: How often conditions are polled while waiting.
 POLL_S = 0.005
@@ -48,10 +52,13 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> No
 
 
 class Processes:
-    """Processes started for one display; ``kill_all`` ends them and everything below them."""
+    """Processes started for one display; ``kill_all`` ends them and everything below them.
+    With a ``jail``, each runs inside it (its network namespace, cgroup, limits, bwrap)
+    with exactly ``env`` (bwrap's own ``HOME`` is overridden)."""
 
-    def __init__(self) -> None:
+    def __init__(self, jail: Isolation | None = None) -> None:
         self.started: list[subprocess.Popen[bytes]] = []
+        self.jail = jail
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
               pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
@@ -60,7 +67,11 @@ class Processes:
         if not os.path.isfile(binary):
             raise SandboxStartError(f"expected the program {argv[0]!r} on PATH, got none; install it "
                                     "(`make setup` installs xvfb, openbox, xterm)")
-        proc = subprocess.Popen([binary, *argv[1:]], env=dict(env), cwd=cwd, pass_fds=tuple(pass_fds),
+        command = [binary, *argv[1:]]
+        if self.jail is not None:
+            inner = ["/usr/bin/env", *(f"{key}={value}" for key, value in env.items()), *command]
+            command = ["/bin/sh", "-c", self.jail.shell_command(inner)]
+        proc = subprocess.Popen(command, env=dict(env), cwd=cwd, pass_fds=tuple(pass_fds),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True,
                                 preexec_fn=_die_with_parent)
@@ -70,6 +81,13 @@ class Processes:
     def pids(self) -> set[int]:
         """Every live process started here, and their descendants."""
         return descendants({p.pid for p in self.started})
+
+    def started_pid_of(self, ns_pid: int) -> int | None:
+        """The started process under which a process runs whose pid in its own (bwrap) PID
+        namespace is ``ns_pid``, e.g. a window's ``_NET_WM_PID``; None unless exactly one."""
+        owners = {proc.pid for proc in self.started for pid in descendants({proc.pid})
+                  if _ns_pids(pid)[1:][-1:] == [ns_pid]}
+        return owners.pop() if len(owners) == 1 else None
 
     def kill_all(self, timeout_s: float = 5.0) -> None:
         """SIGKILL every process started here and its descendants; reap our children."""
@@ -125,3 +143,15 @@ def _read_display_number(fd: int, proc: subprocess.Popen[bytes], timeout_s: floa
                                     "run `Xvfb -displayfd 1` to see why")
         data += chunk
     return int(data.strip())
+
+
+def _ns_pids(pid: int) -> list[int]:
+    """A process's pid in each PID namespace it is in, outermost first (``NSpid``)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return [int(part) for part in line.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return []

@@ -1,4 +1,4 @@
-"""``IsolatedProvider``: browser sandboxes that each run their own Chromium in a jail.
+"""``IsolatedProvider``: browser and desktop sandboxes, each in a jail of its own.
 
 Where ``LocalProvider`` shares one Chromium between its sandboxes (one context each), an
 isolated sandbox has its own Chromium, started through a launcher script
@@ -11,7 +11,10 @@ protocol; the Playwright driver itself stays outside the jail.
 The provider owns the **service address** (``ServiceNetwork``): start it, bind the run's
 servers there (``TaskResources(bind_host=provider.service_address)``), and ``grant`` their
 ports; every sandbox made before or after may reach those ports and nothing else.
-Closing a sandbox closes its browser and its jail (every process in it ends, the
+A desktop sandbox (``SandboxRequest(kind="desktop")``) is a ``DesktopSandbox`` whose Xvfb,
+openbox and apps all run in its jail (see ``sandboxes.desktop``); ``grant_desktop`` adds
+ports only desktops reach (the site server's control API, which the Tk FSM app talks to).
+Closing a sandbox closes its browser (or display) and its jail (every process in it ends, the
 namespace and home are removed); closing the provider closes every sandbox it made and
 removes the service address::
 
@@ -33,6 +36,8 @@ from sandboxes.browser import BrowserSandbox
 from sandboxes.browser_config import BrowserConfig
 from sandboxes.browser_host import BrowserHost
 from sandboxes.chromium import find_chromium
+from sandboxes.desktop import DesktopSandbox
+from sandboxes.desktop_config import DesktopConfig
 from sandboxes.errors import ConfigError, SandboxClosed
 from sandboxes.isolation import Isolation, IsolationConfig
 from sandboxes.netns import ServiceNetwork
@@ -93,21 +98,24 @@ class IsolatedBrowser:
 
 
 class IsolatedProvider:
-    """Makes ``IsolatedBrowser`` sandboxes (see the module docstring)."""
+    """Makes ``IsolatedBrowser`` and jailed ``DesktopSandbox`` sandboxes (see the module docstring)."""
 
     def __init__(self, browser: BrowserConfig | None = None,
-                 isolation: IsolationConfig | None = None, *, ports: Iterable[int] = ()) -> None:
+                 isolation: IsolationConfig | None = None, *, ports: Iterable[int] = (),
+                 desktop: DesktopConfig | None = None) -> None:
         self.browser_config = browser or BrowserConfig()
+        self.desktop_config = desktop or DesktopConfig()
         self.isolation_config = isolation or IsolationConfig()
         self.ports: set[int] = set(ports)
+        self.desktop_ports: set[int] = set()
         self._network = ServiceNetwork(self.isolation_config.subnet)
-        self._sandboxes: set[IsolatedBrowser] = set()
+        self._sandboxes: set[IsolatedBrowser | DesktopSandbox] = set()
         self._lock = asyncio.Lock()
         self._closed = False
 
     @property
     def kinds(self) -> tuple[SandboxKind, ...]:
-        return ("browser",)
+        return ("browser", "desktop")
 
     @property
     def service_address(self) -> str:
@@ -135,13 +143,24 @@ class IsolatedProvider:
         new = set(ports) - self.ports
         self.ports |= new
         for sandbox in self._sandboxes:
+            assert sandbox.jail is not None
             sandbox.jail.grant(new)
+
+    def grant_desktop(self, ports: Iterable[int]) -> None:
+        """Let desktop sandboxes (live and future) also reach these ports of the service address."""
+        new = set(ports) - self.desktop_ports
+        self.desktop_ports |= new
+        for sandbox in self._sandboxes:
+            if isinstance(sandbox, DesktopSandbox) and sandbox.jail is not None:
+                sandbox.jail.grant(new)
 
     async def new_sandbox(self, request: SandboxRequest | None = None) -> Sandbox:
         request = request or SandboxRequest()
         if request.kind not in self.kinds:
-            raise ConfigError(f"expected a sandbox kind this provider makes (browser), got "
+            raise ConfigError(f"expected a sandbox kind this provider makes (browser, desktop), got "
                               f"{request.kind!r}; use a provider that has it")
+        if request.kind == "desktop":
+            return await self.new_desktop(request)
         overrides: dict[str, Any] = {}
         if request.viewport is not None:
             overrides = {"viewport_width": request.viewport[0], "viewport_height": request.viewport[1]}
@@ -165,6 +184,32 @@ class IsolatedProvider:
             raise
         self._sandboxes.add(sandbox)
         jail.grant(self.ports - jail.network.ports)  # ports granted while this one started
+        return sandbox
+
+    async def new_desktop(self, request: SandboxRequest | None = None) -> DesktopSandbox:
+        """A new, started desktop sandbox whose X server, window manager and apps run in a
+        jail of its own; the request's viewport is the screen size."""
+        await self.start()
+        config = self.desktop_config
+        if request is not None and request.viewport is not None:
+            config = config.with_overrides({"width": request.viewport[0], "height": request.viewport[1]})
+        jail_config = self.isolation_config  # xterm (as root) chowns its pty and calls initgroups
+        jail_config = jail_config.model_copy(update={"capabilities": tuple(
+            sorted({*jail_config.capabilities, "CAP_CHOWN", "CAP_SETGID"}))})
+        jail = Isolation(jail_config, service=self.service_address, ports=self.ports | self.desktop_ports)
+        await jail.open()
+        try:
+            sandbox = DesktopSandbox(config, jail=jail, on_close=self._sandboxes.discard)
+        except BaseException:
+            await jail.close()
+            raise
+        self._sandboxes.add(sandbox)
+        try:
+            await sandbox.start()
+        except BaseException:
+            await sandbox.close()
+            raise
+        jail.grant((self.ports | self.desktop_ports) - jail.network.ports)
         return sandbox
 
     async def close(self) -> None:

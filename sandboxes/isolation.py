@@ -66,6 +66,9 @@ class IsolationConfig(BaseModel):
     max_open_files: int = Field(default=8192, ge=64, description="RLIMIT_NOFILE of each process")
     max_file_mb: int = Field(default=1024, ge=1, description="RLIMIT_FSIZE: the largest file a "
                              "process may write, MiB")
+    capabilities: tuple[str, ...] = Field(default=(), description="capabilities a bwrap jail "
+                                          "keeps (all others are dropped), e.g. CAP_CHOWN for "
+                                          "xterm, which chowns its pty as root")
     home_root: str | None = Field(default=None, description="where temporary homes are made; "
                                   "None: the system's temp directory")
 
@@ -80,6 +83,8 @@ class Isolation:
     def __init__(self, config: IsolationConfig | None = None, *, service: str,
                  ports: Iterable[int] = ()) -> None:
         self.config = config or IsolationConfig()
+        #: Host directories a bwrap jail sees writable at the same path (``share``).
+        self.shared: list[str] = []
         self.network = NetNamespace(service=service, ports=set(ports), subnet=self.config.subnet)
         self.cgroup: SandboxCgroup | None = None
         self.root = ""
@@ -118,6 +123,17 @@ class Isolation:
         """Let the jail reach more TCP ports of its service address."""
         self.network.grant(ports)
 
+    def share(self, name: str) -> str:
+        """A new directory under the jail's root that its programs see, writable, at the same
+        path as the host does (a desktop's homes and task files); removed with the jail."""
+        if not self.root:
+            raise SandboxStartError("expected an opened Isolation, got one not opened; "
+                                    "await isolation.open() first")
+        path = os.path.join(self.root, name)
+        os.makedirs(path, mode=0o700)
+        self.shared.append(path)
+        return path
+
     def wrap(self, argv: list[str]) -> list[str]:
         """The command line that runs ``argv`` inside the jail (without joining the cgroup:
         ``spawn`` and launcher scripts do that)."""
@@ -130,8 +146,9 @@ class Isolation:
         jail: list[str] = []
         if cfg.bubblewrap:
             jail = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                    "--bind", self.tmp, "/tmp",
+                    "--bind", self.tmp, "/tmp", *[a for d in self.shared for a in ("--bind", d, d)],
                     "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL",
+                    *[a for cap in cfg.capabilities for a in ("--cap-add", cap)],
                     "--setenv", "HOME", "/tmp/home", "--setenv", "TMPDIR", "/tmp", "--"]
         return [*self.network.enter_prefix(), *limits, *jail, *argv]
 

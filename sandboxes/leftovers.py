@@ -23,10 +23,11 @@ from sandboxes.netns import (
     leftover_namespaces,
     leftover_service_addresses,
 )
+from sandboxes.xlink import leftover_links
 
 #: process names that count as a sandbox's (browser, display, window manager, Playwright)
 SANDBOX_COMMS = ("chromium", "chrome", "chrome_crashpad", "bwrap", "Xvfb", "openbox", "node",
-                 "nsenter", "prlimit")
+                 "nsenter", "prlimit", "xterm")
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,12 @@ class Leftovers:
     service_addresses: tuple[str, ...]
     homes: tuple[str, ...]
     cgroups: tuple[str, ...]
+    display_links: tuple[str, ...] = ()  # host sockets linked to a jail's X server (sandboxes.xlink)
 
     def empty(self, *, processes: bool = True) -> bool:
         """Nothing left (``processes=False``: ignoring processes)."""
-        kinds = [self.namespaces, self.interfaces, self.service_addresses, self.homes, self.cgroups]
+        kinds = [self.namespaces, self.interfaces, self.service_addresses, self.homes, self.cgroups,
+                 self.display_links]
         return not any(kinds + ([self.processes] if processes else []))
 
 
@@ -99,4 +102,5 @@ def leftovers(root: int | None = None, *, subnet: str = DEFAULT_SUBNET) -> Lefto
         service_addresses=tuple(leftover_service_addresses(subnet)),
         homes=tuple(sorted(homes)),
         cgroups=tuple(jail_cgroup_dirs()),
+        display_links=tuple(leftover_links()),
     )

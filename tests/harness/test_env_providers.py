@@ -43,6 +43,13 @@ async def test_local_envs_reuse_a_released_sandbox_and_drop_a_discarded_one(prov
         await envs.close()
 
 
+class BrowserOnly:
+    """A sandbox provider's ``kinds``, all ``sandbox_request`` reads (every real provider
+    here makes both kinds)."""
+
+    kinds = ("browser",)
+
+
 async def test_sandbox_kind_overrides_the_task_s_and_is_refused_where_not_made(provider) -> None:
     envs = LocalEnvs(provider)
     try:
@@ -51,8 +58,9 @@ async def test_sandbox_kind_overrides_the_task_s_and_is_refused_where_not_made(p
         await envs.release(env)
     finally:
         await envs.close()
-    with pytest.raises(ConfigError, match=r"IsolatedProvider makes \(browser\), got 'desktop'"):
-        sandbox_request(SandboxRequest(), "desktop", IsolatedProvider())
+    assert sandbox_request(SandboxRequest(), "desktop", IsolatedProvider()).kind == "desktop"
+    with pytest.raises(ConfigError, match=r"BrowserOnly makes \(browser\), got 'desktop'"):
+        sandbox_request(SandboxRequest(), "desktop", BrowserOnly())
     with pytest.raises(ConfigError, match=r"--sandbox desktop: .* 1 that need another kind "
                                           r"\(miniwob:click-test\)"):
         check_sandbox("desktop", "local", {"miniwob:click-test": "browser", "desktop:x": "desktop"})
