@@ -71,6 +71,8 @@ class BrowserSandbox:
         #: Earlier episodes' contexts being closed in the background.
         self._retiring: set[asyncio.Task[None]] = set()
         self._last_url: str | None = None  # of the last fresh reset: the guess for the next
+        #: Set by the first screenshot after a fresh reset; the spare's preparation waits for it.
+        self._shown = asyncio.Event()
         self._after_read: str | None = None  # see read_after_actions
         self._read_value: object = NOT_READ
 
@@ -126,7 +128,9 @@ class BrowserSandbox:
         generation = self.host.generation
         spare, self._spare = self._spare, None
         episode = await spare.take(url, allowed, generation) if spare is not None else None
-        retired = self._retire()
+        self._shown.set()  # the last episode's background work may start, if it has not
+        self._shown = asyncio.Event()
+        retired = self._retire(self._shown)
         self._generation, self._page_crashed = generation, False
         if episode is not None:
             self._episode = episode
@@ -144,6 +148,7 @@ class BrowserSandbox:
         self._require_page()
         self._read_value = NOT_READ
         data = await self._guarded("screenshot", self._capture, self.config.action_timeout_s)
+        self._shown.set()
         cfg = self.config  # every context is created with this viewport
         return Screenshot(
             data=data, format=cfg.image_format, width=cfg.viewport_width, height=cfg.viewport_height
@@ -238,6 +243,7 @@ class BrowserSandbox:
         if self._closed:
             return
         self._closed = True
+        self._shown.set()  # no screenshot comes any more: retiring contexts close now
         await self._drop_spare()
         await self._close_context()
         while self._retiring:
@@ -253,20 +259,28 @@ class BrowserSandbox:
         guess = self.config.prepare_next and url != _BLANK and url == self._last_url
         self._last_url = url
         if guess:
-            self._spare = SpareContext(self.host, self.config, url, allowed, after)
+            self._spare = SpareContext(self.host, self.config, url, allowed, after, self._shown)
 
     async def _drop_spare(self) -> None:
         spare, self._spare = self._spare, None
         if spare is not None:
             await spare.close()
 
-    def _retire(self) -> asyncio.Task[None] | None:
-        """Close the previous episode's context in the background; the new episode runs in
-        another context, so nothing of the old one can reach it meanwhile."""
+    def _retire(self, gate: asyncio.Event | None = None) -> asyncio.Task[None] | None:
+        """Close the previous episode's context in the background, once ``gate`` is set
+        (the new episode's first screenshot: the close's browser work then does not
+        compete with the reset); the new episode runs in another context, so nothing of
+        the old one can reach it meanwhile."""
         episode, self._episode = self._episode, None
         if episode is None:
             return None
-        task = asyncio.ensure_future(episode.close(self.config.action_timeout_s))
+
+        async def close() -> None:
+            if gate is not None:
+                await gate.wait()
+            await episode.close(self.config.action_timeout_s)
+
+        task = asyncio.ensure_future(close())
         self._retiring.add(task)
         task.add_done_callback(self._retiring.discard)
         return task

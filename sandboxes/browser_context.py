@@ -173,17 +173,23 @@ class SpareContext:
     """
 
     def __init__(self, host: BrowserHost, config: BrowserConfig, url: str,
-                 allowed: frozenset[str], after: asyncio.Task[None] | None) -> None:
-        """Start preparing, once ``after`` (the previous context closing) is done."""
+                 allowed: frozenset[str], after: asyncio.Task[None] | None,
+                 gate: asyncio.Event | None = None) -> None:
+        """Start preparing once ``after`` (the previous context closing) is done and
+        ``gate`` is set: the sandbox sets it after the episode's first screenshot, so that
+        the preparation's browser work does not compete with the reset it follows."""
         self.url, self.allowed, self._timeout = url, allowed, config.navigation_timeout_s
         self._opened: EpisodeContext | None = None
-        self._closed = False
+        self._closed = self._creating = False
+        self._gate = gate
         self._task = asyncio.ensure_future(self._prepare(host, config, after))
         self._task.add_done_callback(_retrieve)
 
     async def take(self, url: str, allowed: frozenset[str], generation: int) -> EpisodeContext | None:
         """The prepared context if it fits ``url`` and ``allowed`` and is healthy; else None
         (and the spare is closed)."""
+        if self._gate is not None:
+            self._gate.set()  # a reset before any screenshot: prepare now, or never
         if (url, allowed) == (self.url, self.allowed):
             with contextlib.suppress(Exception):
                 episode = await asyncio.wait_for(asyncio.shield(self._task), self._timeout)
@@ -198,6 +204,9 @@ class SpareContext:
         if self._closed:
             return
         self._closed = True
+        if not self._creating:  # still waiting to start: nothing exists to leak
+            self._task.cancel()
+            return
         if self._opened is not None:
             await self._opened.close(self._timeout)
         # Still opening: the preparation closes the context itself once it exists.
@@ -208,7 +217,10 @@ class SpareContext:
                        after: asyncio.Task[None] | None) -> EpisodeContext:
         generation = host.generation
         if after is not None:
-            await after
+            await asyncio.shield(after)  # a closed spare must not cancel the old context's close
+        if self._gate is not None:
+            await self._gate.wait()
+        self._creating = True
         if host.generation != generation or not host.is_alive():
             raise SandboxCrashed("the browser died; the next reset restarts it", shared=True)
         browser = await host.ensure_browser()  # alive: never a relaunch from here
