@@ -11,6 +11,7 @@ manager's ``_NET_SUPPORTING_WM_CHECK``, a process being gone), never a fixed sle
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -98,14 +99,23 @@ class Processes:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 pass
-        for pid in doomed:  # grandchildren re-parented to us (a subreaper) become our zombies
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
         wait_until(lambda: not any(is_alive(pid) for pid in doomed), timeout_s,
                    f"processes {sorted(doomed)} to end")
+        # Grandchildren re-parented to us (a subreaper) become our zombies, some only once
+        # their own parent has died: reap until every one is gone, within the same limit.
+        with contextlib.suppress(SandboxStartError):
+            wait_until(lambda: _reaped(doomed), timeout_s, f"processes {sorted(doomed)} to be reaped")
         self.started.clear()
+
+
+def _reaped(pids: set[int]) -> bool:
+    """Reap those of ``pids`` that are our zombies; True once none of them exists."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+    return not any(os.path.exists(f"/proc/{pid}") for pid in pids)
 
 
 def start_xvfb(procs: Processes, xvfb: str, width: int, height: int, env: Mapping[str, str],

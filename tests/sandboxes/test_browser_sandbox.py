@@ -166,4 +166,5 @@ async def test_keep_page_falls_back_to_a_fresh_context_when_origins_change(
     page = browser_sandbox.page
     await browser_sandbox.reset(other.url("storage.html"), keep_page=True)
     assert browser_sandbox.page is not page
+    await browser_sandbox.screenshot()  # as the env takes one: the old context's close starts
     assert await wait_until(page.is_closed)  # the old context closes in the background
