@@ -27,7 +27,7 @@ from functools import cache
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.env import AsyncEnv, Env
 from harness.errors import ConfigError, UnknownNameError, did_you_mean
@@ -235,6 +235,36 @@ def provider_spec(provider: str, ray: bool) -> str:
         raise ConfigError(f"expected either --ray or --provider ray:..., got both (--provider "
                           f"{provider}); drop one")
     return f"ray:{provider}"
+
+
+class EnvPlacement(BaseModel):
+    """Where a run's envs run: the provider and whether Ray actors host them. The one pair
+    of fields that `cua eval`, `cua collect` and GRPO rollouts share (their configs inherit
+    it); the agent, the sinks and the store writer always stay in the run's process."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str = Field(
+        default="local", description="where the envs run: local (this process's sandboxes), or a "
+        "registered provider such as isolated, docker, remote:URL")
+    ray: bool = Field(
+        default=False, description="run the provider's envs in Ray actors, several per actor "
+        "(a local Ray, or the cluster $RAY_ADDRESS names)")
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, provider: str) -> str:
+        check_provider(provider)
+        return provider
+
+    @model_validator(mode="after")
+    def _one_way_to_ray(self) -> EnvPlacement:
+        provider_spec(self.provider, self.ray)
+        return self
+
+    def provider_spec(self) -> str:
+        """The spec ``make_env_provider`` takes for these fields."""
+        return provider_spec(self.provider, self.ray)
 
 
 def make_env_provider(spec: str, context: ProviderContext | None = None) -> EnvProvider:

@@ -28,18 +28,17 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.agents.base import Agent
 from harness.env_providers import (
     EnvOptions,
+    EnvPlacement,
     EnvProvider,
     LocalEnvs,
     ProviderContext,
-    check_provider,
     make_env_provider,
-    provider_spec,
 )
 from harness.errors import ConfigError, InfrastructureError
 from harness.records import EpisodeRecord, EpisodeSpec, RecordSink, read_results
@@ -56,7 +55,7 @@ if TYPE_CHECKING:
 RESULTS_FILE = "results.jsonl"
 
 
-class RunnerConfig(BaseModel):
+class RunnerConfig(EnvPlacement):
     """How episodes are run."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -82,20 +81,6 @@ class RunnerConfig(BaseModel):
     sandbox: SandboxKind | None = Field(
         default=None, description="the kind of sandbox: browser or desktop; None: the kind "
         "each task asks for")
-    provider: str = Field(
-        default="local", description="where the envs run: local (this process's sandboxes), or a "
-        "registered provider such as isolated, docker, remote:URL")
-
-    @field_validator("provider")
-    @classmethod
-    def _known_provider(cls, provider: str) -> str:
-        check_provider(provider)
-        return provider
-
-    ray: bool = Field(
-        default=False, description="run the provider's envs in Ray actors, several per actor "
-        "(a local Ray, or the cluster $RAY_ADDRESS names); the agent and every sink stay here")
-
     bind_host: str = Field(
         default="127.0.0.1", description="address the run's site and page servers bind (one a "
         "sandbox in a container or on another machine can reach)")
@@ -112,11 +97,6 @@ class RunnerConfig(BaseModel):
 
             get_codec(codec)
         return codec
-
-    @model_validator(mode="after")
-    def _one_way_to_ray(self) -> RunnerConfig:
-        provider_spec(self.provider, self.ray)
-        return self
 
     save_screenshots: bool = Field(default=True, description="save a JPEG per step under out/episodes/")
     screenshot_max_side: int | None = Field(
@@ -222,7 +202,7 @@ class EpisodeRunner:
             return LocalEnvs(self.provider, resources=self.resources,
                              bind_host=self.config.bind_host), True
         context = ProviderContext(bind_host=self.config.bind_host)
-        spec = provider_spec(self.config.provider, self.config.ray)
+        spec = self.config.provider_spec()
         return make_env_provider(spec, context), True
 
     # ---- scheduling ------------------------------------------------------------------

@@ -5,16 +5,15 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from harness.env_providers import (
     EnvOptions,
+    EnvPlacement,
     EnvProvider,
     LocalEnvs,
     ProviderContext,
-    check_provider,
     make_env_provider,
-    provider_spec,
 )
 from harness.errors import ConfigError
 from harness.resources import TaskResources
@@ -25,7 +24,7 @@ from harness.store.store import TrajectoryStore
 from sandboxes.base import SandboxKind, SandboxProvider
 
 
-class CollectConfig(ExploreConfig):
+class CollectConfig(ExploreConfig, EnvPlacement):
     """Everything `cua collect` needs: the suite and the store, plus the exploration knobs."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -36,10 +35,6 @@ class CollectConfig(ExploreConfig):
     hindsight: bool = Field(default=True, description="emit hindsight tasks for reached states")
     reward: RewardMode = Field(default="outcome", description="the step reward stored in nodes: "
                                "outcome, step (verdict-shaped) or progress")
-    provider: str = Field(default="local", description="where the env runs: local, or a "
-                          "registered provider such as isolated, docker, remote:URL")
-    ray: bool = Field(default=False, description="run the env in a Ray actor (a local Ray, or the "
-                      "cluster $RAY_ADDRESS names); the explorer and the store writer stay here")
     bind_host: str = Field(default="127.0.0.1", description="address the site and page servers bind")
     elements: bool = Field(default=False, description="observe and store each step's interactive "
                            "elements (for element-mode exports); always on for agents whose "
@@ -53,16 +48,6 @@ class CollectConfig(ExploreConfig):
         task_for(suite)
         return suite
 
-    @field_validator("provider")
-    @classmethod
-    def _known_provider(cls, provider: str) -> str:
-        check_provider(provider)
-        return provider
-
-    @model_validator(mode="after")
-    def _one_way_to_ray(self) -> CollectConfig:
-        provider_spec(self.provider, self.ray)
-        return self
 
 
 def task_for(suite: str):  # -> harness.tasks.base.Task
@@ -106,7 +91,7 @@ async def collect_async(config: CollectConfig, *, envs: EnvProvider | None = Non
     if envs is None and (provider is not None or resources is not None):
         envs = LocalEnvs(provider, resources=resources, bind_host=config.bind_host)
     elif envs is None:
-        envs = make_env_provider(provider_spec(config.provider, config.ray),
+        envs = make_env_provider(config.provider_spec(),
                                  ProviderContext(bind_host=config.bind_host))
     env = None
     try:

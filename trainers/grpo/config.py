@@ -22,6 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from harness.env_providers import EnvPlacement
 from harness.prompts import PromptConfig
 from harness.rewards import RewardMode
 from trainers.grpo.advantages import Normalize
@@ -42,7 +43,7 @@ class GroupSpec(_Strict):
                              "start is drawn from (keep the held-out seeds out)")
 
 
-class RolloutSpec(_Strict):
+class RolloutSpec(_Strict, EnvPlacement):
     """How episodes are sampled, and by which backend (trainers.grpo.backends)."""
 
     backend: Literal["hf", "openai"] = Field(default="hf", description="hf: the trained policy in "
@@ -61,27 +62,6 @@ class RolloutSpec(_Strict):
                                "others (long enough for the group's env steps to line up: at 20 ms "
                                "most calls held one prompt, BENCHMARKS.md)")
     step_timeout_s: float = Field(default=60.0, gt=0, description="limit for one env step or reset")
-    provider: str = Field(default="local", description="where the envs run: local, or a "
-                          "registered env provider such as isolated, docker, remote:URL "
-                          "(as cua eval --provider)")
-    ray: bool = Field(default=False, description="run the provider's envs in Ray actors (a local "
-                      "Ray, or the cluster $RAY_ADDRESS names); the policy stays here")
-
-    @field_validator("provider")
-    @classmethod
-    def _known_provider(cls, provider: str) -> str:
-        from harness.env_providers import check_provider
-
-        check_provider(provider)
-        return provider
-
-    @model_validator(mode="after")
-    def _one_way_to_ray(self) -> RolloutSpec:
-        from harness.env_providers import provider_spec
-
-        provider_spec(self.provider, self.ray)
-        return self
-
     @model_validator(mode="after")
     def _url_for_openai(self) -> RolloutSpec:
         if self.backend == "openai" and not self.url:

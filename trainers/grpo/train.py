@@ -111,7 +111,7 @@ class Trainer:
     def __init__(self, config: GRPOConfig, agent_class: type | None = None) -> None:
         import torch
 
-        from harness.env_providers import EnvOptions, make_env_provider, provider_spec
+        from harness.env_providers import EnvOptions, make_env_provider
         from harness.runner import wants_elements
         from harness.store.store import TrajectoryStore
         from trainers.agents.hf import HFAgent
@@ -141,7 +141,7 @@ class Trainer:
         self.loop = checkpoint.LoopState()
         self.metrics = MetricsLog(Path(config.out) / METRICS_FILE)
         self.store = TrajectoryStore(config.store_path)
-        self.envs = make_env_provider(provider_spec(config.rollout.provider, config.rollout.ray))
+        self.envs = make_env_provider(config.rollout.provider_spec())
         options = EnvOptions(codec=config.prompt.codec, max_steps=config.rollout.max_steps,
                              reward=config.reward, elements=wants_elements(self.agent),
                              step_timeout_s=config.rollout.step_timeout_s,
