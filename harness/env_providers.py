@@ -35,6 +35,7 @@ from harness.resources import TaskResources
 from harness.rewards import RewardMode
 from harness.tasks.registry import make_task
 from sandboxes.base import Sandbox, SandboxKind, SandboxProvider, SandboxRequest
+from sandboxes.teardown import close_all
 
 ENTRY_POINT_GROUP = "cua.providers"
 
@@ -137,15 +138,14 @@ class LocalEnvs:
             await sandbox.close()
 
     async def close(self) -> None:
-        for pool in self._idle.values():
-            for sandbox in pool:
-                await sandbox.close()
+        idle = [sandbox for pool in self._idle.values() for sandbox in pool]
         self._idle.clear()
         self._served.clear()
-        if self._owns_resources:
-            await self.resources.close()
-        if self._owns_sandboxes:
-            await self.sandboxes.close()
+        try:
+            await close_all(sandbox.close for sandbox in idle)
+        finally:
+            await close_all(([self.resources.close] if self._owns_resources else [])
+                            + ([self.sandboxes.close] if self._owns_sandboxes else []))
 
 
 def sandbox_request(request: SandboxRequest, kind: SandboxKind | None,

@@ -50,6 +50,7 @@ from sandboxes.base import SandboxKind, Screenshot
 from sandboxes.desktop_config import DesktopConfig
 from sandboxes.display import Processes, start_xvfb, wait_until
 from sandboxes.errors import SandboxClosed, SandboxCrashed, SandboxStartError, SandboxTimeout
+from sandboxes.teardown import close_all, finish_in_thread
 from sandboxes.xinput import XInput
 from sandboxes.xlink import HostDisplay
 from sandboxes.xscreen import Screen, Window
@@ -110,7 +111,7 @@ class DesktopSandbox:
         self._check_open()
         if self._xvfb is None:
             self._new_home()
-            await asyncio.to_thread(self._start_display)
+            await finish_in_thread(self._start_display, self._stop_display)
 
     async def reset(self) -> None:
         """A clean desktop: apps ended, a fresh home, a new (or emptied) display."""
@@ -121,7 +122,7 @@ class DesktopSandbox:
         self._new_home()
         if self.config.reset_mode == "new_display" or crashed or self._xvfb is None:
             await asyncio.to_thread(self._stop_display)
-            await asyncio.to_thread(self._start_display)
+            await finish_in_thread(self._start_display, self._stop_display)
         else:
             await self._x(self._wait_no_clients)
 
@@ -160,16 +161,17 @@ class DesktopSandbox:
         if self._closed:
             return
         self._closed = True
-        await self._run_cleanups()
-        await asyncio.to_thread(self._apps.kill_all)
-        try:
-            await asyncio.to_thread(self._stop_display)
-            shutil.rmtree(self._root, ignore_errors=True)
+        try:  # each part runs even if one before it failed; the jail goes last
+            await close_all([self._run_cleanups, lambda: asyncio.to_thread(self._apps.kill_all),
+                             lambda: asyncio.to_thread(self._stop_display)])
         finally:
-            if self.jail is not None:
-                await self.jail.close()
-            if self._on_close is not None:
-                self._on_close(self)
+            try:
+                shutil.rmtree(self._root, ignore_errors=True)
+                if self.jail is not None:
+                    await self.jail.close()
+            finally:
+                if self._on_close is not None:
+                    self._on_close(self)
 
     # ---- the desktop interface --------------------------------------------------------
     @property

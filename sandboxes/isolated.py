@@ -41,6 +41,7 @@ from sandboxes.desktop_config import DesktopConfig
 from sandboxes.errors import ConfigError, SandboxClosed
 from sandboxes.isolation import Isolation, IsolationConfig
 from sandboxes.netns import ServiceNetwork
+from sandboxes.teardown import close_all
 
 
 class IsolatedBrowser:
@@ -216,9 +217,10 @@ class IsolatedProvider:
         """Close every sandbox made here and remove the service address. Idempotent."""
         self._closed = True
         sandboxes, self._sandboxes = list(self._sandboxes), set()
-        for sandbox in sandboxes:
-            await sandbox.close()
-        await asyncio.to_thread(self._network.close)
+        try:
+            await close_all(sandbox.close for sandbox in sandboxes)
+        finally:
+            await asyncio.to_thread(self._network.close)
 
     async def __aenter__(self) -> IsolatedProvider:
         await self.start()

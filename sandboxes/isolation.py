@@ -44,6 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from sandboxes.cgroups import SandboxCgroup
 from sandboxes.errors import SandboxStartError
 from sandboxes.netns import DEFAULT_SUBNET, NetNamespace
+from sandboxes.owned import remember
+from sandboxes.teardown import finish_in_thread
 
 #: What a jail's home directories are called (leak checks look for them).
 HOME_PREFIX = "cua-jail-"
@@ -101,11 +103,12 @@ class Isolation:
 
     async def open(self) -> None:
         """Make the namespace, the home and the cgroup."""
-        await asyncio.to_thread(self._open)
+        await finish_in_thread(self._open, self._close)  # a cancelled open leaves nothing
 
     def _open(self) -> None:
         _require_tools(self.config)
         self.root = tempfile.mkdtemp(prefix=HOME_PREFIX, dir=self.config.home_root)
+        remember("home", self.root)
         os.makedirs(self.home)
         os.chmod(self.tmp, 0o1777)
         try:
@@ -182,13 +185,17 @@ class Isolation:
         await asyncio.to_thread(self._close)
 
     def _close(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.close()
-            self.cgroup = None
-        self.network.close()
-        if self.root:
-            shutil.rmtree(self.root, ignore_errors=True)
-            self.root = ""
+        try:  # the namespace and the home go even if the cgroup's removal failed
+            if self.cgroup is not None:
+                self.cgroup.close()
+                self.cgroup = None
+        finally:
+            try:
+                self.network.close()
+            finally:
+                if self.root:
+                    shutil.rmtree(self.root, ignore_errors=True)
+                    self.root = ""
 
 
 def _require_tools(config: IsolationConfig) -> None:

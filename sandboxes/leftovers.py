@@ -1,6 +1,8 @@
 """What isolated sandboxes may leave behind, listed, so tests and benchmarks can check that
-nothing was: processes (under a given root, and in any jail's cgroup), network
-namespaces, veth ends and service addresses, jail homes and cgroup directories.
+nothing was: processes (under a given root, and in a jail's cgroup), network
+namespaces, veth ends and service addresses, jail homes, cgroup directories and host
+display links. By default only what this process made counts (``sandboxes.owned``), so
+other runs on a shared machine do not.
 
 Other programs on a shared machine run their own Chromium; only processes that descend
 from ``root`` (our process, which is the subreaper of its browsers) or sit in a jail's
@@ -23,6 +25,7 @@ from sandboxes.netns import (
     leftover_namespaces,
     leftover_service_addresses,
 )
+from sandboxes.owned import made
 from sandboxes.xlink import leftover_links
 
 #: process names that count as a sandbox's (browser, display, window manager, Playwright)
@@ -63,18 +66,26 @@ def descendants(root: int) -> list[procs.ProcInfo]:
     return found
 
 
-def jail_cgroup_dirs() -> list[str]:
-    """Cgroup directories of jails made by processes in this process's cgroups."""
+def _ours(everyone: bool) -> set[str] | None:
+    """Base names of the jail homes this process made (None with ``everyone``: any jail's)."""
+    return None if everyone else {os.path.basename(home) for home in made("home")}
+
+
+def jail_cgroup_dirs(*, everyone: bool = False) -> list[str]:
+    """Cgroup directories of the jails this process made (``everyone``: of any jail made
+    by a process in this process's cgroups) that still exist."""
+    ours = _ours(everyone)
     found: list[str] = []
     for parent in parent_dirs():
-        found.extend(glob.glob(os.path.join(parent, f"{HOME_PREFIX}*")))
+        found.extend(d for d in glob.glob(os.path.join(parent, f"{HOME_PREFIX}*"))
+                     if ours is None or os.path.basename(d) in ours)
     return sorted(found)
 
 
-def jail_processes() -> set[int]:
-    """Processes in any jail's cgroup."""
+def jail_processes(*, everyone: bool = False) -> set[int]:
+    """Processes in the cgroup of a jail this process made (``everyone``: of any jail)."""
     pids: set[int] = set()
-    for directory in jail_cgroup_dirs():
+    for directory in jail_cgroup_dirs(everyone=everyone):
         try:
             with open(os.path.join(directory, "cgroup.procs")) as fh:
                 pids.update(int(line) for line in fh if line.strip())
@@ -83,24 +94,47 @@ def jail_processes() -> set[int]:
     return pids
 
 
-def sandbox_processes(root: int | None = None) -> list[procs.ProcInfo]:
-    """Sandbox processes under ``root`` (default: this process) or in a jail's cgroup."""
+def sandbox_processes(root: int | None = None, *, everyone: bool = False) -> list[procs.ProcInfo]:
+    """Sandbox processes under ``root`` (default: this process) or in the cgroup of a jail
+    this process made (``everyone``: of any jail)."""
     under = descendants(os.getpid() if root is None else root)
-    jailed = [info for pid in jail_processes() if (info := procs.read_proc(pid)) is not None]
+    jailed = [info for pid in jail_processes(everyone=everyone) if (info := procs.read_proc(pid)) is not None]
     found = {info.pid: info for info in under + jailed
              if info.comm.startswith(SANDBOX_COMMS) or info.state == "Z"}
     return sorted(found.values(), key=lambda info: info.pid)
 
 
-def leftovers(root: int | None = None, *, subnet: str = DEFAULT_SUBNET) -> Leftovers:
-    """What isolated sandboxes left behind right now."""
-    homes = glob.glob(os.path.join(tempfile.gettempdir(), f"{HOME_PREFIX}*"))
+def _points_into(link: str, homes: frozenset[str]) -> bool:
+    try:
+        target = os.readlink(link)
+    except OSError:  # removed since it was listed
+        return False
+    return any(target.startswith(home + os.sep) for home in homes)
+
+
+def leftovers(root: int | None = None, *, subnet: str = DEFAULT_SUBNET, everyone: bool = False) -> Leftovers:
+    """What the isolated sandboxes this process made left behind right now.
+
+    ``everyone``: what any run's sandboxes left on this machine (namespaces, homes and
+    links by our name prefixes), for a clean-up after a crash; by default another run's
+    live sandboxes on the same machine never count as ours (``sandboxes.owned``)."""
+    if everyone:
+        homes = sorted(glob.glob(os.path.join(tempfile.gettempdir(), f"{HOME_PREFIX}*")))
+        namespaces, interfaces = leftover_namespaces(), leftover_interfaces()
+        addresses, links = leftover_service_addresses(subnet), leftover_links()
+    else:
+        homes = sorted(h for h in made("home") if os.path.lexists(h))
+        names = made("namespace")
+        namespaces = [n for n in leftover_namespaces() if n in names]
+        interfaces = [i for i in leftover_interfaces() if i[:-1] in names]
+        addresses = [a for a in leftover_service_addresses(subnet) if a in made("address")]
+        links = [link for link in leftover_links() if _points_into(link, made("home"))]
     return Leftovers(
-        processes=tuple(f"{i.pid} {i.comm} {i.state}" for i in sandbox_processes(root)),
-        namespaces=tuple(leftover_namespaces()),
-        interfaces=tuple(leftover_interfaces()),
-        service_addresses=tuple(leftover_service_addresses(subnet)),
-        homes=tuple(sorted(homes)),
-        cgroups=tuple(jail_cgroup_dirs()),
-        display_links=tuple(leftover_links()),
+        processes=tuple(f"{i.pid} {i.comm} {i.state}" for i in sandbox_processes(root, everyone=everyone)),
+        namespaces=tuple(namespaces),
+        interfaces=tuple(interfaces),
+        service_addresses=tuple(addresses),
+        homes=tuple(homes),
+        cgroups=tuple(jail_cgroup_dirs(everyone=everyone)),
+        display_links=tuple(links),
     )

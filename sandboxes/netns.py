@@ -33,6 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from sandboxes.errors import SandboxStartError
+from sandboxes.owned import forget, remember
 
 DEFAULT_SUBNET = "10.213.0.0/16"
 #: A lock file that serialises address choices between processes on this machine.
@@ -100,6 +101,7 @@ class ServiceNetwork:
         with _address_lock():
             block = _free_block(self.subnet, 30)
             address = str(block.network_address + 1)
+            remember("address", address)
             _run(["ip", "addr", "add", f"{address}/32", "dev", "lo"])
         self.address = address
         return address
@@ -107,8 +109,10 @@ class ServiceNetwork:
     def close(self) -> None:
         """Remove the address. Idempotent."""
         if self.address:
-            subprocess.run(["ip", "addr", "del", f"{self.address}/32", "dev", "lo"],
-                           capture_output=True)
+            done = subprocess.run(["ip", "addr", "del", f"{self.address}/32", "dev", "lo"],
+                                  capture_output=True)
+            if done.returncode == 0:
+                forget("address", self.address)
             self.address = ""
 
 
@@ -134,6 +138,7 @@ class NetNamespace:
     def open(self) -> None:
         """Create the namespace, its veth pair, its route and its rules."""
         host_if, inner_if = f"{self.name}h", f"{self.name}s"
+        remember("namespace", self.name)
         _run(["ip", "netns", "add", self.name])
         try:
             with _address_lock():

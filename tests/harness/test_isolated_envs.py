@@ -110,3 +110,26 @@ def test_the_registry_makes_isolated_envs_and_refuses_shared_resources() -> None
         make_env_provider("isolated", ProviderContext(resources=TaskResources()))
     with pytest.raises(ConfigError, match="without an argument"):
         make_env_provider("isolated:x")
+
+
+class Sandbox:
+    """A sandbox at the seam: its close records itself, or fails."""
+
+    def __init__(self, closed: list[str], name: str, fail: bool = False) -> None:
+        self.closed, self.name, self.fail, self.jail = closed, name, fail, None
+
+    async def close(self) -> None:
+        self.closed.append(self.name)
+        if self.fail:
+            raise RuntimeError(f"{self.name} would not close")
+
+
+async def test_a_sandbox_that_fails_to_close_does_not_keep_the_others_or_the_address() -> None:
+    provider = IsolatedProvider()
+    await provider.start()
+    address, closed = provider.service_address, []
+    provider._sandboxes.update({Sandbox(closed, "a", fail=True), Sandbox(closed, "b")})  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="would not close"):
+        await provider.close()
+    assert sorted(closed) == ["a", "b"]
+    assert address not in leftovers().service_addresses

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 from aiohttp import web
@@ -197,3 +198,61 @@ async def test_jail_processes_end_when_its_launcher_dies(service: ServiceNetwork
             [procs.read_proc(p) for p in inside]
     finally:
         await jail.close()
+
+
+OTHER_RUN = """
+import asyncio, json, sys
+from sandboxes.isolation import Isolation, IsolationConfig
+async def main():
+    jail = Isolation(IsolationConfig(), service=sys.argv[1])
+    await jail.open()
+    print(json.dumps({"home": jail.root, "namespace": jail.network.name}), flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+    await jail.close()
+asyncio.run(main())
+"""
+
+
+async def test_another_runs_live_jail_is_not_counted_as_ours(service: ServiceNetwork) -> None:
+    """Leak checks count what this process made: another run's sandboxes on the same
+    machine (another suite, another collector) are not ours, but ``everyone`` sees them."""
+    other = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", OTHER_RUN, service.address, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, cwd=os.getcwd())
+    assert other.stdin is not None and other.stdout is not None
+    try:
+        made = json.loads(await asyncio.wait_for(other.stdout.readline(), 60))
+        ours, everyone = leftovers(), leftovers(everyone=True)
+        assert made["home"] in everyone.homes and made["namespace"] in everyone.namespaces
+        assert made["home"] not in ours.homes and made["namespace"] not in ours.namespaces
+        assert not any(made["namespace"] in i for i in ours.interfaces)
+        assert not any(made["home"].rsplit("/", 1)[1] in c for c in ours.cgroups)
+    finally:
+        other.stdin.write(b"\n")
+        await other.stdin.drain()
+        await asyncio.wait_for(other.wait(), 30)
+    assert other.returncode == 0
+    assert made["home"] not in leftovers(everyone=True).homes
+
+
+async def test_a_cancelled_open_leaves_nothing(service: ServiceNetwork) -> None:
+    """A jail's open runs on a thread that cannot be stopped: cancelled midway (a reset's
+    timeout), it runs to its end and is undone, so nothing it made stays."""
+    before = leftovers()
+    jail = Isolation(IsolationConfig(), service=service.address)
+    gate, make_network = threading.Event(), jail.network.open
+
+    def gated() -> None:  # hold the thread between the home and the namespace
+        gate.wait(30)
+        make_network()
+
+    jail.network.open = gated  # type: ignore[method-assign]
+    opening = asyncio.ensure_future(jail.open())
+    assert await wait_until(lambda: bool(jail.root), timeout=10)  # the thread is making it
+    opening.cancel()
+    gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await opening
+    after = leftovers()
+    assert (after.namespaces, after.homes, after.cgroups) == (before.namespaces, before.homes, before.cgroups)
+    assert not jail.root and not os.path.exists(jail.network.path)
