@@ -91,7 +91,7 @@ def _rows(copies: list[Copy], look: Look) -> str:
             first_el, first_ctx = copy.cells[0]
             name = first_ctx.text(first_el, "{it}")
             kind = picture_kind(look.domain)
-            cells.insert(0, f'<span class="row-media {kind}">{picture(kind, name, look.seed)}</span>')
+            cells.insert(0, f'<span class="row-media {kind}">{picture(kind, name, look.seed, thumbnail=True)}</span>')
         rows.append(f'<div class="repeat-row">{"".join(cells)}</div>')
     return f'<div class="collection list repeat">{"".join(rows)}</div>'
 

@@ -171,7 +171,8 @@ def _card(el: Element, ctx: Ctx) -> str:
         return f'<div class="card tile"{attrs(el, ctx)}><span class="tile-mark">{mark}</span>{title}</div>'
     parts = split_description(ctx.text(el, el.description)) if el.description else None
     kind = picture_kind(ctx.look.domain, priced=parts is not None and parts.price is not None)
-    media = f'<span class="card-media {kind}">{picture(kind, name, ctx.look.seed)}</span>'
+    thumbnail = el.kind == "list_item"
+    media = f'<span class="card-media {kind}">{picture(kind, name, ctx.look.seed, thumbnail=thumbnail)}</span>'
     body = [title]
     if parts and parts.badge:
         body.append(f'<span class="badge">{escape(parts.badge)}</span>')

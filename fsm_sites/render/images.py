@@ -41,8 +41,8 @@ class _Pen:
         return round(value * (1 + self.rng.uniform(-spread, spread)), 1)
 
 
-def _svg(cls: str, width: int, height: int, body: str, fit: str = "slice") -> str:
-    return (f'<svg class="{cls}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}"'
+def _svg(cls: str, width: int, height: int, body: str, fit: str = "slice", origin: str = "0 0") -> str:
+    return (f'<svg class="{cls}" xmlns="http://www.w3.org/2000/svg" viewBox="{origin} {width} {height}"'
             f' preserveAspectRatio="xMidYMid {fit}" aria-hidden="true" focusable="false">{body}</svg>')
 
 
@@ -191,8 +191,9 @@ _SHAPES: dict[str, Callable[[_Pen, str, str], str]] = {
 _GENERIC = (_box, _bottle, _ball, _mug, _plant)
 
 
-def product(name: str, seed: int) -> str:
-    """A product shot: an object (by a word of the name, else by its hash) on a gradient."""
+def product(name: str, seed: int, *, square: bool = False) -> str:
+    """A product shot: an object (by a word of the name, else by its hash) on a gradient;
+    ``square`` frames the object closely, for thumbnails."""
     pen = _Pen("product", name, seed)
     light, mid, deep = pen.palette
     words = re.findall(r"[a-z]+", name.lower())
@@ -210,6 +211,8 @@ def product(name: str, seed: int) -> str:
             + draw(pen, ink, dark))
     # The whole object shows in any frame ("meet"); the backdrop runs past the view box and
     # fills the rest of the frame (the SVG's overflow is visible, the frame clips it).
+    if square:
+        return _svg("img product", 104, 104, body, fit="meet", origin="28 6")
     return _svg("img product", 160, 120, body, fit="meet")
 
 
@@ -255,13 +258,13 @@ def illustration(name: str, seed: int) -> str:
     return _svg("img illustration", 320, 160, "".join(parts))
 
 
-_DRAW: dict[str, Callable[[str, int], str]] = {"product": product, "avatar": avatar, "illustration": illustration}
-
-
-def picture(kind: ImageKind, name: str, seed: int) -> str:
-    """The picture of ``kind`` for ``name`` under layout ``seed``."""
-    try:
-        draw = _DRAW[kind]
-    except KeyError:
-        raise ValueError(f"expected an image kind among {sorted(_DRAW)}, got {kind!r}") from None
-    return draw(name, seed)
+def picture(kind: ImageKind, name: str, seed: int, *, thumbnail: bool = False) -> str:
+    """The picture of ``kind`` for ``name`` under layout ``seed``; a ``thumbnail`` (a small
+    square frame) shows a product closer."""
+    if kind == "product":
+        return product(name, seed, square=thumbnail)
+    if kind == "avatar":
+        return avatar(name, seed)
+    if kind == "illustration":
+        return illustration(name, seed)
+    raise ValueError(f"expected an image kind among ['avatar', 'illustration', 'product'], got {kind!r}")

@@ -135,3 +135,14 @@ def test_check_boxes_alone_are_a_settings_list_of_switches() -> None:
     html = render_page(spec, machine.initial.with_page("cfg_privacy"), seed=seed, machine=machine)
     assert re.search(r'<form class="panel form settings-list"[^>]*><div class="field"><label class="check switch"'
                      r' data-el="\w+" data-kind="checkbox"><input type="checkbox">', html)
+
+
+def test_rows_of_a_product_collection_start_with_the_items_picture() -> None:
+    spec, machine = load_site("shop"), load_machine("shop")
+    cart = {key: 0 for key in ("lamp", "mug", "chair", "rug", "kettle", "clock")} | {"lamp": 1, "mug": 2}
+    state = machine.initial.with_vars({"cart": from_json(cart)}).with_page("cart")
+    html = render_page(spec, state, seed=21, machine=machine)
+    rows = re.findall(r'<div class="repeat-row"><span class="row-media product">(<svg .*?</svg>)</span>', html)
+    assert rows == [picture("product", "Desk lamp", 21, thumbnail=True),
+                    picture("product", "Coffee mug", 21, thumbnail=True)]
+    assert 'viewBox="28 6 104 104"' in rows[0]  # a thumbnail frames the object closely
