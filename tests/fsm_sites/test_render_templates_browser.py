@@ -13,6 +13,7 @@ from playwright.async_api import async_playwright
 from fsm_sites.library import load_site
 from fsm_sites.render.look import choose_look
 from fsm_sites.server import SiteServer
+from sandboxes.browser_elements import ELEMENTS_JS, parse_elements
 from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -65,10 +66,17 @@ async def test_card_pictures_are_drawn_not_flat_and_icons_need_no_request(browse
         assert max(count for count, _ in colours) < 0.6 * shot.width * shot.height
         assert await page.locator("svg.icon").count() > 0  # icons are in the page ...
         assert requests == [server.session_url(session_id)]  # ... and nothing else was fetched
+        named = {e.id: e.label for e in parse_elements(await page.evaluate(ELEMENTS_JS))}
+        assert [named.get(i) for i in ("lamp", "mug", "chair")] == ["Desk lamp", "Coffee mug", "Office chair"]
         await page.click('[data-el="lamp"] .card-media')  # the picture is part of the card
         await page.wait_for_url(re.compile(r"\?v=1$"), timeout=5000)
         assert server.state(session_id).page == "products_item(lamp)"
         assert await page.locator(".hero svg.img").count() == 1
+        await page.wait_for_function("!window.__fsm.pending")
+        buttons = [e for e in parse_elements(await page.evaluate(ELEMENTS_JS)) if e.role == "button"]
+        assert [e.label for e in buttons if e.id == "act"] == ["Add to cart"]  # an icon adds no text
+        assert choose_look(2, "shop").button_icons  # this seed draws icons in buttons:
+        assert await page.locator('[data-el="act"] svg.icon').count() == 1
     finally:
         await context.close()
 
