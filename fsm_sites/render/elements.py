@@ -184,6 +184,31 @@ def _card(el: Element, ctx: Ctx) -> str:
     return f'<div class="{cls}"{attrs(el, ctx)}>{media}<span class="card-body">{"".join(body)}</span></div>'
 
 
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def weekday(el: Element, ctx: Ctx) -> int | None:
+    """The day of the week (0 is Monday) an element's label names, if that is all it says."""
+    text = ctx.text(el, el.label).strip().lower()
+    return next((i for i, day in enumerate(WEEKDAYS) if text in (day, day[:3])), None)
+
+
+def _week(elements: list[Element], ctx: Ctx) -> str:
+    """Cards named by weekdays as a week calendar: a column per day, each card in its day's
+    column under a heading row; days without a card are empty cells."""
+    cards = {weekday(e, ctx): e for e in elements}
+    heads = "".join(f'<div class="cal-head" aria-hidden="true">{day[:3].title()}</div>' for day in WEEKDAYS)
+    cells = []
+    for i in range(len(WEEKDAYS)):
+        el = cards.get(i)
+        if el is None:
+            cells.append('<div class="cal-day empty"></div>')
+            continue
+        desc = f'<span class="desc">{escape(ctx.text(el, el.description))}</span>' if el.description else ""
+        cells.append(f'<div class="card cal-day"{attrs(el, ctx)}><span class="title">{label(el, ctx)}</span>{desc}</div>')
+    return f'<div class="collection calendar-week">{heads}{"".join(cells)}</div>'
+
+
 def _pagination(el: Element, ctx: Ctx) -> str:
     cls = "page-btn active" if ctx.is_active(el) else "page-btn"
     return f'<span class="{cls}"{attrs(el, ctx)}>{icon(el, ctx, ctx.look.button_icons)}{label(el, ctx)}</span>'
@@ -240,6 +265,9 @@ def render_group(group: str, elements: list[Element], ctx: Ctx, collection_cls: 
     inner = "".join(render_element(e, ctx) for e in elements)
     if group == "tabs":
         return f'<div class="tabs" role="tablist">{inner}</div>'
+    days = {weekday(e, ctx) for e in elements if e.kind == "card"} - {None}
+    if group == "collection" and len(elements) > 1 and len(days) == len(elements):
+        return _week(elements, ctx)
     if group == "collection":
         tiles = " tiles" if all(e.kind == "card" and not e.description for e in elements) else ""
         return f'<div class="collection {collection_cls}{tiles}">{inner}</div>'

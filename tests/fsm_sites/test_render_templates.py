@@ -146,3 +146,14 @@ def test_rows_of_a_product_collection_start_with_the_items_picture() -> None:
     assert rows == [picture("product", "Desk lamp", 21, thumbnail=True),
                     picture("product", "Coffee mug", 21, thumbnail=True)]
     assert 'viewBox="28 6 104 104"' in rows[0]  # a thumbnail frames the object closely
+
+
+def test_cards_named_by_weekdays_are_a_week_calendar() -> None:
+    spec, machine = load_site("calendar"), load_machine("calendar")
+    html = render_page(spec, machine.initial.with_page("week"), seed=2, machine=machine)
+    assert '<div class="collection calendar-week">' in html
+    assert re.findall(r'<div class="cal-head" aria-hidden="true">(\w+)</div>', html)[:2] == ["Mon", "Tue"]
+    cells = re.findall(r'<div class="(?:card cal-day|cal-day empty)"(?: data-el="(\w+)")?', html)
+    assert [el or "-" for el in cells] == ["mon", "tue", "wed", "thu", "-", "-", "-"]  # each in its day's column
+    assert re.search(r'class="card cal-day" data-el="mon" data-kind="card" data-ev="click"><span class="title">'
+                     r"Monday</span><span class=\"desc\">3 events</span>", html)
