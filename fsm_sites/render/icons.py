@@ -13,8 +13,9 @@ from functools import cache
 from importlib import resources
 
 #: (icon, words or phrases that choose it), most specific first: the first entry with a
-#: word of the label (or id) wins, so "Add to cart" is a cart and "Add to campaign" a plus.
+#: word of the label (or id) wins: "Add to cart" is a cart, "Back to products" an arrow, "Add a note" a plus.
 KEYWORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("arrow-left", ("back", "previous", "prev", "return")),
     ("user-plus", ("new contact", "invite", "sign up", "register")),
     ("log-out", ("sign out", "log out", "logout")),
     ("log-in", ("sign in", "log in", "login")),
@@ -87,7 +88,6 @@ KEYWORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("funnel", ("filter", "filters")),
     ("check", ("confirm", "ok", "yes", "done", "accept", "agree")),
     ("x", ("cancel", "close", "no", "dismiss", "clear", "decline")),
-    ("arrow-left", ("back", "previous", "prev", "return")),
     ("arrow-right", ("next", "continue", "proceed", "forward")),
     ("plus", ("add", "new", "create", "more", "increase")),
     ("minus", ("less", "decrease", "fewer")),

@@ -62,7 +62,7 @@ def test_every_icon_the_renderer_names_is_vendored_with_its_licence() -> None:
 @pytest.mark.parametrize(("label", "element_id", "icon"), [
     ("Add to cart", "add", "shopping-cart"), ("Add to campaign", "add", "flag"), ("Add a note", "add", "plus"), ("Delete", "to_trash", "trash-2"),
     ("Settings", "nav_settings", "settings"), ("Remove Desk lamp", "rm", "trash-2"), ("+", "more", "plus"),
-    ("Next page", "next", "arrow-right"), ("Book this flight", "book", "plane"), ("Continue", "x", "arrow-right"),
+    ("Next page", "next", "arrow-right"), ("Back to products", "back", "arrow-left"), ("Book this flight", "book", "plane"), ("Continue", "x", "arrow-right"),
     ("Ana Ruiz", "nav_contacts", "users"), ("Ana Ruiz", "ana", None),
 ])
 def test_icons_follow_the_label_then_the_id(label, element_id, icon) -> None:
