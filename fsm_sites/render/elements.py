@@ -13,7 +13,7 @@ from html import escape
 
 from fsm_sites.render.icons import icon_for, icon_svg
 from fsm_sites.render.images import avatar, picture
-from fsm_sites.render.look import PLAIN, Look, picture_kind, split_description
+from fsm_sites.render.look import PLAIN, Look, picture_kind, sender, split_description
 from fsm_sites.spec import Element, Option, VarValue
 
 CLICK_KINDS = frozenset({"button", "link", "tab", "list_item", "card", "pagination", "radio"})
@@ -162,14 +162,21 @@ def _tab(el: Element, ctx: Ctx) -> str:
 def _card(el: Element, ctx: Ctx) -> str:
     """A card with a description: a picture (a product, a person or a scene, by the site's
     domain), its title, a badge and price taken out of the description, and the rest of it.
-    A card without one is a tile: an icon and a title. A list item: a small picture."""
+    A card without one is a tile: an icon and a title. A list item: a small picture. A
+    message ("From: ...") shows its sender's avatar."""
     name = ctx.text(el, el.label)
     title = f'<span class="title">{escape(name)}</span>'
     if el.kind == "card" and not el.description:
         symbol = icon_for(name, el.id)
         mark = icon_svg(symbol, "icon tile-icon") if symbol else avatar(name, ctx.look.seed)
         return f'<div class="card tile"{attrs(el, ctx)}><span class="tile-mark">{mark}</span>{title}</div>'
-    parts = split_description(ctx.text(el, el.description)) if el.description else None
+    text = ctx.text(el, el.description) if el.description else ""
+    who = sender(text)
+    if who:
+        return (f'<div class="card media message"{attrs(el, ctx)}><span class="card-media avatar">'
+                f'{avatar(who, ctx.look.seed)}</span><span class="card-body">{title}'
+                f'<span class="desc">{escape(text)}</span></span></div>')
+    parts = split_description(text) if el.description else None
     kind = picture_kind(ctx.look.domain, priced=parts is not None and parts.price is not None)
     thumbnail = el.kind == "list_item"
     media = f'<span class="card-media {kind}">{picture(kind, name, ctx.look.seed, thumbnail=thumbnail)}</span>'
@@ -268,6 +275,8 @@ def render_group(group: str, elements: list[Element], ctx: Ctx, collection_cls: 
     days = {weekday(e, ctx) for e in elements if e.kind == "card"} - {None}
     if group == "collection" and len(elements) > 1 and len(days) == len(elements):
         return _week(elements, ctx)
+    if group == "collection" and all(sender(ctx.text(e, e.description)) for e in elements):
+        return f'<div class="collection list inbox">{inner}</div>'
     if group == "collection":
         tiles = " tiles" if all(e.kind == "card" and not e.description for e in elements) else ""
         return f'<div class="collection {collection_cls}{tiles}">{inner}</div>'

@@ -47,8 +47,9 @@ def _svg(cls: str, width: int, height: int, body: str, fit: str = "slice", origi
 
 
 def initials(name: str) -> str:
-    """Up to two capital letters of a name: "Ana Ruiz" -> "AR", "resume.pdf" -> "R"."""
-    words = re.findall(r"[A-Za-z0-9]+", name)
+    """Up to two capital letters of a name: "Ana Ruiz" -> "AR", "resume.pdf" -> "RP", an
+    address by its local part: "sam.lee@acme.io" -> "SL"."""
+    words = re.findall(r"[A-Za-z0-9]+", name.split("@")[0] if "@" in name else name)
     return "".join(w[0] for w in words[:2]).upper() or "?"
 
 

@@ -83,3 +83,10 @@ def split_description(text: str) -> Description:
     if tail and tail.group(1).strip().lower() in BADGE_WORDS:
         badge, rest = tail.group(1).strip(), rest[:tail.start()]
     return Description(price=price, badge=badge, rest=rest.strip())
+
+
+def sender(description: str | None) -> str | None:
+    """Who sent a message whose description reads "From: sam@acme.io" (also "By: ..."); None
+    for any other description."""
+    found = re.match(r"^\s*(?:from|by|sender)\s*:\s*(\S.*)$", description or "", flags=re.I)
+    return found.group(1).strip() if found else None

@@ -40,6 +40,7 @@ def test_pictures_of_two_names_never_share_an_id() -> None:
 
 def test_avatar_shows_initials_and_bad_kinds_are_refused() -> None:
     assert initials("Ana Ruiz") == "AR" and initials("resume.pdf") == "RP" and initials("…") == "?"
+    assert initials("sam@acme.io") == "S" and initials("sam.lee@acme.io") == "SL"
     assert ">AR</text>" in avatar("Ana Ruiz", 0)
     with pytest.raises(ValueError, match="expected an image kind among"):
         picture("photo", "x", 0)  # type: ignore[arg-type]
@@ -157,3 +158,15 @@ def test_cards_named_by_weekdays_are_a_week_calendar() -> None:
     assert [el or "-" for el in cells] == ["mon", "tue", "wed", "thu", "-", "-", "-"]  # each in its day's column
     assert re.search(r'class="card cal-day" data-el="mon" data-kind="card" data-ev="click"><span class="title">'
                      r"Monday</span><span class=\"desc\">3 events</span>", html)
+
+
+def test_messages_are_an_inbox_led_by_their_senders() -> None:
+    spec, machine = load_site("mail"), load_machine("mail")
+    html = render_page(spec, machine.initial.with_page("inbox"), seed=2, machine=machine)
+    assert '<div class="collection list inbox">' in html
+    rows = re.findall(r'<div class="card media message"[^>]*data-el="(\w+)"[^>]*><span class="card-media avatar">'
+                      r'(<svg .*?</svg>)</span><span class="card-body"><span class="title">([^<]+)</span>'
+                      r'<span class="desc">([^<]+)</span>', html)
+    assert [(title, desc) for _, _, title, desc in rows] == [
+        ("Quarterly report", "From: finance@acme.io"), ("Lunch on Friday?", "From: sam@acme.io")]
+    assert rows[1][1] == avatar("sam@acme.io", 2)  # the sender's avatar, not the subject's
