@@ -8,11 +8,13 @@ from importlib import resources
 
 import pytest
 
+from fsm_sites.engine import Machine
 from fsm_sites.library import load_machine, load_site
 from fsm_sites.render import render_page
 from fsm_sites.render.icons import ICON_NAMES, icon_for, icon_svg, vendored_version
 from fsm_sites.render.images import avatar, initials, picture
 from fsm_sites.render.look import choose_look, split_description
+from fsm_sites.spec import SiteSpec
 from fsm_sites.state import State
 from fsm_sites.types import from_json
 
@@ -170,3 +172,19 @@ def test_messages_are_an_inbox_led_by_their_senders() -> None:
     assert [(title, desc) for _, _, title, desc in rows] == [
         ("Quarterly report", "From: finance@acme.io"), ("Lunch on Friday?", "From: sam@acme.io")]
     assert rows[1][1] == avatar("sam@acme.io", 2)  # the sender's avatar, not the subject's
+
+
+def test_bound_values_side_by_side_are_stat_tiles() -> None:
+    spec = SiteSpec.model_validate({
+        "name": "dash", "title": "Dash", "domain": "bank", "start_page": "home",
+        "variables": [{"name": "balance", "type": "int", "min": 0, "max": 9, "default": 7},
+                      {"name": "alerts", "type": "bool", "default": True}],
+        "pages": [{"id": "home", "title": "Overview", "elements": [
+            {"id": "balance", "kind": "text", "label": "Balance", "bind": "balance"},
+            {"id": "alerts", "kind": "text", "label": "Alerts on", "bind": "alerts"}]}],
+        "transitions": [],
+    })
+    machine = Machine(spec)
+    html = render_page(spec, machine.initial, seed=0, machine=machine)
+    assert re.search(r'<div class="stat-tiles"><div class="stat" data-el="balance" data-kind="text"><span>Balance'
+                     r'</span><span class="value">7</span></div><div class="stat" data-el="alerts"', html)
