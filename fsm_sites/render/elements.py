@@ -11,6 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 
+from fsm_sites.render.icons import icon_for, icon_svg
+from fsm_sites.render.images import avatar, picture
+from fsm_sites.render.look import PLAIN, Look, picture_kind, sender, split_description
 from fsm_sites.spec import Element, Option, VarValue
 
 CLICK_KINDS = frozenset({"button", "link", "tab", "list_item", "card", "pagination", "radio"})
@@ -28,6 +31,7 @@ class Ctx:
     options: Callable[[Element], tuple[Option, ...]] = lambda el: el.options
     show_value: Callable[[Element, VarValue | None], str] = lambda el, v: show(v)
     instance: str | None = None  # the event value of one copy of a repeated element
+    look: Look = PLAIN  # seeded presentation: icons, pictures, switches
 
 
 def attrs(el: Element, ctx: Ctx, *extra: str) -> str:
@@ -60,16 +64,23 @@ def label(el: Element, ctx: Ctx) -> str:
     return escape(ctx.text(el, el.label))
 
 
+def icon(el: Element, ctx: Ctx, wanted: bool) -> str:
+    """The icon the element's label (or id) calls for, when the look wants one."""
+    name = icon_for(ctx.text(el, el.label), el.id) if wanted else None
+    return icon_svg(name) if name else ""
+
+
 def _button(el: Element, ctx: Ctx, secondary: bool) -> str:
     cls = "btn secondary" if secondary else "btn"
     if ctx.live and ctx.is_disabled(el):
         cls += " disabled"
-    return f'<button type="button" class="{cls}"{attrs(el, ctx)}>{label(el, ctx)}</button>'
+    mark = icon(el, ctx, ctx.look.button_icons)
+    return f'<button type="button" class="{cls}"{attrs(el, ctx)}>{mark}{label(el, ctx)}</button>'
 
 
 def _link(el: Element, ctx: Ctx) -> str:
     active = ' class="active"' if ctx.is_active(el) else ""
-    return f'<a href="#"{active}{attrs(el, ctx)}>{label(el, ctx)}</a>'
+    return f'<a href="#"{active}{attrs(el, ctx)}>{icon(el, ctx, ctx.look.nav_icons)}{label(el, ctx)}</a>'
 
 
 def _text_input(el: Element, ctx: Ctx) -> str:
@@ -100,11 +111,13 @@ def _select(el: Element, ctx: Ctx) -> str:
     )
 
 
-def _checkbox(el: Element, ctx: Ctx) -> str:
+def _checkbox(el: Element, ctx: Ctx, switch: bool = False) -> str:
+    """A check box, or (in a settings list) a switch: the same input, drawn as a track."""
     checked = " checked" if el.bind and ctx.value_of(el) is True else ""
+    cls, track = ("check switch", '<span class="track" aria-hidden="true"></span>') if switch else ("check", "")
     return (
-        f'<div class="field"><label class="check"{attrs(el, ctx)}>'
-        f'<input type="checkbox"{checked}><span>{label(el, ctx)}</span></label></div>'
+        f'<div class="field"><label class="{cls}"{attrs(el, ctx)}>'
+        f'<input type="checkbox"{checked}><span>{label(el, ctx)}</span>{track}</label></div>'
     )
 
 
@@ -143,20 +156,69 @@ def _radio(el: Element, ctx: Ctx) -> str:
 
 def _tab(el: Element, ctx: Ctx) -> str:
     cls = "tab active" if ctx.is_active(el) else "tab"
-    return f'<div class="{cls}" role="tab"{attrs(el, ctx)}>{label(el, ctx)}</div>'
+    return f'<div class="{cls}" role="tab"{attrs(el, ctx)}>{icon(el, ctx, ctx.look.nav_icons)}{label(el, ctx)}</div>'
 
 
 def _card(el: Element, ctx: Ctx) -> str:
-    desc = f'<span class="desc">{escape(ctx.text(el, el.description))}</span>' if el.description else ""
-    return (
-        f'<div class="card"{attrs(el, ctx)}><span class="thumb"></span>'
-        f'<span><span class="title">{label(el, ctx)}</span><br>{desc}</span></div>'
-    )
+    """A card with a description: a picture (a product, a person or a scene, by the site's
+    domain), its title, a badge and price taken out of the description, and the rest of it.
+    A card without one is a tile: an icon and a title. A list item: a small picture. A
+    message ("From: ...") shows its sender's avatar."""
+    name = ctx.text(el, el.label)
+    title = f'<span class="title">{escape(name)}</span>'
+    if el.kind == "card" and not el.description:
+        symbol = icon_for(name, el.id)
+        mark = icon_svg(symbol, "icon tile-icon") if symbol else avatar(name, ctx.look.seed)
+        return f'<div class="card tile"{attrs(el, ctx)}><span class="tile-mark">{mark}</span>{title}</div>'
+    text = ctx.text(el, el.description) if el.description else ""
+    who = sender(text)
+    if who:
+        return (f'<div class="card media message"{attrs(el, ctx)}><span class="card-media avatar">'
+                f'{avatar(who, ctx.look.seed)}</span><span class="card-body">{title}'
+                f'<span class="desc">{escape(text)}</span></span></div>')
+    parts = split_description(text) if el.description else None
+    kind = picture_kind(ctx.look.domain, priced=parts is not None and parts.price is not None)
+    thumbnail = el.kind == "list_item"
+    media = f'<span class="card-media {kind}">{picture(kind, name, ctx.look.seed, thumbnail=thumbnail)}</span>'
+    body = [title]
+    if parts and parts.badge:
+        body.append(f'<span class="badge">{escape(parts.badge)}</span>')
+    if parts and parts.rest:
+        body.append(f'<span class="desc">{escape(parts.rest)}</span>')
+    if parts and parts.price:
+        body.append(f'<span class="price">{escape(parts.price)}</span>')
+    cls = "card media" if el.kind == "card" else "card media item"
+    return f'<div class="{cls}"{attrs(el, ctx)}>{media}<span class="card-body">{"".join(body)}</span></div>'
+
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def weekday(el: Element, ctx: Ctx) -> int | None:
+    """The day of the week (0 is Monday) an element's label names, if that is all it says."""
+    text = ctx.text(el, el.label).strip().lower()
+    return next((i for i, day in enumerate(WEEKDAYS) if text in (day, day[:3])), None)
+
+
+def _week(elements: list[Element], ctx: Ctx) -> str:
+    """Cards named by weekdays as a week calendar: a column per day, each card in its day's
+    column under a heading row; days without a card are empty cells."""
+    cards = {weekday(e, ctx): e for e in elements}
+    heads = "".join(f'<div class="cal-head" aria-hidden="true">{day[:3].title()}</div>' for day in WEEKDAYS)
+    cells = []
+    for i in range(len(WEEKDAYS)):
+        el = cards.get(i)
+        if el is None:
+            cells.append('<div class="cal-day empty"></div>')
+            continue
+        desc = f'<span class="desc">{escape(ctx.text(el, el.description))}</span>' if el.description else ""
+        cells.append(f'<div class="card cal-day"{attrs(el, ctx)}><span class="title">{label(el, ctx)}</span>{desc}</div>')
+    return f'<div class="collection calendar-week">{heads}{"".join(cells)}</div>'
 
 
 def _pagination(el: Element, ctx: Ctx) -> str:
     cls = "page-btn active" if ctx.is_active(el) else "page-btn"
-    return f'<span class="{cls}"{attrs(el, ctx)}>{label(el, ctx)}</span>'
+    return f'<span class="{cls}"{attrs(el, ctx)}>{icon(el, ctx, ctx.look.button_icons)}{label(el, ctx)}</span>'
 
 
 def _text(el: Element, ctx: Ctx) -> str:
@@ -210,14 +272,25 @@ def render_group(group: str, elements: list[Element], ctx: Ctx, collection_cls: 
     inner = "".join(render_element(e, ctx) for e in elements)
     if group == "tabs":
         return f'<div class="tabs" role="tablist">{inner}</div>'
+    days = {weekday(e, ctx) for e in elements if e.kind == "card"} - {None}
+    if group == "collection" and len(elements) > 1 and len(days) == len(elements):
+        return _week(elements, ctx)
+    if group == "collection" and all(sender(ctx.text(e, e.description)) for e in elements):
+        return f'<div class="collection list inbox">{inner}</div>'
     if group == "collection":
-        return f'<div class="collection {collection_cls}">{inner}</div>'
+        tiles = " tiles" if all(e.kind == "card" and not e.description for e in elements) else ""
+        return f'<div class="collection {collection_cls}{tiles}">{inner}</div>'
     if group == "pager":
         return f'<nav class="pager" aria-label="pages">{inner}</nav>'
     if group == "radios":
         return f'<div class="panel"><div class="radio-group" role="radiogroup">{inner}</div></div>'
+    if group == "form" and ctx.look.toggles and all(e.kind == "checkbox" for e in elements):
+        rows = "".join(_checkbox(e, ctx, switch=True) for e in elements)
+        return f'<form class="panel form settings-list" onsubmit="return false">{rows}</form>'
     if group == "form":
         return f'<form class="panel form" onsubmit="return false">{inner}</form>'
+    if group == "text" and len(elements) > 1 and all(e.bind for e in elements):
+        return f'<div class="stat-tiles">{inner}</div>'
     if group == "links":
         return f'<div class="links">{inner}</div>'
     return f'<div class="panel">{inner}</div>'

@@ -8,8 +8,11 @@ from html import escape
 from importlib import resources
 from typing import Any, Protocol
 
+from fsm_sites.render.blocks import Copy, hero_html, record_fields, repeat_html
 from fsm_sites.render.distractors import distractors
 from fsm_sites.render.elements import Ctx, group_of, radio_checked, render_element, render_group
+from fsm_sites.render.icons import icon_for, icon_svg
+from fsm_sites.render.look import Look, choose_look, split_description
 from fsm_sites.render.themes import Layout, Theme, choose_style
 from fsm_sites.spec import Element, Option, Page, SiteSpec, VarValue
 from fsm_sites.state import Edge, State, UIEvent
@@ -32,8 +35,10 @@ class MachineView(Protocol):
 
 @lru_cache(maxsize=1)
 def _static() -> tuple[str, str]:
+    """The page's stylesheet (the shared one, then the templates' one) and its script."""
     root = resources.files("fsm_sites.render") / "static"
-    return (root / "site.css").read_text(encoding="utf-8"), (root / "site.js").read_text(encoding="utf-8")
+    css = "\n".join((root / name).read_text(encoding="utf-8") for name in ("site.css", "templates.css"))
+    return css, (root / "site.js").read_text(encoding="utf-8")
 
 
 def _theme_vars(theme: Theme, layout: Layout) -> str:
@@ -56,7 +61,7 @@ def _body_classes(theme: Theme, layout: Layout) -> str:
     return " ".join(classes)
 
 
-def _make_ctx(state: State, machine: MachineView, *, live: bool, page: str | None = None) -> Ctx:
+def _make_ctx(state: State, machine: MachineView, look: Look, *, live: bool, page: str | None = None) -> Ctx:
     page = page or state.page_id
     def value_of(el: Element) -> VarValue | None:
         return state.get(el.bind) if el.bind else None
@@ -68,16 +73,17 @@ def _make_ctx(state: State, machine: MachineView, *, live: bool, page: str | Non
         result = machine.step(state, UIEvent(state.page, el.id, "click")) if live else None
         return result is not None and result[1] == state
 
-    return Ctx(value_of=value_of, is_active=is_active, live=live,
+    return Ctx(value_of=value_of, is_active=is_active, live=live, look=look,
                text=lambda el, s: machine.text(state, s),
                is_disabled=lambda el: live and machine.disabled(state, el),
                options=lambda el: machine.options(page, el.id) if el.kind == "select" else el.options,
                show_value=lambda el, v: machine.text(state, "{" + el.bind + "}") if el.bind else "")
 
 
-def _copies(el: Element, ctx: Ctx, state: State, machine: MachineView) -> list[tuple[str, Ctx]]:
+def _copies(el: Element, ctx: Ctx, state: State, machine: MachineView) -> list[tuple[str, Any, Ctx]]:
     """One context per shown copy of a repeated element: its item in the text, its value on the event."""
-    return [(value, _copy_ctx(ctx, state, machine, value, item)) for value, item in machine.instances(state, el.id)]
+    return [(value, item, _copy_ctx(ctx, state, machine, value, item))
+            for value, item in machine.instances(state, el.id)]
 
 
 def _copy_ctx(ctx: Ctx, state: State, machine: MachineView, value: str, item: Any) -> Ctx:
@@ -92,17 +98,16 @@ def _copy_ctx(ctx: Ctx, state: State, machine: MachineView, value: str, item: An
     return replace(ctx, instance=value if ctx.live else None, text=text, is_disabled=is_disabled)
 
 
-def _repeat_block(block: list[Element], ctx: Ctx, state: State, machine: MachineView) -> str:
-    """Elements repeated over one collection, drawn as rows: one row per item."""
+def _repeat_block(block: list[Element], ctx: Ctx, state: State, machine: MachineView, spec: SiteSpec) -> str:
+    """Elements repeated over one collection: one row (or table row) per item."""
     copies = {el.id: _copies(el, ctx, state, machine) for el in block}
-    order: list[str] = []
+    items: dict[str, Any] = {}
     for el in block:
-        order += [v for v, _ in copies[el.id] if v not in order]
-    rows = []
-    for value in order:
-        cells = [render_element(el, c, secondary=True) for el in block for v, c in copies[el.id] if v == value]
-        rows.append(f'<div class="repeat-row">{"".join(cells)}</div>')
-    return f'<div class="collection list repeat">{"".join(rows)}</div>' if rows else ""
+        for value, item, _ in copies[el.id]:
+            items.setdefault(value, item)
+    rows = [Copy(value, item, tuple((el, c) for el in block for v, _, c in copies[el.id] if v == value))
+            for value, item in items.items()]
+    return repeat_html(rows, record_fields(spec, block[0].repeat or ""), ctx.look)
 
 
 def _sections(elements: list[Element]) -> dict[str, list[Element]]:
@@ -113,9 +118,11 @@ def _sections(elements: list[Element]) -> dict[str, list[Element]]:
     return out
 
 
-def _main_groups(elements: list[Element], ctx: Ctx, layout: Layout, state: State, machine: MachineView) -> list[str]:
-    """Runs of like elements become one component each, in spec order; elements repeated
-    over the same collection become one list of rows."""
+def _main_groups(elements: list[Element], ctx: Ctx, layout: Layout, state: State, machine: MachineView,
+                 spec: SiteSpec) -> list[str]:
+    """Runs of like elements become one component each, in spec order (a card grid, a form,
+    stat tiles, a settings list; see ``render_group``); elements repeated over the same
+    collection become one list of rows, or a data table when its items are records."""
     blocks: list[str] = []
     run: list[Element] = []
 
@@ -125,7 +132,7 @@ def _main_groups(elements: list[Element], ctx: Ctx, layout: Layout, state: State
     for el in [*elements, None]:
         if run and (el is None or kind(el) != kind(run[0])):
             if run[0].repeat:
-                blocks.append(_repeat_block(run, ctx, state, machine))
+                blocks.append(_repeat_block(run, ctx, state, machine, spec))
             else:
                 blocks.append(render_group(group_of(run[0]), run, ctx, layout.collection))
             run = []
@@ -135,11 +142,13 @@ def _main_groups(elements: list[Element], ctx: Ctx, layout: Layout, state: State
 
 
 def _nav(spec: SiteSpec, items: list[Element], ctx: Ctx, layout: Layout) -> str:
-    brand = f'<span class="brand"><span class="logo"></span>{escape(spec.title)}</span>'
+    symbol = icon_for(spec.domain.replace("_", " ")) or icon_for(spec.title)
+    logo = icon_svg(symbol) if symbol else ""
+    brand = f'<span class="brand"><span class="logo">{logo}</span>{escape(spec.title)}</span>'
     links = "".join(render_element(e, ctx) for e in items)
     if layout.nav == "left":
         return f'<nav class="sidenav">{brand}{links}</nav>'
-    search = '<span class="searchbox">Search…</span>'
+    search = f'<span class="searchbox">{icon_svg("search")}Search…</span>'
     return (f'<header class="topnav"><div class="inner">{brand}<nav class="navlinks">{links}</nav>'
             f'<span class="nav-spacer"></span>{search}</div></header>')
 
@@ -147,14 +156,23 @@ def _nav(spec: SiteSpec, items: list[Element], ctx: Ctx, layout: Layout) -> str:
 def _page_frame(spec: SiteSpec, page: Page | None, sections: dict[str, list[Element]], ctx: Ctx,
                 layout: Layout, extras: dict[str, list[str]], state: State, machine: MachineView) -> str:
     """Navigation, header, main column, sidebar and footer of a full page."""
-    title = escape(machine.text(state, page.title)) if page else ""
+    raw_title = machine.text(state, page.title) if page else ""
+    title = escape(raw_title)
     header = [f'<div class="crumbs">{escape(spec.title)} / {title}</div><h1>{title}</h1>']
     if page and page.body:
         header.append(f'<p class="body-text">{escape(machine.text(state, page.body))}</p>')
     if sections["header"]:
         header.append('<div class="toolbar">' + "".join(render_element(e, ctx) for e in sections["header"]) + "</div>")
-    main = [f'<div class="page-header">{"".join(header)}</div>', *extras["top"],
-            *_main_groups(sections["main"], ctx, layout, state, machine), *extras["bottom"]]
+    hero = ""
+    if page and page.params:  # a detail page: one item's page shows its picture
+        priced = any(split_description(machine.text(state, e.label)).price for e in sections["main"]
+                     if e.kind == "text" and not e.repeat)
+        hero = hero_html(raw_title, ctx.look, priced=priced)
+    head = f'<div class="page-header">{"".join(header)}</div>'
+    if hero:
+        head = f'<div class="detail-head hero-{ctx.look.hero}">{hero}{head}</div>'
+    main = [head, *extras["top"], *_main_groups(sections["main"], ctx, layout, state, machine, spec),
+            *extras["bottom"]]
     side_items = [render_element(e, ctx) for e in sections["sidebar"]]
     side = ""
     if side_items or (extras["side"] and layout.sidebar != "none"):
@@ -178,9 +196,10 @@ def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView
     for every session.
     """
     theme, layout = choose_style(seed)
+    look = choose_look(seed, spec.domain)
     pages = {p.id: p for p in spec.pages}
     page = pages[state.page_id]
-    live_ctx = _make_ctx(state, machine, live=True)
+    live_ctx = _make_ctx(state, machine, look, live=True)
     extras = distractors(seed, spec.name, spec.title, layout.distractors)
     visible = machine.visible_elements(state)
     title = machine.text(state, page.title)
@@ -188,9 +207,9 @@ def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView
         parent = pages.get(page.parent) if page.parent else None
         parent_elements = [e for e in (parent.elements if parent else ())
                            if machine.element_shown(state, parent.id, e.id)] if parent else []
-        inert_ctx = _make_ctx(state, machine, live=False, page=page.parent)
+        inert_ctx = _make_ctx(state, machine, look, live=False, page=page.parent)
         base = _page_frame(spec, parent, _sections(parent_elements), inert_ctx, layout, extras, state, machine)
-        body = _main_groups(visible, live_ctx, layout, state, machine)
+        body = _main_groups(visible, live_ctx, layout, state, machine, spec)
         overlay = (f'<div class="backdrop"><div class="modal" role="dialog" aria-modal="true">'
                    f'<h2>{escape(title)}</h2>'
                    + (f'<p class="body-text">{escape(machine.text(state, page.body))}</p>' if page.body else "")
