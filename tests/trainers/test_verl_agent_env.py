@@ -41,7 +41,7 @@ def manager(host: EnvHost, **fields) -> CUAEnvironmentManager:
 
 def oracle_texts(envs: CUAEnvironmentManager, obs: dict) -> list[str]:
     texts = []
-    for action, image in zip(envs.oracle_actions(), obs["image"]):
+    for action, image in zip(envs.oracle_actions(), obs["image"], strict=True):
         height, width, _ = image.shape
         texts.append(GARBAGE if action is None else BUILDER.action_text(action, (width, height)))
     return texts
@@ -53,7 +53,7 @@ def test_a_batch_of_groups_plays_to_the_end_with_exact_anchors(host: EnvHost) ->
     assert set(obs) == {"text", "image", "anchor"} and envs.batch_size == 4
     assert [(i["task"], i["seed"]) for i in infos] == [(TASKS[0], 0), (TASKS[0], 0),
                                                        (TASKS[1], 1), (TASKS[1], 1)]
-    for text, image in zip(obs["text"], obs["image"]):
+    for text, image in zip(obs["text"], obs["image"], strict=True):
         assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
         assert text.count("<image>") == 1 and text.startswith(BUILDER.system_text)
         assert "Previous actions:\n(none)" in text and text.endswith("Next action:")

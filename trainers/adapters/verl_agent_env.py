@@ -113,10 +113,10 @@ class CUAEnvironmentManager:
         starts = self._starts(kwargs)
         self._resets += 1
         results = self.host.run(_gather(
-            *(self._reset_slot(slot, task, seed) for slot, (task, seed) in zip(self._slots, starts))))
+            *(self._reset_slot(slot, task, seed) for slot, (task, seed) in zip(self._slots, starts, strict=True))))
         infos = [{"task": slot.task, "seed": slot.seed, "won": False, "is_action_valid": True,
                   "episode_id": info.episode_id, "start_distance": info.start_distance}
-                 for slot, (_, info) in zip(self._slots, results)]
+                 for slot, (_, info) in zip(self._slots, results, strict=True)]
         return self._observations([None] * self.batch_size), infos
 
     def step(self, text_actions: Sequence[str]) -> tuple[dict[str, Any], np.ndarray, np.ndarray,
@@ -128,18 +128,12 @@ class CUAEnvironmentManager:
         if any(slot.obs is None for slot in self._slots):
             raise RuntimeError("expected reset() before step(), got step() first")
         results = self.host.run(_gather(
-            *(self._step_slot(slot, text) for slot, text in zip(self._slots, text_actions)),
+            *(self._step_slot(slot, text) for slot, text in zip(self._slots, text_actions, strict=True)),
             return_exceptions=True))
         failed = [r for r in results if isinstance(r, BaseException)]
         if failed:
             raise failed[0]
-        texts, rewards, infos = [], [], []
-        for slot, result in zip(self._slots, results):
-            assert not isinstance(result, BaseException)
-            text, reward, info = result
-            texts.append(text)
-            rewards.append(reward)
-            infos.append(info)
+        texts, rewards, infos = (list(column) for column in zip(*results, strict=True))
         dones = np.array([slot.done for slot in self._slots], dtype=bool)
         return self._observations(texts), np.array(rewards, dtype=np.float32), dones, infos
 
@@ -147,7 +141,7 @@ class CUAEnvironmentManager:
         """Each env's text: the codec's action space, then ``<image>`` where the rollout puts
         the screenshot, the step's feedback, and the project's prompt."""
         texts = []
-        for slot, note in zip(self._slots, feedback):
+        for slot, note in zip(self._slots, feedback, strict=True):
             assert slot.obs is not None
             prompt = self.builder.build(instruction=slot.obs.instruction, history=slot.history,
                                         images=[slot.obs], image_steps=[slot.obs.step],
@@ -161,7 +155,7 @@ class CUAEnvironmentManager:
         """``success_rate``: ``won`` at each env's last active step (as verl-agent's base)."""
         total_infos, total_batch_list = kwargs["total_infos"], kwargs["total_batch_list"]
         rates = []
-        for steps, infos in zip(total_batch_list, total_infos):
+        for steps, infos in zip(total_batch_list, total_infos, strict=True):
             active = [i for i, item in enumerate(steps) if item["active_masks"]]
             rates.append(float(infos[active[-1]]["won"]) if active else 0.0)
         return {"success_rate": np.array(rates)}
