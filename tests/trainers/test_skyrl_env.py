@@ -89,7 +89,9 @@ def test_an_fsm_episode_through_skyrl_gym_matches_our_env() -> None:
 
 
 def test_reward_modes_and_the_step_limit() -> None:
-    env = skyrl_gym.make("cua", env_config={"reward": "outcome", "max_steps": 2},
+    from omegaconf import OmegaConf  # what SkyRL passes: its config's section for the env
+
+    env = skyrl_gym.make("cua", env_config=OmegaConf.create({"reward": "outcome", "max_steps": 2}),
                          extras={"extra_info": {"task": TASK}, "max_turns": 9})
     assert env.max_turns == 2  # the config's step limit wins over SkyRL's max_turns
     env.init([{"role": "user", "content": "go"}])

@@ -214,7 +214,11 @@ def _plain(env_config: Any) -> dict[str, Any]:
         from omegaconf import OmegaConf
     except ImportError:  # pragma: no cover - skyrl_gym depends on omegaconf
         return dict(env_config)
-    return dict(OmegaConf.to_container(env_config, resolve=True))
+    fields = OmegaConf.to_container(env_config, resolve=True)
+    if not isinstance(fields, dict):
+        raise ConfigError(f"expected env_config to be a mapping of SkyRLEnvConfig fields, got "
+                          f"{type(fields).__name__}")
+    return {str(name): value for name, value in fields.items()}
 
 
 def register_skyrl_env(env_id: str = ENV_ID) -> None:
