@@ -4,7 +4,8 @@ from PyPI: it is a GitHub fork of verl).
 
 The contract, read from verl-agent's source at commit
 ``796ed310287fa605c9292a0fce07a86d79fde05e`` (langfengQ/verl-agent, 2026-02-27, "Update
-HGPO readme (#233)"; read from a fork that carries that commit unchanged), files
+HGPO readme (#233)"; read in the history of the fork xlan156/verl-agent, which holds that
+commit, since the upstream repository was not reachable from here), files
 ``agent_system/environments/base.py`` (``EnvironmentManagerBase``),
 ``agent_system/environments/env_manager.py`` (its managers and ``make_envs``),
 ``agent_system/multi_turn_rollout/rollout_loop.py`` (``vanilla_multi_turn_loop``, the
