@@ -2,4 +2,10 @@
 
 - ``trl_env``: an environment class for TRL's ``GRPOTrainer(environment_factory=...)``
   (``pip install 'cua-harness[trl]'``). It imports nothing of TRL itself.
+- ``skyrl_env``: a ``skyrl-gym`` ``BaseTextEnv`` registered as ``"cua"``
+  (``pip install 'cua-harness[skyrl]'``).
+- ``verl_agent_env``: an environment manager in the shape of verl-agent's
+  ``EnvironmentManagerBase`` (duck-typed; verl-agent is not on PyPI).
+- ``host``: what they share: ``EnvHost`` (a private event loop and an env provider) and
+  the short step texts.
 """

@@ -46,14 +46,17 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fsm_sites.verdict import StepVerdict
 from harness.actions import Action
-from harness.env import Env, LoopThread
-from harness.env_providers import EnvOptions, EnvProvider, check_provider, make_env_provider
+from harness.env import Env
+from harness.env_providers import EnvOptions
 from harness.errors import ConfigError, InfrastructureError
 from harness.observation import Observation, StepInfo
 from harness.rewards import RewardMode
 from harness.tasks.registry import check_task_id
+from trainers.adapters.host import EnvHost, step_feedback, verdict_text
+
+__all__ = ["CUAEnvironment", "CUAEnvironments", "TRLAdapterConfig", "enable_tool_calls",
+           "task_rows", "verdict_text"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -94,16 +97,9 @@ class CUAEnvironments:
         if updates:
             config = config.model_copy(update={"env": EnvOptions(
                 **{**config.env.model_dump(), **updates})})
-        check_provider(config.provider)
         self.config = config
         self._members: weakref.WeakSet[CUAEnvironment] = weakref.WeakSet()
-        self._closed = False
-        self._loop = LoopThread()
-        try:
-            self._provider: EnvProvider = self.run(_start_provider(config.provider))
-        except BaseException:
-            self._loop.stop()
-            raise
+        self._host = EnvHost(config.provider)
 
     def factory(self, task: str | None = None, *,
                 reward: RewardMode | None = None) -> Callable[[], CUAEnvironment]:
@@ -125,18 +121,18 @@ class CUAEnvironments:
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the envs' loop and wait for it."""
-        if self._closed:
+        if self._host.closed:
             coro.close()
             raise RuntimeError("expected open CUAEnvironments, got a closed one; make a new one")
-        return self._loop.run(coro)
+        return self._host.run(coro)
 
     def open(self, task: str, options: EnvOptions | None = None) -> Env:
         """A new env for ``task`` from the provider (``options``: the config's by default)."""
-        return self.run(self._provider.open(task, options or self.config.env))
+        return self._host.open(task, options or self.config.env)
 
     def release(self, env: Env, *, failed: bool = False) -> None:
         """Hand ``env`` back: for reuse, or (``failed``) discarded with what it ran on."""
-        self.run(self._provider.discard(env) if failed else self._provider.release(env))
+        self._host.release(env, failed=failed)
 
     def oracle_action(self, environment: CUAEnvironment) -> Action | None:
         """The task's oracle action in ``environment``'s current state (tests, warm starts)."""
@@ -146,42 +142,30 @@ class CUAEnvironments:
 
     def register(self, environment: CUAEnvironment) -> None:
         """Track ``environment`` so that ``close`` hands its env back."""
-        if self._closed:
+        if self._host.closed:
             raise RuntimeError("expected open CUAEnvironments, got a closed one; make a new one")
         self._members.add(environment)
 
     def close(self) -> None:
         """Hand every env back, close the provider, stop the loop. Idempotent."""
-        if self._closed:
+        if self._host.closed:
             return
         try:
             for member in list(self._members):
                 if member.env is not None:
                     env, member.env = member.env, None
                     try:
-                        self._loop.run(self._provider.release(env))
+                        self._host.release(env)
                     except Exception as exc:  # the provider's close below still runs
                         log.warning("closing the env of %s failed: %s", env.task_id, exc)
-            self._loop.run(self._provider.close())
         finally:
-            self._closed = True
-            self._loop.stop()
+            self._host.close()
 
     def __enter__(self) -> CUAEnvironments:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-async def _start_provider(spec: str) -> EnvProvider:
-    provider = make_env_provider(spec)  # made on the loop its servers and browser will use
-    try:
-        await provider.start()
-    except BaseException:
-        await provider.close()
-        raise
-    return provider
 
 
 class CUAEnvironment:
@@ -309,31 +293,13 @@ class CUAEnvironment:
         return [_image(obs), {"type": "text", "text": self._feedback(obs, info)}]
 
     def _feedback(self, obs: Observation, info: StepInfo) -> str:
-        parts = []
-        if obs.last_action_error:
-            parts.append(f"error: {obs.last_action_error}")
-        if self._envs.config.verdicts and info.verdict is not None:
-            parts.append(verdict_text(info.verdict))
-        if self._over is not None:
-            parts.append(f"episode over: {self._over}")
-        return "; ".join(parts) or f"step {obs.step} done"
+        return step_feedback(obs, info.verdict, verdicts=self._envs.config.verdicts,
+                             over=self._over)
 
     def _hand_back(self, *, failed: bool) -> None:
         env, self.env = self.env, None
         if env is not None:
             self._envs.release(env, failed=failed)
-
-
-def verdict_text(verdict: StepVerdict) -> str:
-    """A short reading of an FSM ``StepVerdict`` for the model."""
-    if verdict.goal_reached:
-        return "goal reached"
-    if not verdict.transition_fired:
-        return "nothing changed"
-    if verdict.distance_after is None:
-        return "dead end: the goal can no longer be reached"
-    way = "closer to the goal" if verdict.on_shortest_path else "off the shortest path"
-    return f"{way} ({verdict.distance_before} -> {verdict.distance_after} steps away)"
 
 
 def _image(obs: Observation) -> dict[str, Any]:
