@@ -17,10 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.trainers.test_grpo_train import TeacherMix, grpo_config, lines, weights
+from tests.trainers.test_grpo_train import ROLLOUT, TeacherMix, grpo_config, lines, weights
 from trainers.grpo.distributed import Outcome, Ranks, merge_figures
-
-pytestmark = pytest.mark.slow
 
 
 def _rank(rank: int, config: dict, port: int, record: str) -> None:
@@ -58,7 +56,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_two_ranks_train_one_policy_and_only_the_main_one_writes(tmp_path, tiny_dir) -> None:
+@pytest.mark.slow
+def test_two_ranks_train_one_policy_only_the_main_one_writes_and_resume(tmp_path, tiny_dir) -> None:
     out, record = tmp_path / "run", tmp_path / "ranks"
     record.mkdir()
     config = grpo_config(out, tiny_dir, updates=1, tasks=["fsm:shop/open_mug", "fsm:shop/add_lamp"],
@@ -91,6 +90,14 @@ def test_two_ranks_train_one_policy_and_only_the_main_one_writes(tmp_path, tiny_
     assert len(episodes) == 2 * (2 + 1)  # each rank's group and its branch, rank 1's written by rank 0
     assert {e.task_id for e in episodes} == {"fsm:shop/open_mug", "fsm:shop/add_lamp"}
 
+    resumed = config.model_copy(update={"updates": 2, "resume": True, "eval": None})
+    torch.multiprocessing.start_processes(_rank, (resumed.model_dump(mode="json"), _free_port(), str(record)),
+                                          nprocs=2, join=True, start_method="spawn")
+    first, second = (torch.load(record / f"params-{r}.pt") for r in (0, 1))
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    assert [u["update"] for u in lines(out, "update")] == [1, 2]
+    assert json.loads((record / "wrote-1.json").read_text()) == []
+
 
 def test_ranks_take_alternate_group_slots_and_repeat_tasks_when_there_are_fewer() -> None:
     class Fake:
@@ -119,3 +126,29 @@ def test_gathered_outcomes_and_figures_add_up_over_ranks() -> None:
     assert Outcome.merge([a]) is a
     figures = merge_figures([{"loss": 1.0, "minibatches": 3}, {"loss": 3.0, "minibatches": 1}])
     assert figures == {"loss": 1.5, "minibatches": 4}
+
+
+def test_a_multi_process_run_refuses_what_only_one_process_can_do(tmp_path, tiny_dir) -> None:
+    from trainers.grpo.distributed import unsupported
+
+    assert unsupported(grpo_config(tmp_path, tiny_dir)) is None
+    assert "curriculum.replay: expected false" in (unsupported(grpo_config(tmp_path, tiny_dir, curriculum={
+        "replay": True})) or "")
+    assert "rollout.backend: expected hf" in (unsupported(grpo_config(tmp_path, tiny_dir, rollout={
+        **ROLLOUT, "backend": "openai", "url": "http://127.0.0.1:1/v1"})) or "")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs (NCCL data parallel)")
+def test_two_gpu_ranks_train_one_policy(tmp_path, tiny_dir) -> None:
+    """The same run on two GPUs: each rank's policy on cuda:RANK, gradients all-reduced by NCCL."""
+    out, record = tmp_path / "run", tmp_path / "ranks"
+    record.mkdir()
+    config = grpo_config(out, tiny_dir, updates=1, model={"path": str(tiny_dir), "finetune": "full",
+                                                           "device": "auto"},
+                         group={"tasks": 2, "size": 2, "seeds": [0]}, tree={"branch_states": 0})
+    torch.multiprocessing.start_processes(_rank, (config.model_dump(mode="json"), _free_port(), str(record)),
+                                          nprocs=2, join=True, start_method="spawn")
+    first, second = (torch.load(record / f"params-{r}.pt", map_location="cpu") for r in (0, 1))
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    assert [u["episodes"] for u in lines(out, "update")] == [4]

@@ -26,6 +26,7 @@ from typing import Any
 
 from trainers.errors import ConfigError
 from trainers.grpo.batch import BatchStats
+from trainers.grpo.config import GRPOConfig
 
 
 class Ranks:
@@ -110,6 +111,17 @@ class Ranks:
     def first_error(self, error: str | None) -> str | None:
         """The first rank's error message, if any rank had one: every rank can then raise it."""
         return next((e for e in self.gather(error) if e is not None), None)
+
+
+def unsupported(config: GRPOConfig) -> str | None:
+    """What a multi-process run of ``config`` cannot do, as an error message (None: nothing)."""
+    if config.curriculum.replay:
+        return ("curriculum.replay: expected false with more than one process, got true; replays "
+                "read the store, which only the main process holds")
+    if config.rollout.backend != "hf":
+        return (f"rollout.backend: expected hf with more than one process, got {config.rollout.backend}; "
+                "every rank would push its weights to the one server")
+    return None
 
 
 def make_ranks() -> Ranks:

@@ -28,6 +28,7 @@ main process writes (``trainers.grpo.distributed``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import random
 import time
@@ -45,7 +46,7 @@ from trainers.grpo import checkpoint
 from trainers.grpo.batch import BatchStats, Replay, build_batch, stored_success
 from trainers.grpo.config import GRPOConfig
 from trainers.grpo.curriculum import Curriculum
-from trainers.grpo.distributed import Outcome, Ranks, make_ranks, merge_figures
+from trainers.grpo.distributed import Outcome, Ranks, make_ranks, merge_figures, unsupported
 from trainers.grpo.rollouts import Rollout, Rollouts, branch_points
 from trainers.training.metrics import METRICS_FILE, MetricsLog
 
@@ -66,7 +67,7 @@ def train_grpo(config: GRPOConfig, *, agent_class: type | None = None) -> Path:
     if ranks.world == 1:
         _start_run(config)
     else:  # the main process prepares the run directory; every rank raises its error
-        error = _check_data_parallel(config)
+        error = unsupported(config)
         if error is None and ranks.main:
             try:
                 _start_run(config)
@@ -76,17 +77,6 @@ def train_grpo(config: GRPOConfig, *, agent_class: type | None = None) -> Path:
         if error is not None:
             raise ConfigError(error)
     return asyncio.run(_train(config, agent_class, ranks))
-
-
-def _check_data_parallel(config: GRPOConfig) -> str | None:
-    """What a multi-process run cannot do (None: nothing)."""
-    if config.curriculum.replay:
-        return ("curriculum.replay: expected false with more than one process, got true; replays "
-                "read the store, which only the main process holds")
-    if config.rollout.backend != "hf":
-        return (f"rollout.backend: expected hf with more than one process, got {config.rollout.backend}; "
-                "every rank would push its weights to the one server")
-    return None
 
 
 def _start_run(config: GRPOConfig) -> None:
@@ -238,7 +228,10 @@ class Trainer:
                                                 for r in mains], branches,
                        sum(r.episode.steps for r in rollouts), [r.episode.task_id for r in mains])
         outcome = Outcome.merge(self.ranks.gather(mine))
-        check_signal(self.loop, outcome.stats, outcome.rewards, update, self.config.signal.patience)
+        with contextlib.nullcontext() if self.ranks.main else warnings.catch_warnings():
+            if not self.ranks.main:  # the gathered counts: one warning, from the main process
+                warnings.simplefilter("ignore", DeadSignalWarning)
+            check_signal(self.loop, outcome.stats, outcome.rewards, update, self.config.signal.patience)
         started = time.perf_counter()
         if self.ranks.world > 1:  # each rank's own minibatch order, derived (so resume needs no state)
             self.shuffle.manual_seed(zlib.crc32(f"{self.config.seed}:{update}:{self.ranks.rank}".encode()))
@@ -282,7 +275,7 @@ class Trainer:
 
     def replays(self, mains: list[Rollout]) -> list[Replay]:
         """A stored success for each group without one (where the store has one)."""
-        assert self.store is not None  # replay runs in one process (_check_data_parallel)
+        assert self.store is not None  # replay runs in one process (distributed.unsupported)
         found = []
         for group in dict.fromkeys(r.group for r in mains):
             members = [r for r in mains if r.group == group]
