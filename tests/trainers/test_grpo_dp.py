@@ -50,6 +50,45 @@ def _rank(rank: int, config: dict, port: int, record: str) -> None:
     (Path(record) / f"wrote-{rank}.json").write_text(json.dumps(wrote))
 
 
+def _optimize_rank(rank: int, port: int, model: str, record: str) -> None:
+    """One rank of a bare ``optimize``: rank 0 has three steps, rank 1 one (two zero-weight
+    passes), then a batch whose loss is NaN on rank 1 only."""
+    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
+                       "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    from tests.harness.store.helpers import screenshot
+    from tests.trainers.conftest import make_prompt
+    from trainers.errors import TrainingSignalError
+    from trainers.grpo.batch import TrainStep
+    from trainers.grpo.config import LossSpec
+    from trainers.grpo.distributed import make_ranks
+    from trainers.grpo.optimize import optimize
+    from trainers.models.inputs import completion_ids, completion_logprobs
+    from trainers.models.policy import PolicyConfig, load_policy
+
+    torch.set_num_threads(1)
+    ranks = make_ranks()
+    policy = load_policy(PolicyConfig(path=Path(model), finetune="full", device="cpu"))
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=1e-3)
+    ranks.wrap(policy.model)
+    prompt = make_prompt("Click the red button.", [screenshot("red")])
+    ids = completion_ids(policy, '{"action": "click"}')
+    with torch.no_grad():
+        [old] = completion_logprobs(policy, [prompt], [ids])
+    steps = [TrainStep(prompt, ids, old.tolist(), a, False) for a in ([1.0, -1.0, 0.5] if rank == 0 else [1.0])]
+    spec = LossSpec(kl_coef=0.0, minibatch=1, epochs=1)
+    figures = optimize(policy, None, steps, spec, optimizer, torch.Generator(), update=1, ranks=ranks)
+    if rank == 1:
+        steps = [TrainStep(prompt, ids, [float("nan")] * len(ids), 1.0, False)]
+    error = None
+    try:
+        optimize(policy, None, steps, spec, optimizer, torch.Generator(), update=2, ranks=ranks)
+    except TrainingSignalError as exc:
+        error = str(exc)
+    torch.save(policy.model.state_dict(), Path(record) / f"params-{rank}.pt")
+    (Path(record) / f"result-{rank}.json").write_text(json.dumps({"minibatches": figures["minibatches"],
+                                                                  "error": error}))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -97,6 +136,17 @@ def test_two_ranks_train_one_policy_only_the_main_one_writes_and_resume(tmp_path
     assert all(torch.equal(first[k], second[k]) for k in first)
     assert [u["update"] for u in lines(out, "update")] == [1, 2]
     assert json.loads((record / "wrote-1.json").read_text()) == []
+
+
+def test_ranks_with_fewer_steps_take_zero_weight_passes_and_a_nan_stops_every_rank(tmp_path, tiny_dir) -> None:
+    torch.multiprocessing.start_processes(_optimize_rank, (_free_port(), str(tiny_dir), str(tmp_path)),
+                                          nprocs=2, join=True, start_method="spawn")  # a hang fails by timeout
+    first, second = (torch.load(tmp_path / f"params-{r}.pt") for r in (0, 1))
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    results = [json.loads((tmp_path / f"result-{r}.json").read_text()) for r in (0, 1)]
+    assert [r["minibatches"] for r in results] == [3, 1]  # rank 1's two padding passes are not counted
+    assert "update 2 (rank 0): another rank's GRPO loss was not finite" in results[0]["error"]
+    assert "update 2 (rank 1): expected a finite GRPO loss" in results[1]["error"]
 
 
 def test_ranks_take_alternate_group_slots_and_repeat_tasks_when_there_are_fewer() -> None:
