@@ -181,7 +181,8 @@ class Trainer:
         self.loop = checkpoint.load(latest, model=self.policy.model, optimizer=self.optimizer,
                                     scheduler=self.scheduler, sampler=self.sampler,
                                     shuffle=self.shuffle, curriculum=self.curriculum)
-        console.print(f"resumed from {latest} (update {self.loop.update})")
+        if self.ranks.main:
+            console.print(f"resumed from {latest} (update {self.loop.update})")
 
     async def collect(self, update: int) -> tuple[list[Rollout], int]:
         """The update's rollout groups and tree branches; returns them and the branch count."""
