@@ -4,6 +4,14 @@ The reference model's log-probabilities are computed once per batch (no gradient
 rollout's own log-probabilities are the ratios' denominators, so every epoch after the
 first is still correct. Minibatch order comes from ``shuffle`` (a ``torch.Generator``
 the checkpoint saves). A loss that is not finite stops the run (``TrainingSignalError``).
+
+Data parallel (``ranks`` with more than one process): the forward runs through the DDP
+wrapper, so each backward all-reduces (averages) the gradients. DDP needs the same number of
+backward passes on every rank, so the ranks agree on the most minibatches any of them has;
+a rank out of steps repeats one of its steps with a zero weight, and the others' losses are
+scaled by ranks / active ranks so the average is over the ranks that had data. One small
+all-reduce per minibatch carries that count and whether any rank's loss was not finite, so
+a NaN stops every rank at once instead of leaving the others waiting.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from typing import Any
 from trainers.errors import TrainingSignalError
 from trainers.grpo.batch import TrainStep, padded, score
 from trainers.grpo.config import LossSpec
+from trainers.grpo.distributed import Ranks
 from trainers.grpo.losses import aggregate, grpo_loss
 
 
@@ -31,11 +40,14 @@ def reference_logprobs(reference: Any, policy: Any, steps: Sequence[TrainStep], 
 
 
 def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spec: LossSpec,
-             optimizer: Any, shuffle: Any, *, update: int) -> dict[str, float]:
-    """Train on ``steps``; returns the means of the logged figures over every minibatch."""
+             optimizer: Any, shuffle: Any, *, update: int, ranks: Ranks | None = None) -> dict[str, float]:
+    """Train on ``steps``; returns the means of the logged figures over this rank's minibatches."""
     import torch
     from torch.nn.utils.rnn import pad_sequence
 
+    ranks = ranks or Ranks()
+    model = ranks.train_model if ranks.train_model is not None else policy.model
+    passes = _passes(ranks, len(steps), spec.minibatch, update)
     ref = reference_logprobs(reference, policy, steps, spec.minibatch) \
         if reference is not None and spec.kl_coef > 0 else None
     totals: dict[str, float] = {}
@@ -45,10 +57,12 @@ def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spe
     try:
         for _ in range(spec.epochs):
             order = torch.randperm(len(steps), generator=shuffle).tolist()
-            for first in range(0, len(order), spec.minibatch):
+            for first in range(0, passes * spec.minibatch, spec.minibatch):
                 chunk = order[first: first + spec.minibatch]
+                padding = not chunk  # a zero-weight pass: this rank is out of steps
+                chunk = chunk or [0]
                 batch = [steps[i] for i in chunk]
-                scored = score(policy.model, policy, batch)
+                scored = score(model, policy, batch)
                 old = padded([s.logprobs for s in batch], scored.logprobs)
                 advantages = torch.tensor([s.advantage for s in batch], dtype=scored.logprobs.dtype,
                                           device=scored.logprobs.device)
@@ -56,17 +70,22 @@ def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spe
                 if ref is not None:
                     logp_ref = pad_sequence([ref[i] for i in chunk], batch_first=True)
                     logp_ref = torch.nn.functional.pad(logp_ref, (0, scored.logprobs.shape[1] - logp_ref.shape[1]))
+                error: FloatingPointError | None = None
+                loss: Any = None
                 try:
                     loss, stats = grpo_loss(scored.logprobs, old, advantages, scored.mask,
                                             clip_low=spec.clip_low, clip_high=spec.clip_high,
                                             logp_ref=logp_ref, kl_coef=spec.kl_coef,
                                             aggregation=spec.aggregation)
                 except FloatingPointError as exc:
-                    raise TrainingSignalError(f"update {update}: {exc}") from exc
+                    error = exc
+                loss = _agree(ranks, loss, padding, error, update)
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                ranks.backward(loss)
                 norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), spec.max_grad_norm)
                 optimizer.step()
+                if padding:
+                    continue
                 entropy = aggregate(scored.entropy, scored.mask, spec.aggregation).item()
                 figures = {"loss": stats.loss, "policy_loss": stats.policy_loss, "kl": stats.kl,
                            "clip_fraction": stats.clip_fraction, "ratio": stats.ratio_mean,
@@ -81,3 +100,30 @@ def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spe
         raise TrainingSignalError(f"update {update}: expected finite gradients, got a gradient norm of "
                                   f"{means['grad_norm']}; lower loss.learning_rate")
     return {**means, "minibatches": count}
+
+
+def _passes(ranks: Ranks, steps: int, minibatch: int, update: int) -> int:
+    """Minibatches per epoch: this rank's, or the most any rank has (the same on every rank)."""
+    mine = math.ceil(steps / minibatch)
+    if ranks.world == 1:
+        return mine
+    counts = ranks.gather(steps)
+    if min(counts) == 0:
+        raise TrainingSignalError(f"update {update}: expected training steps on every rank, got "
+                                  f"{counts} per rank; roll out more groups (group.tasks)")
+    return max(math.ceil(c / minibatch) for c in counts)
+
+
+def _agree(ranks: Ranks, loss: Any, padding: bool, error: FloatingPointError | None,
+           update: int) -> Any:
+    """The loss this rank backpropagates; raises on every rank when any rank's loss was not
+    finite (see the module docstring)."""
+    if ranks.world == 1:
+        if error is not None:
+            raise TrainingSignalError(f"update {update}: {error}") from error
+        return loss
+    active, failed = ranks.total(0.0 if padding else 1.0, 1.0 if error is not None else 0.0)
+    if failed:
+        reason = str(error) if error is not None else "another rank's GRPO loss was not finite"
+        raise TrainingSignalError(f"update {update} (rank {ranks.rank}): {reason}") from error
+    return loss * (0.0 if padding else ranks.world / active)

@@ -83,6 +83,23 @@ class Rollouts:
         return [Rollout(e, parent.group, first_number + i, prefix=prefix, parent=parent.number, stored=s)
                 for i, (e, s) in enumerate(episodes)]
 
+    async def record(self, rollouts: Sequence[Rollout]) -> None:
+        """Write rollouts that ran elsewhere (another rank of a data-parallel run) to the
+        store through the same sink, a branch under its parent's node, as if they ran here.
+        ``rollouts`` lists each group's episodes before its branches, as ``collect`` does."""
+        done: dict[tuple[str, int], Rollout] = {}
+        for r in rollouts:
+            parent = done.get((r.group, r.parent)) if r.parent is not None else None
+            step = len(r.prefix) - len(parent.prefix) if parent is not None else 0
+            sinks, sink = self._sinks(r.episode.task_id, r.episode.seed, parent, step)
+            for each in sinks:
+                await each.on_start(r.episode)
+                for transition in r.episode.transitions:
+                    await each.on_step(r.episode, transition)
+                await each.on_end(r.episode)
+            r.stored = getattr(sink, "committed", None)
+            done[(r.group, r.number)] = r
+
     async def _episode(self, task_id: str, seed: int | None, index: int, *, parent: Rollout | None = None,
                        step: int = 0) -> tuple[Episode, object | None]:
         error: BaseException | None = None

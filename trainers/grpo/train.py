@@ -19,14 +19,21 @@ The loop, top to bottom (one update):
    one metrics.jsonl line; a checkpoint every ``checkpoint_every`` updates.
 
 At the end: ``OUT/model`` (with its ``cua_agent.yaml``) and ``OUT/report.html``.
+
+Under ``accelerate launch --num_processes N`` the ranks share each update's groups and
+all-reduce the gradients; what they gather keeps their decisions identical, and only the
+main process writes (``trainers.grpo.distributed``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import random
 import time
 import warnings
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +46,7 @@ from trainers.grpo import checkpoint
 from trainers.grpo.batch import BatchStats, Replay, build_batch, stored_success
 from trainers.grpo.config import GRPOConfig
 from trainers.grpo.curriculum import Curriculum
+from trainers.grpo.distributed import Outcome, Ranks, make_ranks, merge_figures, unsupported
 from trainers.grpo.rollouts import Rollout, Rollouts, branch_points
 from trainers.training.metrics import METRICS_FILE, MetricsLog
 
@@ -55,8 +63,20 @@ def train_grpo(config: GRPOConfig, *, agent_class: type | None = None) -> Path:
     from trainers.models.policy import require_train_extra
 
     require_train_extra()
-    _start_run(config)
-    return asyncio.run(_train(config, agent_class))
+    ranks = make_ranks()
+    if ranks.world == 1:
+        _start_run(config)
+    else:  # the main process prepares the run directory; every rank raises its error
+        error = unsupported(config)
+        if error is None and ranks.main:
+            try:
+                _start_run(config)
+            except ConfigError as exc:
+                error = str(exc)
+        error = ranks.first_error(error)
+        if error is not None:
+            raise ConfigError(error)
+    return asyncio.run(_train(config, agent_class, ranks))
 
 
 def _start_run(config: GRPOConfig) -> None:
@@ -108,7 +128,7 @@ def check_signal(loop: checkpoint.LoopState, stats: BatchStats, rewards: list[fl
 class Trainer:
     """The objects one run holds; ``update`` is one pass of the loop in the module docstring."""
 
-    def __init__(self, config: GRPOConfig, agent_class: type | None = None) -> None:
+    def __init__(self, config: GRPOConfig, agent_class: type | None = None, ranks: Ranks | None = None) -> None:
         import torch
 
         from harness.env_providers import EnvOptions, make_env_provider
@@ -119,6 +139,9 @@ class Trainer:
         from trainers.training.config import task_ids
 
         self.config = config
+        self.ranks = ranks = ranks or Ranks()
+        if ranks.device is not None:  # each rank's own device (cuda:LOCAL_RANK, or the CPU)
+            config = config.model_copy(update={"model": config.model.model_copy(update={"device": ranks.device})})
         if config.threads is not None:
             torch.set_num_threads(config.threads)
         torch.manual_seed(config.seed)
@@ -135,12 +158,13 @@ class Trainer:
         updates = config.updates
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, (lambda u: 1.0) if loss.lr_scheduler == "constant" else (lambda u: 1.0 - u / updates))
+        ranks.wrap(self.policy.model)
         self.sampler = random.Random(config.seed)
         self.shuffle = torch.Generator().manual_seed(config.seed)
         self.curriculum = Curriculum(task_ids(config.tasks), config.curriculum)
         self.loop = checkpoint.LoopState()
         self.metrics = MetricsLog(Path(config.out) / METRICS_FILE)
-        self.store = TrajectoryStore(config.store_path)
+        self.store = TrajectoryStore(config.store_path) if ranks.main else None
         self.envs = make_env_provider(config.rollout.provider_spec())
         options = EnvOptions(codec=config.prompt.codec, max_steps=config.rollout.max_steps,
                              reward=config.reward, elements=wants_elements(self.agent),
@@ -157,27 +181,31 @@ class Trainer:
         self.loop = checkpoint.load(latest, model=self.policy.model, optimizer=self.optimizer,
                                     scheduler=self.scheduler, sampler=self.sampler,
                                     shuffle=self.shuffle, curriculum=self.curriculum)
-        console.print(f"resumed from {latest} (update {self.loop.update})")
+        if self.ranks.main:
+            console.print(f"resumed from {latest} (update {self.loop.update})")
 
     async def collect(self, update: int) -> tuple[list[Rollout], int]:
         """The update's rollout groups and tree branches; returns them and the branch count."""
         config = self.config
         tasks = self.curriculum.sample(config.group.tasks, self.sampler)
         seeds = [self.sampler.choice(config.group.seeds) for _ in tasks]
-        size, base = config.group.size, update * 10_000
+        size, base, n = config.group.size, update * 10_000, len(tasks)
+        slots = self.ranks.slots(n)  # this rank's share of the groups (all of them in one process)
         groups = await asyncio.gather(*(
-            self.rollouts.group(task, seed, size, base + k * 1000, f"u{update}:{task}@{seed}")
-            for k, (task, seed) in enumerate(zip(tasks, seeds, strict=True))))
-        branches = await asyncio.gather(*(self._branch(group, base + k * 1000 + size)
-                                          for k, group in enumerate(groups)))
+            self.rollouts.group(tasks[k % n], seeds[k % n], size, base + k * 1000,
+                                f"u{update}:{tasks[k % n]}@{seeds[k % n]}" + (f"#{k}" if k >= n else ""))
+            for k in slots))
+        rng = self.sampler if self.ranks.world == 1 else random.Random(f"{config.seed}:{update}:{self.ranks.rank}")
+        branches = await asyncio.gather(*(self._branch(group, base + k * 1000 + size, rng)
+                                          for k, group in zip(slots, groups, strict=True)))
         return [r for group, more in zip(groups, branches, strict=True) for r in group + more], \
             sum(len(b) for b in branches)
 
-    async def _branch(self, group: list[Rollout], first_index: int) -> list[Rollout]:
+    async def _branch(self, group: list[Rollout], first_index: int, rng: random.Random) -> list[Rollout]:
         tree = self.config.tree
         if tree.branch_states == 0:
             return []
-        points = branch_points(group, tree.branch_states, tree.where, self.sampler)
+        points = branch_points(group, tree.branch_states, tree.where, rng)
         made = await asyncio.gather(*(self.rollouts.branches(
             parent, step, tree.continuations, first_index + j * tree.continuations,
             len(group) + j * tree.continuations) for j, (parent, step) in enumerate(points)))
@@ -195,34 +223,60 @@ class Trainer:
         replays = self.replays(mains) if self.config.curriculum.replay else []
         steps, stats = build_batch(rollouts, self.config.advantage, self.greedy.generator.stop_ids, replays)
         rewards = [t.reward for r in rollouts for t in r.episode.transitions] + [r.reward for r in replays]
-        check_signal(self.loop, stats, rewards, update, self.config.signal.patience)
+        groups = [(members[0].episode.task_id, [r.episode.success for r in members])
+                  for members in ([r for r in mains if r.group == g] for g in dict.fromkeys(r.group for r in mains))]
+        mine = Outcome(stats, rewards, groups, [(r.episode.total_reward, r.episode.success, r.episode.progress)
+                                                for r in mains], branches,
+                       sum(r.episode.steps for r in rollouts), [r.episode.task_id for r in mains])
+        outcome = Outcome.merge(self.ranks.gather(mine))
+        with contextlib.nullcontext() if self.ranks.main else warnings.catch_warnings():
+            if not self.ranks.main:  # the gathered counts: one warning, from the main process
+                warnings.simplefilter("ignore", DeadSignalWarning)
+            check_signal(self.loop, outcome.stats, outcome.rewards, update, self.config.signal.patience)
         started = time.perf_counter()
-        figures = optimize(self.policy, self.reference, steps, self.config.loss, self.optimizer,
-                           self.shuffle, update=update)
+        if self.ranks.world > 1:  # each rank's own minibatch order, derived (so resume needs no state)
+            self.shuffle.manual_seed(zlib.crc32(f"{self.config.seed}:{update}:{self.ranks.rank}".encode()))
+        figures = merge_figures(self.ranks.gather(
+            optimize(self.policy, self.reference, steps, self.config.loss, self.optimizer, self.shuffle,
+                     update=update, ranks=self.ranks)))
         self.scheduler.step()
         train_s = time.perf_counter() - started
+        await self.store_other_ranks(rollouts)
         events = []
-        for group in dict.fromkeys(r.group for r in mains):
-            members = [r for r in mains if r.group == group]
-            events += self.curriculum.record(members[0].episode.task_id, [r.episode.success for r in members])
+        for task, successes in outcome.groups:
+            events += self.curriculum.record(task, successes)
         self.filmstrips = mains[: self.config.filmstrips]
-        self.loop.env_steps += sum(r.episode.steps for r in rollouts)
+        self.loop.env_steps += outcome.env_steps
         self.loop.seconds["rollout"] += rollout_s
         self.loop.seconds["train"] += train_s
-        n = len(mains)
-        return {"update": update, "policy_version": update - 1, "episodes": n, "branches": branches,
-                "steps": stats.steps, "env_steps": self.loop.env_steps,
-                "reward": sum(r.episode.total_reward for r in mains) / n,
-                "success": sum(r.episode.success for r in mains) / n,
-                "progress": sum(r.episode.progress for r in mains) / n,
-                "replayed": len(replays), "flat_groups": stats.flat_groups, "groups": stats.groups, "truncated": stats.truncated,
+        n = len(outcome.episodes)
+        return {"update": update, "policy_version": update - 1, "episodes": n, "branches": outcome.branches,
+                "steps": outcome.stats.steps, "env_steps": self.loop.env_steps,
+                "reward": sum(e[0] for e in outcome.episodes) / n,
+                "success": sum(e[1] for e in outcome.episodes) / n,
+                "progress": sum(e[2] for e in outcome.episodes) / n,
+                "replayed": len(replays), "flat_groups": outcome.stats.flat_groups,
+                "groups": outcome.stats.groups, "truncated": outcome.stats.truncated,
                 **figures, "learning_rate": self.scheduler.get_last_lr()[0],
                 "rollout_s": round(rollout_s, 3), "train_s": round(train_s, 3),
-                "tasks": sorted({r.episode.task_id for r in mains}), "events": events,
-                "pool": self.curriculum.summary()}
+                "tasks": sorted(set(outcome.tasks)), "events": events,
+                "pool": self.curriculum.summary(), **({"ranks": self.ranks.world} if self.ranks.world > 1 else {})}
+
+    async def store_other_ranks(self, rollouts: list[Rollout]) -> None:
+        """Data parallel: the main process writes the other ranks' rollouts to the store (it
+        writes its own as they run), so the store holds every rollout of the run."""
+        if self.ranks.world == 1:
+            return
+        # The env stays behind (it is this rank's live sandbox); the sink reads only the episode's data.
+        portable = [] if self.ranks.main else \
+            [dataclasses.replace(r, episode=dataclasses.replace(r.episode, env=None), stored=None)  # type: ignore[arg-type]
+             for r in rollouts]
+        for part in self.ranks.gather_to_main(portable)[1:]:
+            await self.rollouts.record(part)
 
     def replays(self, mains: list[Rollout]) -> list[Replay]:
         """A stored success for each group without one (where the store has one)."""
+        assert self.store is not None  # replay runs in one process (distributed.unsupported)
         found = []
         for group in dict.fromkeys(r.group for r in mains):
             members = [r for r in mains if r.group == group]
@@ -238,34 +292,45 @@ class Trainer:
         spec = self.config.eval
         assert spec is not None
         started = time.perf_counter()
+        pairs = [(task, i) for task in task_ids(spec.tasks) for i in range(spec.episodes)]
+        mine = pairs[self.ranks.rank::self.ranks.world]  # data parallel: each rank its share
         groups = await asyncio.gather(*(self.eval_rollouts.group(task, spec.seed + i, 1, i, "eval")
-                                        for task in task_ids(spec.tasks) for i in range(spec.episodes)))
-        episodes = [g[0].episode for g in groups]
+                                        for task, i in mine))
+        results = [(g[0].episode.success, g[0].episode.progress, g[0].episode.total_reward, g[0].episode.steps)
+                   for g in groups]
+        episodes = [e for part in self.ranks.gather(results) for e in part]
         seconds = time.perf_counter() - started
         self.loop.seconds["eval"] += seconds
         n = len(episodes)
-        return self.metrics.write(
+        return self.write(
             "eval", update=update, phase=phase, episodes=n,
-            success_rate=sum(e.success for e in episodes) / n,
-            progress=sum(e.progress for e in episodes) / n,
-            mean_reward=sum(e.total_reward for e in episodes) / n,
-            steps=sum(e.steps for e in episodes), seconds=round(seconds, 2))
+            success_rate=sum(e[0] for e in episodes) / n,
+            progress=sum(e[1] for e in episodes) / n,
+            mean_reward=sum(e[2] for e in episodes) / n,
+            steps=sum(e[3] for e in episodes), seconds=round(seconds, 2))
+
+    def write(self, event: str, **fields: Any) -> dict[str, Any]:
+        """A metrics line: written by the main process, returned on every rank."""
+        return self.metrics.write(event, **fields) if self.ranks.main else {"event": event, **fields}
 
     def save(self) -> None:
+        if not self.ranks.main:
+            return
         checkpoint.save(Path(self.config.out), self.loop, model=self.policy.model, optimizer=self.optimizer,
                         scheduler=self.scheduler, sampler=self.sampler, shuffle=self.shuffle,
                         curriculum=self.curriculum)
 
     async def close(self) -> None:
         await self.envs.close()
-        self.store.close()
+        if self.store is not None:
+            self.store.close()
 
 
-async def _train(config: GRPOConfig, agent_class: type | None) -> Path:
+async def _train(config: GRPOConfig, agent_class: type | None, ranks: Ranks) -> Path:
     from trainers.grpo.report import save_filmstrips, write_report
     from trainers.training.evaluate import write_agent_file
 
-    trainer = Trainer(config, agent_class)
+    trainer = Trainer(config, agent_class, ranks)
     if config.resume:
         trainer.resume()
     every = config.eval.every if config.eval is not None else 0
@@ -280,20 +345,26 @@ async def _train(config: GRPOConfig, agent_class: type | None) -> Path:
                 phase = "after" if update == config.updates else "during"
                 line["heldout_success"] = (await trainer.evaluate(update, phase))["success_rate"]
             line["seconds"] = {k: round(v, 2) for k, v in trainer.loop.seconds.items()}
-            trainer.metrics.write("update", **line)
-            console.print(f"update {update}/{config.updates}: reward {line['reward']:.3f} · success "
-                          f"{line['success']:.0%} · loss {line['loss']:.4f} · kl {line['kl']:.4f} · "
-                          f"rollout {line['rollout_s']:.1f}s train {line['train_s']:.1f}s")
+            trainer.write("update", **line)
+            if ranks.main:
+                console.print(f"update {update}/{config.updates}: reward {line['reward']:.3f} · success "
+                              f"{line['success']:.0%} · loss {line['loss']:.4f} · kl {line['kl']:.4f} · "
+                              f"rollout {line['rollout_s']:.1f}s train {line['train_s']:.1f}s")
             trainer.loop.update = update
             if update % config.checkpoint_every == 0 or update == config.updates:
                 trainer.save()
-            save_filmstrips(Path(config.out), update, trainer.filmstrips)
+            if ranks.main:
+                save_filmstrips(Path(config.out), update, trainer.filmstrips)
     finally:
         await trainer.close()
-    model_dir = Path(config.out) / "model"
-    trainer.policy.save(model_dir)
-    write_agent_file(model_dir, config.prompt)
-    return write_report(Path(config.out), config, trainer.metrics.read())
+    report = Path(config.out) / "report.html"
+    if ranks.main:
+        model_dir = Path(config.out) / "model"
+        trainer.policy.save(model_dir)
+        write_agent_file(model_dir, config.prompt)
+        report = write_report(Path(config.out), config, trainer.metrics.read())
+    ranks.close()  # the others wait until the main process has written everything
+    return report
 
 
 def _backend(config: GRPOConfig, policy: Any, agent_class: type | None) -> Any:
