@@ -21,9 +21,13 @@ def run_sft(config: SFTConfig) -> None:
 
 
 def run_grpo(config: GRPOConfig) -> None:
+    import os
+
     from trainers.grpo.train import train_grpo
 
-    console.print(f"report: {train_grpo(config).resolve()}")
+    report = train_grpo(config)
+    if int(os.environ.get("RANK", "0")) == 0:  # data parallel: one line, from the main process
+        console.print(f"report: {report.resolve()}")
 
 
 def run_dpo(config: DPOConfig) -> None:
