@@ -30,10 +30,16 @@ class MachineView(Protocol):
     def route(self, state: State) -> str: ...
 
 
+#: The stylesheets of every page, in cascade order: the shared one, then the theme
+#: families' component styling and the viewport rules (families.css, responsive.css).
+STYLESHEETS = ("site.css", "families.css", "responsive.css")
+
+
 @lru_cache(maxsize=1)
 def _static() -> tuple[str, str]:
     root = resources.files("fsm_sites.render") / "static"
-    return (root / "site.css").read_text(encoding="utf-8"), (root / "site.js").read_text(encoding="utf-8")
+    css = "\n".join((root / name).read_text(encoding="utf-8") for name in STYLESHEETS)
+    return css, (root / "site.js").read_text(encoding="utf-8")
 
 
 def _theme_vars(theme: Theme, layout: Layout) -> str:
@@ -42,6 +48,8 @@ def _theme_vars(theme: Theme, layout: Layout) -> str:
         "text": theme.text, "muted": theme.muted, "accent": theme.accent, "accent-text": theme.accent_text,
         "nav-bg": theme.nav_bg, "nav-text": theme.nav_text, "border": theme.border,
         "radius": f"{theme.radius}px", "size": f"{theme.base_size}px", "gap": f"{theme.gap}px",
+        "card-radius": f"{theme.card_radius}px", "elevation": theme.elevation,
+        "control-h": f"{theme.control_height}px",
         "width": f"{layout.width}px", "cols": str(layout.columns),
         "thumb": f"color-mix(in srgb, {theme.accent} 16%, {theme.surface})",
     }
@@ -50,7 +58,8 @@ def _theme_vars(theme: Theme, layout: Layout) -> str:
 
 def _body_classes(theme: Theme, layout: Layout) -> str:
     classes = [f"nav-{layout.nav}", f"sidebar-{layout.sidebar}", f"align-{layout.header_align}",
-               f"labels-{layout.form_labels}", f"buttons-{layout.buttons}", f"theme-{theme.name}"]
+               f"labels-{layout.form_labels}", f"buttons-{layout.buttons}", f"theme-{theme.name}",
+               f"family-{theme.family}", "scheme-dark" if theme.dark else "scheme-light"]
     if theme.shadow:
         classes.append("shadow")
     return " ".join(classes)
@@ -134,13 +143,23 @@ def _main_groups(elements: list[Element], ctx: Ctx, layout: Layout, state: State
     return blocks
 
 
+#: The menu button narrow viewports show instead of the navigation links (responsive.css):
+#: a label toggling a checkbox, so opening the menu is pure CSS and sends no event; the
+#: links stay in the DOM, and the oracle clicks this first when a link is hidden in it.
+_MENU_TOGGLE = ('<input type="checkbox" id="nav-toggle" class="nav-toggle" tabindex="-1" aria-hidden="true">'
+                '<label for="nav-toggle" class="hamburger" role="button" aria-label="Menu">'
+                '<span></span><span></span><span></span></label>')
+
+
 def _nav(spec: SiteSpec, items: list[Element], ctx: Ctx, layout: Layout) -> str:
     brand = f'<span class="brand"><span class="logo"></span>{escape(spec.title)}</span>'
     links = "".join(render_element(e, ctx) for e in items)
+    toggle = _MENU_TOGGLE if links else ""
     if layout.nav == "left":
-        return f'<nav class="sidenav">{brand}{links}</nav>'
+        return (f'<nav class="sidenav"><div class="sidenav-head">{brand}{toggle}</div>'
+                f'<div class="navmenu">{links}</div></nav>')
     search = '<span class="searchbox">Search…</span>'
-    return (f'<header class="topnav"><div class="inner">{brand}<nav class="navlinks">{links}</nav>'
+    return (f'<header class="topnav"><div class="inner">{brand}{toggle}<nav class="navlinks navmenu">{links}</nav>'
             f'<span class="nav-spacer"></span>{search}</div></header>')
 
 
@@ -204,6 +223,7 @@ def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView
     css, script = _static()
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)} · {escape(spec.title)}</title>"
         f"<style>{_theme_vars(theme, layout)}</style><style>{css}</style></head>"
         f'<body data-page="{escape(state.page)}" data-route="{escape(machine.route(state))}"'

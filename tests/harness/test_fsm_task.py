@@ -14,6 +14,7 @@ from harness.actions import Click, Done
 from harness.env import AsyncEnv
 from harness.fsm_tasks_cli import verify_one
 from harness.tasks.fsm import FSMTask, combine_verdicts, goal_tasks
+from sandboxes.viewports import VIEWPORTS
 from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -92,16 +93,19 @@ async def test_combine_verdicts_folds_first_before_last_after() -> None:
     assert (both.distance_before, both.distance_after, both.on_shortest_path) == (3, 4, False)
 
 
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
 @pytest.mark.parametrize("site", list_sites())
-async def test_oracle_solves_every_curated_task_at_two_layout_seeds(provider, site) -> None:
+async def test_oracle_solves_every_curated_task_at_two_layout_seeds(provider, site, viewport) -> None:
     """Every goal task of every curated site, replayed by the oracle in a real browser at two
-    layout seeds, reaches its goal with every event-sending step on a shortest path."""
+    layout seeds and two viewports (a phone's collapses the navigation into a menu the
+    oracle opens first), reaches its goal with every event-sending step on a shortest path."""
     spec = load_site(site)
+    width, height = VIEWPORTS[viewport]
     jobs = [(task, seed) for seed in (0, 1) for task in goal_tasks(spec)]
     verdicts = []
     async with SiteServer([spec]) as server:
         async def worker() -> None:
-            sandbox = await provider.new_browser()
+            sandbox = await provider.new_browser(viewport_width=width, viewport_height=height)
             try:
                 while jobs:
                     task, seed = jobs.pop()
