@@ -17,6 +17,7 @@ import asyncio
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -29,6 +30,9 @@ from fsm_sites.state import State
 from harness.cli_config import check_output_dir, config_command, removed_on_failure
 from harness.errors import ConfigError
 from sandboxes.viewports import VIEWPORTS, parse_viewport, viewport_name
+
+if TYPE_CHECKING:
+    from sandboxes.providers import LocalProvider
 
 console = Console(stderr=True)
 _SEED_SEARCH = 10_000  # layout seeds searched for one that picks a wanted theme
@@ -159,17 +163,24 @@ def plan(config: GalleryConfig) -> list[Shot]:
     return shots
 
 
-async def take(shots: list[Shot], out: Path, concurrency: int, show_progress: bool = True) -> None:
-    """Take every screenshot in real Chromium: one browser sandbox per viewport and worker."""
+async def take(shots: list[Shot], out: Path, concurrency: int, show_progress: bool = True,
+               provider: LocalProvider | None = None) -> None:
+    """Take every screenshot in real Chromium (``provider``'s, else a provider of its own):
+    one browser sandbox per worker, made again when the viewport changes."""
+    if provider is None:
+        from sandboxes.providers import LocalProvider  # Playwright: only when screenshots are taken
+
+        async with LocalProvider() as own:
+            await take(shots, out, concurrency, show_progress, own)
+        return
     from fsm_sites.library import load_site
     from fsm_sites.server import SiteServer
-    from sandboxes.providers import LocalProvider
 
     queue: asyncio.Queue[Shot] = asyncio.Queue()
     for shot in sorted(shots, key=lambda s: s.viewport):  # a worker resizes rarely
         queue.put_nowait(shot)
     specs = {site: load_site(site) for site in sorted({s.site for s in shots})}
-    async with SiteServer(specs.values()) as server, LocalProvider() as provider:
+    async with SiteServer(specs.values()) as server:
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console, disable=not show_progress) as progress:
             bar = progress.add_task("gallery screenshots", total=len(shots))
@@ -238,14 +249,15 @@ def write_page(shots: list[Shot], out: Path, title: str = "FSM sites gallery") -
     return index
 
 
-async def build_gallery(config: GalleryConfig, show_progress: bool = True) -> Path:
+async def build_gallery(config: GalleryConfig, show_progress: bool = True,
+                        provider: LocalProvider | None = None) -> Path:
     """Plan, take and write the gallery; returns the path of ``index.html``. A mistake in
     the config is refused before anything is written; a failure leaves nothing new behind."""
     check_output_dir(config.out, "--out")
     shots = plan(config)
     with removed_on_failure(config.out):
         config.out.mkdir(parents=True, exist_ok=True)
-        await take(shots, config.out, config.concurrency, show_progress)
+        await take(shots, config.out, config.concurrency, show_progress, provider)
         return write_page(shots, config.out)
 
 

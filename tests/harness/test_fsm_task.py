@@ -8,6 +8,7 @@ import pytest
 
 from fsm_sites.client import LocalSiteClient
 from fsm_sites.library import list_sites, load_site
+from fsm_sites.render import choose_style
 from fsm_sites.server import SiteServer
 from fsm_sites.verdict import StepVerdict
 from harness.actions import Click, Done
@@ -18,6 +19,8 @@ from sandboxes.viewports import VIEWPORTS
 from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
+#: A layout seed whose navigation is a top navbar (a phone shows it as a menu button).
+TOP_NAV_SEED = next(s for s in range(50) if choose_style(s)[1].nav == "top")
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +120,37 @@ async def test_oracle_solves_every_curated_task_at_two_layout_seeds(provider, si
     assert len(verdicts) == 2 * len(goal_tasks(spec)) >= 2
     failed = [(seed, v.task_id, v.reason) for seed, v in verdicts if not v.kept]
     assert failed == []
+
+
+async def test_on_a_phone_the_oracle_opens_the_menu_before_a_nav_link(provider) -> None:
+    """shop's checkout goes through the navbar's Cart link, which a phone hides behind the
+    menu button: the oracle clicks that first (a step that sends no event and leaves the
+    menu open), then the link, whose event is on the shortest path."""
+    spec = load_site("shop")
+    task = next(t for t in goal_tasks(spec) if t.goal == "checkout")
+    sandbox = await provider.new_browser(viewport_width=390, viewport_height=844)
+    try:
+        async with SiteServer([spec]) as server:
+            fsm_task = FSMTask(task, LocalSiteClient(server), viewport=(390, 844))
+            assert fsm_task.sandbox_request.viewport == (390, 844)
+            env = AsyncEnv(fsm_task, sandbox, max_steps=80)
+            await env.reset(seed=TOP_NAV_SEED)
+            nav = {t.id for t in spec.transitions for page in spec.pages for e in page.elements
+                   if page.id == t.page and e.id == t.element and e.section == "nav"}
+            steps, info = [], None  # (events sent, transition fired, menu open after it)
+            while info is None or not info.success:
+                _, _, _, truncated, info = await env.step(await env.oracle_action())
+                assert not truncated
+                menu_open = await sandbox.evaluate("document.getElementById('nav-toggle').checked")
+                steps.append((fsm_task.step_events[-1], info.verdict.transition_id, menu_open))
+            opened = [i for i, step in enumerate(steps) if step[2]]
+            assert opened, steps
+            for i in opened:
+                assert steps[i][0] == 0  # opening the menu sent nothing
+                assert steps[i + 1][0] == 1 and steps[i + 1][1] in nav  # then the link's event
+            await env.close()
+    finally:
+        await sandbox.close()
 
 
 def _pixels(png: bytes) -> bytes:
