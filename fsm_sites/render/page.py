@@ -62,6 +62,8 @@ def _body_classes(theme: Theme, layout: Layout) -> str:
                f"family-{theme.family}", "scheme-dark" if theme.dark else "scheme-light"]
     if theme.shadow:
         classes.append("shadow")
+    if theme.nav_bg == theme.accent:
+        classes.append("nav-accent")
     return " ".join(classes)
 
 

@@ -178,7 +178,7 @@ async def test_a_reused_page_looks_exactly_like_a_fresh_context(provider, site_s
             if info.verdict.transition_fired:
                 states.append((info.verdict.state_after, obs.screenshot))
         await kept.evaluate("window.scrollTo(0, 200)")  # where the agent left it
-        assert await kept.evaluate("window.scrollY") == 200
+        assert await kept.evaluate("window.scrollY") > 0  # (as far down as this theme's page goes)
         requests: list[str] = []
         page.on("request", lambda request: requests.append(request.url))
         again, _ = await env.reset(seed=4)  # a new session, shown in the same page
