@@ -199,7 +199,10 @@ async def take(shots: list[Shot], out: Path, concurrency: int, show_progress: bo
                         session = server.create_session(shot.site, goal=specs[shot.site].goals[0].id,
                                                         seed=shot.seed)
                         server.jump(session.id, shot.state.key())
-                        await sandbox.reset(server.session_url(session.id), allowed_origins=(server.site_url,))
+                        # The page of the last shot shows the next session in place (site.js),
+                        # as FSM tasks do between episodes: the same pixels as a fresh load.
+                        await sandbox.reset(server.session_url(session.id), allowed_origins=(server.site_url,),
+                                            keep_page=True)
                         image = await sandbox.screenshot()
                         server.delete_session(session.id)
                         target = out / shot.path
