@@ -32,6 +32,8 @@ from harness.errors import ConfigError
 from sandboxes.viewports import VIEWPORTS, parse_viewport, viewport_name
 
 if TYPE_CHECKING:
+    from fsm_sites.server import SiteServer
+    from sandboxes.browser import BrowserSandbox
     from sandboxes.providers import LocalProvider
 
 console = Console(stderr=True)
@@ -174,7 +176,7 @@ async def take(shots: list[Shot], out: Path, concurrency: int, show_progress: bo
             await take(shots, out, concurrency, show_progress, own)
         return
     from fsm_sites.library import load_site
-    from fsm_sites.server import SiteServer
+    from fsm_sites.server import SiteServer  # aiohttp: only when screenshots are taken
 
     queue: asyncio.Queue[Shot] = asyncio.Queue()
     for shot in sorted(shots, key=lambda s: s.viewport):  # a worker resizes rarely
@@ -195,25 +197,30 @@ async def take(shots: list[Shot], out: Path, concurrency: int, show_progress: bo
                                 await sandbox.close()
                             size = shot.viewport
                             sandbox = await provider.new_browser(viewport_width=size[0], viewport_height=size[1])
-                        # The goal does not change the page; the session needs one.
-                        session = server.create_session(shot.site, goal=specs[shot.site].goals[0].id,
-                                                        seed=shot.seed)
-                        server.jump(session.id, shot.state.key())
-                        # The page of the last shot shows the next session in place (site.js),
-                        # as FSM tasks do between episodes: the same pixels as a fresh load.
-                        await sandbox.reset(server.session_url(session.id), allowed_origins=(server.site_url,),
-                                            keep_page=True)
-                        image = await sandbox.screenshot()
-                        server.delete_session(session.id)
                         target = out / shot.path
                         target.parent.mkdir(parents=True, exist_ok=True)
-                        target.write_bytes(image.data)
+                        target.write_bytes(await _shoot(server, sandbox, shot, specs[shot.site].goals[0].id))
                         progress.advance(bar)
                 finally:
                     if sandbox is not None:
                         await sandbox.close()
 
             await asyncio.gather(*(worker() for _ in range(min(concurrency, len(shots)))))
+
+
+async def _shoot(server: SiteServer, sandbox: BrowserSandbox, shot: Shot, goal: str) -> bytes:
+    """The PNG of ``shot``: a session of its seed jumped to its state, shown in ``sandbox``
+    (``goal``: any of the site's; it does not change the page)."""
+    session = server.create_session(shot.site, goal=goal, seed=shot.seed)
+    try:
+        server.jump(session.id, shot.state.key())
+        # The page of the last shot shows the next session in place (site.js), as FSM
+        # tasks do between episodes: the same pixels as a fresh load.
+        await sandbox.reset(server.session_url(session.id), allowed_origins=(server.site_url,),
+                            keep_page=True)
+        return (await sandbox.screenshot()).data
+    finally:
+        server.delete_session(session.id)
 
 
 def write_page(shots: list[Shot], out: Path, title: str = "FSM sites gallery") -> Path:
