@@ -161,13 +161,15 @@ def _pixels(png: bytes) -> bytes:
     return Image.open(io.BytesIO(png)).convert("RGB").tobytes()
 
 
-async def test_a_reused_page_looks_exactly_like_a_fresh_context(provider, site_server) -> None:
+@pytest.mark.parametrize("width", [1024, 390])
+async def test_a_reused_page_looks_exactly_like_a_fresh_context(provider, site_server, width) -> None:
     """The in-place paths (a step's swap, a reset that keeps the page) show the same pixels
-    as a fresh context loading the same (state, seed) from scratch."""
+    as a fresh context loading the same (state, seed) from scratch, on a wide and on a
+    phone-wide page."""
     task = next(t for t in goal_tasks(tiny_shop()) if t.difficulty >= 3)
     # A short viewport, so the pages scroll.
-    kept = await provider.new_browser(viewport_height=360)
-    fresh = await provider.new_browser(viewport_height=360)
+    kept = await provider.new_browser(viewport_width=width, viewport_height=360)
+    fresh = await provider.new_browser(viewport_width=width, viewport_height=360)
     try:
         env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server)), kept, max_steps=60)
         first, _ = await env.reset(seed=4)
