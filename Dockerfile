@@ -20,7 +20,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       chromium xvfb openbox xdotool xterm python3-tk bubblewrap iproute2 ca-certificates libatomic1 \
-      fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-urw-base35 \
+      fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-urw-base35 fonts-inter fonts-roboto fonts-noto-core \
  && rm -rf /var/lib/apt/lists/* \
  && python3 -m venv /opt/venv
 

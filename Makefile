@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 # The fonts are the ones the FSM renderer's themes name, so pages look the same everywhere.
 SYSTEM_PACKAGES := chromium chromium-driver xvfb openbox xdotool xterm python3-tk bubblewrap iproute2 nftables \
-  fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-urw-base35
+  fonts-dejavu-core fonts-dejavu-extra fonts-liberation fonts-urw-base35 fonts-inter fonts-roboto fonts-noto-core
 # Debian's python3 has no `venv` (ensurepip) without python3-venv; a Python of its own
 # (pyenv, a python image) has it. Also installs python3 where there is none.
 ifeq ($(filter /usr/bin/%,$(realpath $(PYTHON))),)

@@ -25,6 +25,7 @@ COMMAND_GROUP = "cua.commands"
 COMMAND_MODULES = (
     "harness.evaluation.cli",  # cua eval
     "fsm_sites.cli",  # cua sites ...
+    "harness.sites_gallery",  # cua sites gallery (it needs a browser, so it lives in harness)
     "harness.fsm_tasks_cli",  # cua tasks ...
     "harness.store.cli",  # cua store ..., cua view, cua collect
     "harness.demo",  # cua demo

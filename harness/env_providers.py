@@ -54,10 +54,12 @@ class EnvOptions(BaseModel):
     reset_timeout_s: float = Field(default=60.0, gt=0, description="limit for one reset")
     sandbox: SandboxKind | None = Field(default=None, description="the kind of sandbox (browser, "
                                         "desktop); None: the kind each task asks for")
+    viewport: tuple[int, int] | None = Field(default=None, description="(width, height) of every "
+                                             "sandbox; None: the viewport each task asks for")
 
     def env_kwargs(self) -> dict[str, Any]:
-        """The options an ``AsyncEnv`` takes (the sandbox kind is the provider's business)."""
-        return self.model_dump(exclude={"sandbox"})
+        """The options an ``AsyncEnv`` takes (the sandbox is the provider's business)."""
+        return self.model_dump(exclude={"sandbox", "viewport"})
 
 
 class UnknownProviderError(UnknownNameError):
@@ -108,7 +110,8 @@ class LocalEnvs:
 
     async def open(self, task_id: str, options: EnvOptions) -> Env:
         task = make_task(task_id)
-        request = sandbox_request(task.sandbox_request, options.sandbox, self.sandboxes)
+        request = sandbox_request(task.sandbox_request, options.sandbox, self.sandboxes,
+                                  viewport=options.viewport)
         idle = self._idle.get(request)
         sandbox = idle.pop() if idle else await self.sandboxes.new_sandbox(request)
         env = AsyncEnv(task, sandbox, resources=self.resources, **options.env_kwargs())
@@ -149,8 +152,12 @@ class LocalEnvs:
 
 
 def sandbox_request(request: SandboxRequest, kind: SandboxKind | None,
-                    sandboxes: SandboxProvider) -> SandboxRequest:
-    """The task's request with ``--sandbox`` applied, if the sandbox provider makes that kind."""
+                    sandboxes: SandboxProvider, *,
+                    viewport: tuple[int, int] | None = None) -> SandboxRequest:
+    """The task's request with ``--sandbox`` applied, if the sandbox provider makes that
+    kind, and ``--viewport`` (which overrides the task's own)."""
+    if viewport is not None:
+        request = request.model_copy(update={"viewport": viewport})
     if kind is None or kind == request.kind:
         return request
     kinds = tuple(getattr(sandboxes, "kinds", ()))

@@ -48,6 +48,7 @@ from harness.rollout import RolloutSink, describe_error, rollout
 from harness.tasks.registry import check_task_id
 from sandboxes.base import SandboxKind, SandboxProvider
 from sandboxes.errors import SandboxCrashed
+from sandboxes.viewports import parse_viewport
 
 if TYPE_CHECKING:
     from harness.store.store import TrajectoryStore
@@ -89,6 +90,23 @@ class RunnerConfig(EnvPlacement):
         description="codec that decodes the text of agents without a codec of their own "
                     "(a ModelAgent's own codec always decodes its text); None: json",
     )
+    viewport: str | None = Field(
+        default=None,
+        description="the browser viewport of every episode, WIDTHxHEIGHT (390x844) or desktop, "
+                    "laptop, tablet, phone; overrides the task's own; None: the task's")
+
+    @field_validator("viewport")
+    @classmethod
+    def _viewport_size(cls, viewport: str | None) -> str | None:
+        if viewport is not None:
+            parse_viewport(viewport, option=None)  # the error names the field already
+        return viewport
+
+    @property
+    def viewport_size(self) -> tuple[int, int] | None:
+        """``viewport`` as (width, height), None when the tasks choose."""
+        return parse_viewport(self.viewport) if self.viewport is not None else None
+
     @field_validator("codec")
     @classmethod
     def _known_codec(cls, codec: str | None) -> str | None:
@@ -273,7 +291,7 @@ class EpisodeRunner:
         return EnvOptions(codec=cfg.codec or "json", max_steps=cfg.max_steps, reward=cfg.reward,
                           elements=cfg.elements or wants_elements(self.agent),
                           step_timeout_s=cfg.step_timeout_s, reset_timeout_s=cfg.step_timeout_s,
-                          sandbox=cfg.sandbox)
+                          sandbox=cfg.sandbox, viewport=cfg.viewport_size)
 
     async def _run_once(self, envs: EnvProvider, spec: EpisodeSpec, attempt: int) -> EpisodeRecord:
         cfg = self.config

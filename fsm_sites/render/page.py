@@ -33,11 +33,17 @@ class MachineView(Protocol):
     def route(self, state: State) -> str: ...
 
 
+#: The stylesheets of every page, in cascade order: the shared one, the page templates'
+#: (templates.css), then the theme families' component styling and the viewport rules
+#: (families.css, responsive.css).
+STYLESHEETS = ("site.css", "templates.css", "families.css", "responsive.css")
+
+
 @lru_cache(maxsize=1)
 def _static() -> tuple[str, str]:
-    """The page's stylesheet (the shared one, then the templates' one) and its script."""
+    """The page's stylesheets (``STYLESHEETS``, joined) and its script."""
     root = resources.files("fsm_sites.render") / "static"
-    css = "\n".join((root / name).read_text(encoding="utf-8") for name in ("site.css", "templates.css"))
+    css = "\n".join((root / name).read_text(encoding="utf-8") for name in STYLESHEETS)
     return css, (root / "site.js").read_text(encoding="utf-8")
 
 
@@ -47,6 +53,8 @@ def _theme_vars(theme: Theme, layout: Layout) -> str:
         "text": theme.text, "muted": theme.muted, "accent": theme.accent, "accent-text": theme.accent_text,
         "nav-bg": theme.nav_bg, "nav-text": theme.nav_text, "border": theme.border,
         "radius": f"{theme.radius}px", "size": f"{theme.base_size}px", "gap": f"{theme.gap}px",
+        "card-radius": f"{theme.card_radius}px", "elevation": theme.elevation,
+        "control-h": f"{theme.control_height}px",
         "width": f"{layout.width}px", "cols": str(layout.columns),
         "thumb": f"color-mix(in srgb, {theme.accent} 16%, {theme.surface})",
     }
@@ -55,9 +63,12 @@ def _theme_vars(theme: Theme, layout: Layout) -> str:
 
 def _body_classes(theme: Theme, layout: Layout) -> str:
     classes = [f"nav-{layout.nav}", f"sidebar-{layout.sidebar}", f"align-{layout.header_align}",
-               f"labels-{layout.form_labels}", f"buttons-{layout.buttons}", f"theme-{theme.name}"]
+               f"labels-{layout.form_labels}", f"buttons-{layout.buttons}", f"theme-{theme.name}",
+               f"family-{theme.family}", "scheme-dark" if theme.dark else "scheme-light"]
     if theme.shadow:
         classes.append("shadow")
+    if theme.nav_bg == theme.accent:
+        classes.append("nav-accent")
     return " ".join(classes)
 
 
@@ -141,15 +152,25 @@ def _main_groups(elements: list[Element], ctx: Ctx, layout: Layout, state: State
     return blocks
 
 
+#: The menu button narrow viewports show instead of the navigation links (responsive.css):
+#: a label toggling a checkbox, so opening the menu is pure CSS and sends no event; the
+#: links stay in the DOM, and the oracle clicks this first when a link is hidden in it.
+_MENU_TOGGLE = ('<input type="checkbox" id="nav-toggle" class="nav-toggle" tabindex="-1" aria-hidden="true">'
+                '<label for="nav-toggle" class="hamburger" role="button" aria-label="Menu">'
+                '<span></span><span></span><span></span></label>')
+
+
 def _nav(spec: SiteSpec, items: list[Element], ctx: Ctx, layout: Layout) -> str:
     symbol = icon_for(spec.domain.replace("_", " ")) or icon_for(spec.title)
     logo = icon_svg(symbol) if symbol else ""
     brand = f'<span class="brand"><span class="logo">{logo}</span>{escape(spec.title)}</span>'
     links = "".join(render_element(e, ctx) for e in items)
+    toggle = _MENU_TOGGLE if links else ""
     if layout.nav == "left":
-        return f'<nav class="sidenav">{brand}{links}</nav>'
+        return (f'<nav class="sidenav"><div class="sidenav-head">{brand}{toggle}</div>'
+                f'<div class="navmenu">{links}</div></nav>')
     search = f'<span class="searchbox">{icon_svg("search")}Search…</span>'
-    return (f'<header class="topnav"><div class="inner">{brand}<nav class="navlinks">{links}</nav>'
+    return (f'<header class="topnav"><div class="inner">{brand}{toggle}<nav class="navlinks navmenu">{links}</nav>'
             f'<span class="nav-spacer"></span>{search}</div></header>')
 
 
@@ -223,6 +244,7 @@ def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView
     css, script = _static()
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)} · {escape(spec.title)}</title>"
         f"<style>{_theme_vars(theme, layout)}</style><style>{css}</style></head>"
         f'<body data-page="{escape(state.page)}" data-route="{escape(machine.route(state))}"'

@@ -16,6 +16,9 @@ given its own.
 
 The ``fsm`` suite names every curated library site (``fsm:shop`` draws one of the
 site's synthesized tasks per episode, by seed) and every task (``fsm:shop/<task id>``).
+The task asks for a browser of its viewport (``sandbox_request``; the desktop one unless
+the name ends in ``@phone``, ``@tablet``, ``@laptop`` or ``@WIDTHxHEIGHT``): the same
+state and layout seed look different, as real sites do, at another width.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ from harness.actions import Action, Done
 from harness.errors import TaskError
 from harness.tasks.base import PageReader, Task, TaskSetup, Validation, require_browser
 from harness.tasks.fsm_oracle import next_action, probe_expression
-from sandboxes.base import Sandbox
+from sandboxes.base import Sandbox, SandboxRequest
 from sandboxes.errors import SandboxEvaluationError
+from sandboxes.viewports import VIEWPORTS, parse_viewport
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
@@ -77,10 +81,12 @@ class FSMTask(Task):
     """One FSM task (or, given several, one drawn per episode by seed) on a site server."""
 
     has_oracle = True
+    #: the desktop viewport unless the task was given another (``viewport=``)
+    sandbox_request = SandboxRequest(kind="browser", viewport=VIEWPORTS["desktop"])
 
     def __init__(self, task: Any | Sequence[Any], sites: SiteClient | None = None, *,
                  name: str | None = None, site_spec: SiteSpec | None = None,
-                 reuse_page: bool = True) -> None:
+                 reuse_page: bool = True, viewport: tuple[int, int] | None = None) -> None:
         self.choices: list[Any] = list(task) if isinstance(task, (list, tuple)) else [task]
         if not self.choices:
             raise TaskError("expected at least one FSM task spec, got none")
@@ -88,6 +94,8 @@ class FSMTask(Task):
         self.id = f"fsm:{name or (first.site if len(self.choices) > 1 else f'{first.site}/{first.id}')}"
         #: Open each episode's session in the previous episode's page (see setup).
         self.reuse_page = reuse_page
+        if viewport is not None:  # part of the task: its pages respond to the width
+            self.sandbox_request = self.sandbox_request.model_copy(update={"viewport": viewport})
         self.task: Any = first
         self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)
         self._given_sites = sites  # None: the run's TaskResources.sites(), fetched per setup
@@ -296,13 +304,24 @@ def _library_tasks(site: str) -> tuple[GoalTask, ...]:
     return tuple(goal_tasks(load_site(site), load_machine(site)))
 
 
+def split_viewport(name: str) -> tuple[str, tuple[int, int] | None]:
+    """``"shop/open_mug@phone"`` -> ``("shop/open_mug", (390, 844))``; no ``@``: None. A
+    suffix that names no viewport is a ConfigError saying what is expected."""
+    base, sep, viewport = name.rpartition(VIEWPORT_SEP)
+    if not sep or "/" in viewport or TASK_FILE_SEP in viewport:  # an "@" inside a path
+        return name, None
+    return base, parse_viewport(viewport, option=f"task {name!r}: the viewport after {VIEWPORT_SEP!r}")
+
+
 class FSMSuite:
     """``fsm:SITE`` draws one of the site's goal tasks per episode (by seed);
     ``fsm:SITE/GOAL`` is one task; ``fsm:TASKS.jsonl`` stands for every task in a file
-    written by ``cua tasks synth`` (one task id ``fsm:TASKS.jsonl#TASK`` each)."""
+    written by ``cua tasks synth`` (one task id ``fsm:TASKS.jsonl#TASK`` each). Any of
+    them may end in ``@VIEWPORT`` (``@phone``, ``@390x844``): the same task in that viewport."""
 
     def accepts(self, name: str) -> bool:
         """Whether ``name`` is a task, loading only the site (or tasks file) it names."""
+        name, _ = split_viewport(name)
         path, sep, task_id = name.partition(TASK_FILE_SEP)
         if path.endswith(".jsonl"):
             return not sep or task_id in _file_tasks(path)
@@ -318,6 +337,7 @@ class FSMSuite:
         names, else the sites (never every site's tasks: those take seconds to solve)."""
         from fsm_sites.library import list_sites
 
+        name, _ = split_viewport(name)
         path, sep, _ = name.partition(TASK_FILE_SEP)
         if sep and path.endswith(".jsonl"):
             return [f"{path}{TASK_FILE_SEP}{task_id}" for task_id in _file_tasks(path)]
@@ -327,9 +347,11 @@ class FSMSuite:
         return list_sites()
 
     def expand(self, name: str) -> list[str] | None:
-        if not name.endswith(".jsonl"):
+        base, viewport = split_viewport(name)
+        if not base.endswith(".jsonl"):
             return None
-        return [f"{name}{TASK_FILE_SEP}{task_id}" for task_id in _file_tasks(name)]
+        suffix = name[len(base):] if viewport is not None else ""
+        return [f"{base}{TASK_FILE_SEP}{task_id}{suffix}" for task_id in _file_tasks(base)]
 
     def names(self) -> list[str]:
         from fsm_sites.library import list_sites
@@ -338,15 +360,17 @@ class FSMSuite:
         return sites + [f"{s}/{t.id}" for s in sites for t in _library_tasks(s)]
 
     def make(self, name: str) -> FSMTask:
-        if TASK_FILE_SEP in name:
-            path, _, task_id = name.partition(TASK_FILE_SEP)
+        base, viewport = split_viewport(name)
+        if TASK_FILE_SEP in base:
+            path, _, task_id = base.partition(TASK_FILE_SEP)
             task = _file_tasks(path)[task_id]
-            return FSMTask(task, site_spec=_site_for_tasks_file(path, task.site), name=name)
-        site, _, goal = name.partition("/")
+            return FSMTask(task, site_spec=_site_for_tasks_file(path, task.site), name=name,
+                           viewport=viewport)
+        site, _, goal = base.partition("/")
         tasks = _library_tasks(site)
         if goal:
-            return FSMTask([t for t in tasks if t.id == goal], name=name)
-        return FSMTask(list(tasks), name=site)
+            return FSMTask([t for t in tasks if t.id == goal], name=name, viewport=viewport)
+        return FSMTask(list(tasks), name=name, viewport=viewport)
 
 
 def suite() -> FSMSuite:
@@ -355,6 +379,7 @@ def suite() -> FSMSuite:
 
 
 TASK_FILE_SEP = "#"
+VIEWPORT_SEP = "@"
 
 
 def _file_tasks(path: str) -> dict[str, Any]:

@@ -6,6 +6,8 @@ One edge may take several actions, each returned by its own ``cheat`` call:
 
 - click / check / uncheck: Click at the element's centre (a radio group's option, by value).
 - select: Click the dropdown's toggle, then (menu open) Click the option.
+- an element in a collapsed navigation menu (narrow viewports): Click the menu button
+  first (it opens the menu in the page; no event), then the element.
 - input: Click the text field, select its old text with ctrl+a if any, TypeText the value,
   then Key(enter).
 - an element outside the viewport: Scroll it into view first.
@@ -38,6 +40,11 @@ _PROBE = """(() => {
     const menu = host.querySelector('.dd-menu');
     menuOpen = !!menu && !menu.hidden;
     target = menuOpen ? option : host.querySelector('.dd-toggle');
+  }
+  // A link in a collapsed navigation menu (a phone's hamburger) is reached by opening it.
+  if (target && !target.getClientRects().length && target.closest('.navmenu')) {
+    const toggle = document.querySelector('.hamburger');
+    if (toggle && toggle.getClientRects().length) target = toggle;
   }
   const active = document.activeElement;
   return {page: document.body.getAttribute('data-page'), found: !!target, box: box(target),

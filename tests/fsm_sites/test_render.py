@@ -25,8 +25,8 @@ def test_seeds_vary_theme_and_layout() -> None:
     machine = Machine(spec)
     pages = {render_page(spec, machine.initial, seed=s, machine=machine) for s in range(12)}
     assert len(pages) >= 10
-    themes = {choose_style(s)[0].name for s in range(40)}
-    assert len(themes) >= len(THEMES) - 1
+    themes = {choose_style(s)[0].name for s in range(300)}
+    assert themes == {t.name for t in THEMES}  # every variant of every family turns up
     layouts = {choose_style(s)[1] for s in range(40)}
     assert {lay.nav for lay in layouts} == {"top", "left"}
     assert {lay.collection for lay in layouts} == {"grid", "list"}
@@ -73,3 +73,34 @@ def test_modal_draws_parent_inert_beneath() -> None:
     assert 'class="backdrop"' in html and "<div inert>" in html
     assert "Alpha" in html  # the parent's list is drawn ...
     assert set(re.findall(r'data-el="([^"]+)"', html)) == {"close"}  # ... but only the modal is live
+
+
+def test_every_family_has_light_and_dark_variants_and_its_body_class() -> None:
+    from fsm_sites.render.themes import FAMILIES, themes_of
+
+    for family in FAMILIES:
+        variants = themes_of(family.name)
+        assert {t.dark for t in variants} == {False, True}, family.name
+        assert all(t.name.startswith(f"{family.name}-") for t in variants)
+    spec = widgets_spec()
+    machine = Machine(spec)
+    for seed in range(8):
+        theme, _ = choose_style(seed)
+        body = re.search(r'<body [^>]*class="([^"]+)"', render_page(spec, machine.initial, seed=seed,
+                                                                   machine=machine)).group(1).split()
+        assert f"family-{theme.family}" in body and f"theme-{theme.name}" in body
+        assert ("scheme-dark" in body) == theme.dark
+
+
+def test_themes_name_only_installed_fonts() -> None:
+    """Each font stack's first family is installed (fc-list), so a screenshot never falls
+    back to whatever the machine has: the Makefile's font packages provide them."""
+    import subprocess
+
+    installed = {name.strip() for line in subprocess.run(["fc-list", ":", "family"], capture_output=True,
+                                                         text=True, check=True).stdout.splitlines()
+                 for name in line.split(",")}
+    for theme in THEMES:
+        for stack in (theme.font, theme.heading_font):
+            first = stack.split(",")[0].strip().strip("'")
+            assert first in installed, (theme.name, first)

@@ -30,8 +30,8 @@ async def server():
         yield srv
 
 
-async def _screenshot(browser, url: str) -> bytes:
-    context = await browser.new_context(viewport={"width": 1024, "height": 720})
+async def _screenshot(browser, url: str, viewport: tuple[int, int] = (1024, 720)) -> bytes:
+    context = await browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
     try:
         page = await context.new_page()
         await page.goto(url, wait_until="load")
@@ -40,14 +40,15 @@ async def _screenshot(browser, url: str) -> bytes:
         await context.close()
 
 
-async def test_same_state_and_seed_give_identical_screenshots(browser, server) -> None:
+@pytest.mark.parametrize("viewport", [(1024, 720), (390, 844)])
+async def test_same_state_and_seed_give_identical_screenshots(browser, server, viewport) -> None:
     machine = Machine(tiny_shop())
     target = next(s for s in machine.graph().states if s.page == "checkout")
     shots = []
     for seed in (5, 5, 6):
         session = server.create_session("tiny_shop", goal="lamp_in_cart", seed=seed)
         server.jump(session.id, target.key())
-        shots.append(await _screenshot(browser, server.session_url(session.id)))
+        shots.append(await _screenshot(browser, server.session_url(session.id), viewport))
     assert shots[0] == shots[1]  # two sessions, two fresh browser contexts, same pixels
     assert shots[0] != shots[2]  # another layout seed looks different
 

@@ -16,6 +16,7 @@ from harness.env_providers import (
 )
 from harness.errors import ConfigError
 from harness.runner import RunnerConfig
+from harness.tasks.registry import make_task
 from sandboxes.base import SandboxRequest
 from sandboxes.isolated import IsolatedProvider
 
@@ -67,6 +68,31 @@ async def test_sandbox_kind_overrides_the_task_s_and_is_refused_where_not_made(p
     check_sandbox("desktop", "local", {"desktop:x": "desktop"})  # the local provider makes it
     with pytest.raises(ValueError, match="sandbox"):
         RunnerConfig(sandbox="phone")
+
+
+async def test_viewport_overrides_the_task_s(provider) -> None:
+    """An FSM task asks for its own viewport (desktop, or the one its name ends in);
+    ``--viewport`` (EnvOptions.viewport) overrides it for every task of a run."""
+    assert make_task("fsm:shop/open_mug").sandbox_request.viewport == (1280, 800)
+    assert make_task("fsm:shop/open_mug@phone").sandbox_request.viewport == (390, 844)
+    request = make_task("miniwob:click-test").sandbox_request
+    assert sandbox_request(request, None, provider, viewport=(700, 500)).viewport == (700, 500)
+    assert RunnerConfig(viewport="tablet").viewport_size == (768, 1024)
+    assert RunnerConfig(viewport="1280x720").viewport_size == (1280, 720)
+    with pytest.raises(ValueError, match=r"expected WIDTHxHEIGHT .* got '12x'"):
+        RunnerConfig(viewport="12x")
+    envs = LocalEnvs(provider)
+    try:
+        phone = await envs.open("fsm:shop/open_mug@phone", EnvOptions())
+        obs, _ = await phone.reset(seed=0)
+        assert (obs.width, obs.height) == (390, 844)
+        wide = await envs.open("fsm:shop/open_mug@phone", EnvOptions(viewport=(1366, 768)))
+        obs, _ = await wide.reset(seed=0)
+        assert (obs.width, obs.height) == (1366, 768)
+        await envs.release(phone)
+        await envs.release(wide)
+    finally:
+        await envs.close()
 
 
 def test_the_registry_names_providers_and_offers_close_names() -> None:

@@ -26,6 +26,10 @@ def test_a_tasks_file_expands_to_one_task_id_per_task(tasks_file):
     path, _, tasks = tasks_file
     ids = suite_task_ids(f"fsm:{path}")
     assert ids == [f"fsm:{path}#{t.id}" for t in tasks]
+    phone = suite_task_ids(f"fsm:{path}@phone")  # every task of the file, in a phone viewport
+    assert phone == [f"fsm:{path}#{t.id}@phone" for t in tasks]
+    task = make_task(phone[0])
+    assert task.task == tasks[0] and task.sandbox_request.viewport == (390, 844)
 
 
 def test_a_task_from_the_file_carries_the_spec_found_beside_it(tasks_file):
