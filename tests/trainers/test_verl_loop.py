@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -50,6 +49,7 @@ def test_the_episode_is_model_turns_and_observation_turns(report: dict) -> None:
         "Open the page of Coffee mug.\nThe screenshot is 1024x768 pixels.<|im_end|>\n"
         "<|im_start|>assistant\n")
     assert report["server_calls"] == 3 and report["released"] == 3
+    assert report["timings_positive"]  # verl's generate_sequences and tool_calls timings
 
 
 def test_screenshots_travel_as_image_data(report: dict) -> None:
@@ -81,7 +81,3 @@ def test_bad_config_and_rows_are_named(report: dict) -> None:
     config = report["refused"]["config"]
     assert "cua section" in config and "reward" in config and "colour" in config
     assert "expected the dataset row to name a task" in report["refused"]["row"]
-
-
-def test_the_project_venv_never_imports_verl(report: dict) -> None:
-    assert "verl" not in sys.modules

@@ -233,6 +233,8 @@ async def main(model_dir: str, out_path: str) -> None:
                               if v},
         "advantages_by_run": [[sorted(set(advantages[row, s:e].tolist())) for _, s, e in runs(mask)]
                               for row in range(2)],
+        "timed": sorted(output.metrics.model_dump()),
+        "timings_positive": output.metrics.generate_sequences > 0 and output.metrics.tool_calls > 0,
         "server_calls": server.calls, "released": balancer.released, "refused": refused,
     }
     with open(out_path, "w", encoding="utf-8") as f:

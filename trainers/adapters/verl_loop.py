@@ -42,6 +42,7 @@ from uuid import uuid4
 
 from PIL import Image
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+from verl.utils.profiler import simple_timer
 
 import trainers.adapters.verl_advantage  # noqa: F401 - registers cua_step_grpo with verl
 from harness.cli_config import load_config
@@ -107,13 +108,15 @@ class CUAAgentLoop(AgentLoopBase):
         metrics: dict[str, Any] = {}
         request_id, observations, success = uuid4().hex, 0, False
         while True:
-            output = await self.server_manager.generate(
-                request_id=request_id, prompt_ids=token_ids, sampling_params=sampling_params,
-                image_data=images)
+            with simple_timer("generate_sequences", metrics):  # verl's timing names
+                output = await self.server_manager.generate(
+                    request_id=request_id, prompt_ids=token_ids, sampling_params=sampling_params,
+                    image_data=images)
             merged, mask, _ = await self.ct_merge_assistant_token(token_ids, output.token_ids, mask)
             token_ids = merged.token_ids
             reply = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
-            obs, reward, terminated, truncated, info = await self.host.run_async(env.step(reply))
+            with simple_timer("tool_calls", metrics):
+                obs, reward, terminated, truncated, info = await self.host.run_async(env.step(reply))
             rewards.append(float(reward))
             success = info.success
             if terminated or truncated or len(mask) >= self.response_length:
