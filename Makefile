@@ -19,7 +19,7 @@ SYSTEM_PACKAGES += python3 python3-venv
 endif
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-packages containers demo test bench lint clean
+.PHONY: setup system-packages containers verl-venv demo test bench lint clean
 
 setup: system-packages $(STAMP)
 
@@ -47,6 +47,26 @@ $(STAMP): pyproject.toml
 	@rm -rf cua_harness.egg-info  # a stale one in the root shadows the installed entry points
 	@touch $(STAMP)
 
+# verl's agent-loop adapter is tested in a venv of its own: verl 0.9.1 pins transformers
+# below what .venv's TRL needs. Exact pins (requirements/verl.txt) keep pip from backtracking;
+# the harness goes in without its dependencies (the pins hold what its import path needs).
+# Cached like setup: a second run only checks the stamp.
+VERL_VENV := .venv-verl
+VERL_PY := $(VERL_VENV)/bin/python
+VERL_STAMP := $(VERL_VENV)/.installed-stamp
+
+verl-venv: $(VERL_STAMP)
+
+$(VERL_STAMP): requirements/verl.txt pyproject.toml
+	@$(VERL_PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VERL_VENV) && $(PYTHON) -m venv $(VERL_VENV); }
+	$(VERL_PY) -m pip install -q --upgrade pip
+	$(VERL_PY) -m pip install -q torch==2.13.0
+	$(VERL_PY) -m pip install -q -r requirements/verl.txt
+	$(VERL_PY) -m pip install -q --no-deps -e .
+	@rm -rf cua_harness.egg-info
+	$(VERL_PY) -c "import trainers.adapters.verl_loop"
+	@touch $(VERL_STAMP)
+
 demo: setup
 	$(VENV)/bin/cua demo
 
@@ -56,7 +76,7 @@ demo: setup
 containers: setup
 	PY=$(abspath $(PY)) scripts/podman_setup.sh
 
-test: setup containers
+test: setup containers verl-venv
 	$(PY) -m pytest -q -p no:cacheprovider
 
 bench: setup
@@ -67,4 +87,4 @@ lint: setup
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .wheelhouse
+	rm -rf $(VENV) $(VERL_VENV) runs .pytest_cache .wheelhouse

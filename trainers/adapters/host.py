@@ -8,9 +8,14 @@ shared Chromium and the task servers), and runs the envs' coroutines there.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import base64
+import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
+
+from pydantic import Field
 
 from fsm_sites.verdict import StepVerdict
 from harness.env import Env, LoopThread
@@ -18,6 +23,20 @@ from harness.env_providers import EnvOptions, EnvProvider, check_provider, make_
 from harness.observation import Observation
 
 T = TypeVar("T")
+
+
+class AdapterEnvConfig(EnvOptions):
+    """The env options of an adapter (codec, reward mode, step limit, timeouts) plus where
+    the envs live and what the model is told after each step."""
+
+    provider: str = Field(default="local", description="env provider (`--provider`): where the "
+                          "envs live; one host per provider and process")
+    verdicts: bool = Field(default=True, description="tell the model each step's FSM verdict")
+
+    def env_options(self, max_steps: int | None) -> EnvOptions:
+        """The env's options; ``max_steps`` (the framework's turn limit) unless set here."""
+        fields = self.model_dump(include=set(EnvOptions.model_fields))
+        return EnvOptions(**{**fields, "max_steps": self.max_steps or max_steps})
 
 
 class EnvHost:
@@ -51,6 +70,14 @@ class EnvHost:
             raise RuntimeError("expected an open env host, got a closed one; make a new one")
         return self._loop.run(coro)
 
+    async def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the host's loop and await it from another event loop (verl's agent
+        loops are coroutines on verl's own loop, which must not block on a step)."""
+        if self._closed:
+            coro.close()
+            raise RuntimeError("expected an open env host, got a closed one; make a new one")
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._loop.loop))
+
     def open(self, task: str, options: EnvOptions) -> Env:
         """A new env for ``task`` from the provider."""
         return self.run(self._provider.open(task, options))
@@ -74,6 +101,30 @@ class EnvHost:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_hosts: dict[str, EnvHost] = {}
+_hosts_lock = threading.Lock()
+
+
+def shared_host(provider: str = "local") -> EnvHost:
+    """The process's ``EnvHost`` for ``provider``, started on first use (the SkyRL env and
+    the verl agent loop share it: one Chromium and one set of task servers per process)."""
+    with _hosts_lock:
+        host = _hosts.get(provider)
+        if host is None or host.closed:
+            host = _hosts[provider] = EnvHost(provider)
+        return host
+
+
+@atexit.register
+def close_shared_hosts() -> None:
+    """Close every shared host (their browsers and servers). Runs at exit."""
+    with _hosts_lock:
+        hosts = list(_hosts.values())
+        _hosts.clear()
+    for host in hosts:
+        host.close()
 
 
 async def _start_provider(spec: str) -> EnvProvider:

@@ -36,62 +36,33 @@ env per trajectory, ``init(prompt)`` once, then ``step(model text)`` until ``don
 
 from __future__ import annotations
 
-import atexit
-import threading
 from typing import Any
 
-from pydantic import Field
 from skyrl_gym import register, registry
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from harness.actions import Action
 from harness.cli_config import load_config
 from harness.env import Env
-from harness.env_providers import EnvOptions
 from harness.errors import ConfigError, InfrastructureError
 from harness.observation import Observation
 from harness.store.statekey import state_key_for
 from harness.tasks.registry import check_task_id
-from trainers.adapters.host import EnvHost, data_url, step_feedback
+from trainers.adapters.host import (  # noqa: F401 - close_shared_hosts: part of this API
+    AdapterEnvConfig,
+    close_shared_hosts,
+    data_url,
+    shared_host,
+    step_feedback,
+)
 
 #: the id SkyRL's ``environment.env_class`` names
 ENV_ID = "cua"
 Messages = list[dict[str, Any]]
 
 
-class SkyRLEnvConfig(EnvOptions):
+class SkyRLEnvConfig(AdapterEnvConfig):
     """``env_config`` of the ``cua`` env: the env options plus where envs live."""
-
-    provider: str = Field(default="local", description="env provider (`--provider`): where the "
-                          "envs live; one host per provider and process")
-    verdicts: bool = Field(default=True, description="tell the model each step's FSM verdict")
-
-    def env_options(self, max_steps: int | None) -> EnvOptions:
-        fields = self.model_dump(include=set(EnvOptions.model_fields))
-        return EnvOptions(**{**fields, "max_steps": self.max_steps or max_steps})
-
-
-_hosts: dict[str, EnvHost] = {}
-_hosts_lock = threading.Lock()
-
-
-def shared_host(provider: str = "local") -> EnvHost:
-    """The process's ``EnvHost`` for ``provider``, started on first use."""
-    with _hosts_lock:
-        host = _hosts.get(provider)
-        if host is None or host.closed:
-            host = _hosts[provider] = EnvHost(provider)
-        return host
-
-
-@atexit.register
-def close_shared_hosts() -> None:
-    """Close every shared host (their browsers and servers). Runs at exit."""
-    with _hosts_lock:
-        hosts = list(_hosts.values())
-        _hosts.clear()
-    for host in hosts:
-        host.close()
 
 
 class CUASkyRLEnv(BaseTextEnv):
