@@ -76,7 +76,9 @@ demo: setup
 containers: setup
 	PY=$(abspath $(PY)) scripts/podman_setup.sh
 
-test: setup containers verl-venv
+# The container images and the verl venv are independent: built side by side.
+test: setup
+	@$(MAKE) --no-print-directory -j2 containers verl-venv
 	$(PY) -m pytest -q -p no:cacheprovider
 
 bench: setup

@@ -12,7 +12,8 @@ beside) pixels. Two kinds of pages:
   text areas, ``role=button|link|tab|option|radio|checkbox|menuitem|textbox``,
   ``onclick``), plus elements a script made clickable that show the pointer cursor
   (``cursor: pointer`` where their parent does not: MiniWoB's links are such spans),
-  named by their accessible name (``aria-label``, associated ``<label>``, text,
+  named by their accessible name (``aria-label``, associated ``<label>``, text (as written:
+  a CSS ``text-transform`` does not change it),
   placeholder, title, value); a control inside another control is left out.
 
 Boxes are viewport CSS pixels (the screenshot's pixels at device scale 1).
@@ -25,6 +26,9 @@ from sandboxes.base import UIElement
 #: Lists the page's interactive elements (see the module docstring). Returns plain objects.
 ELEMENTS_JS = r"""(() => {
   const clean = (s) => (s || "").replace(/\s+/g, " ").trim().slice(0, 120);
+  // The text as written, as an accessible name is: a CSS text-transform (a theme's
+  // upper-case buttons) does not change it.
+  const text = (el) => getComputedStyle(el).textTransform === "none" ? el.innerText : el.textContent;
   const visible = (el) => {
     const r = el.getBoundingClientRect();
     if (r.width < 1 || r.height < 1) return null;
@@ -46,7 +50,7 @@ ELEMENTS_JS = r"""(() => {
   const fieldLabel = (el) => {
     const field = el.closest(".field");
     const label = field && field.querySelector(".field-label");
-    return label ? label.innerText : "";
+    return label ? text(label) : "";
   };
   const marked = document.querySelectorAll("[data-el]");
   if (marked.length) {
@@ -60,21 +64,21 @@ ELEMENTS_JS = r"""(() => {
       const options = el.querySelectorAll("[data-value]");
       if (kind === "select") {
         const toggle = el.querySelector(".dd-toggle") || el;
-        add(toggle, id, "combobox", fieldLabel(el), toggle.innerText.replace("▾", ""));
-        for (const o of options) add(o, id + "=" + o.getAttribute("data-value"), "option", o.innerText, null);
+        add(toggle, id, "combobox", fieldLabel(el), text(toggle).replace("▾", ""));
+        for (const o of options) add(o, id + "=" + o.getAttribute("data-value"), "option", text(o), null);
       } else if (kind === "radio" && options.length) {
         for (const o of options) {
-          add(o, id + "=" + o.getAttribute("data-value"), "radio", o.innerText,
+          add(o, id + "=" + o.getAttribute("data-value"), "radio", text(o),
               o.getAttribute("aria-checked") === "true" ? "checked" : null);
         }
       } else if (kind === "text_input") {
         add(el, id, "textbox", fieldLabel(el) || el.placeholder, el.value);
       } else if (kind === "checkbox") {
         const box = el.querySelector("input");
-        add(el, id, "checkbox", el.innerText, box && box.checked ? "checked" : null);
+        add(el, id, "checkbox", text(el), box && box.checked ? "checked" : null);
       } else {
         const title = el.querySelector(".title");
-        add(el, id, roles[kind] || "button", title ? title.innerText : el.innerText, null);
+        add(el, id, roles[kind] || "button", text(title || el), null);
       }
     }
     return out;
@@ -108,7 +112,7 @@ ELEMENTS_JS = r"""(() => {
     const labelled = el.labels && el.labels.length ? el.labels[0].innerText : "";
     const textual = role === "textbox" || role === "combobox";
     const label = el.getAttribute("aria-label") || labelled
-      || (textual ? "" : el.innerText) || el.getAttribute("placeholder") || el.getAttribute("title")
+      || (textual ? "" : text(el)) || el.getAttribute("placeholder") || el.getAttribute("title")
       || (type === "button" || type === "submit" ? el.value : "") || el.getAttribute("alt") || "";
     const value = textual ? el.value : (role === "checkbox" || role === "radio")
       ? (el.checked ? "checked" : null) : null;

@@ -144,3 +144,20 @@ def test_every_codec_speaks_the_element_action(codec) -> None:
     action = ClickElement(element='Ann\'s "cart"')
     assert chosen.decode(chosen.encode(action)) == action
     assert "ClickElement" in chosen.prompt() and "Click:" in chosen.prompt()
+
+
+async def test_labels_are_the_text_as_written_whatever_the_css_case(provider) -> None:
+    """A theme's upper-case buttons (Material) keep the label the spec wrote, as an
+    accessible name does; the screen shows them in capitals."""
+    sandbox = await provider.new_browser()
+    try:
+        await sandbox.reset("about:blank")
+        await sandbox.evaluate(
+            "document.body.innerHTML = '<button style=\"text-transform: uppercase\">Add to cart</button>"
+            "<a href=\"#x\" style=\"text-transform: capitalize\">help center</a><button>Plain</button>'")
+        labels = [(e.role, e.label) for e in await sandbox.elements()]
+        shown = await sandbox.evaluate("document.querySelector('button').innerText")
+    finally:
+        await sandbox.close()
+    assert shown == "ADD TO CART"  # the control: the page really shows capitals
+    assert labels == [("button", "Add to cart"), ("link", "help center"), ("button", "Plain")]
