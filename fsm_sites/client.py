@@ -101,6 +101,9 @@ class SiteClient(Protocol):
     async def page_html(self, session_id: str) -> str:
         """The HTML of the session's current page (what the site app serves)."""
 
+    async def page_digest(self, session_id: str) -> tuple[int, str]:
+        """The session's seq and the digest of its current page (``server.page_digest``)."""
+
     async def oracle_edge(self, session_id: str) -> Edge | None:
         """The first edge of a shortest path to the goal; None at the goal or with no path."""
 
@@ -154,6 +157,9 @@ class LocalSiteClient:
 
     async def page_html(self, session_id: str) -> str:
         return self.server.render(self.server.store.get(session_id))
+
+    async def page_digest(self, session_id: str) -> tuple[int, str]:
+        return self.server.page_digest(session_id)
 
     async def oracle_edge(self, session_id: str) -> Edge | None:
         return self.server.oracle_edge(session_id)
@@ -218,6 +224,10 @@ class HttpSiteClient:
 
     async def page_html(self, session_id: str) -> str:
         return str((await self._call("GET", f"/sessions/{session_id}/html"))["html"])
+
+    async def page_digest(self, session_id: str) -> tuple[int, str]:
+        data = await self._call("GET", f"/sessions/{session_id}/digest")
+        return int(data["seq"]), str(data["digest"])
 
     async def oracle_edge(self, session_id: str) -> Edge | None:
         data = await self._call("GET", f"/sessions/{session_id}/oracle")

@@ -80,6 +80,7 @@ class SessionHost(Protocol):
                        seed: int = 0) -> Session: ...
     def session_url(self, session_id: str) -> str: ...
     def render(self, session: Session) -> str: ...
+    def page_digest(self, session_id: str) -> tuple[int, str]: ...
     def oracle_edge(self, session_id: str) -> Edge | None: ...
     def page_view(self, session_id: str) -> dict[str, Any]: ...
 
@@ -111,6 +112,10 @@ def control_app(server: SessionHost) -> web.Application:
 
     async def html(request: web.Request) -> web.Response:
         return web.json_response({"html": server.render(store.get(request.match_info["sid"]))})
+
+    async def digest(request: web.Request) -> web.Response:
+        seq, page_digest = server.page_digest(request.match_info["sid"])
+        return web.json_response({"seq": seq, "digest": page_digest})
 
     async def view(request: web.Request) -> web.Response:
         return web.json_response(server.page_view(request.match_info["sid"]))
@@ -173,6 +178,7 @@ def control_app(server: SessionHost) -> web.Application:
     app.router.add_get("/sessions/{sid}/html", _guard(html))
     app.router.add_get("/sessions/{sid}/oracle", _guard(oracle))
     app.router.add_get("/sessions/{sid}/view", _guard(view))
+    app.router.add_get("/sessions/{sid}/digest", _guard(digest))
     app.router.add_post("/sessions", _guard(create))
     app.router.add_get("/sessions/{sid}", _guard(describe))
     app.router.add_get("/sessions/{sid}/state", _guard(state))

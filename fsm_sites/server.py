@@ -3,7 +3,8 @@
 Agent app (``site_url``; the only origin the agent's browser may visit):
     GET  /s/{session}/          the page of the session's current state (also under any route
                                 path, e.g. /s/{session}/pets/rex, which the page shows as its URL)
-    POST /s/{session}/event     a UI event {page, element, event, value} -> {"ok", "seq", "html"}
+    POST /s/{session}/event     a UI event {page, element, event, value[, expect]} -> {"ok", "seq"[, "html"]}
+    POST /s/{session}/next      the pages the current state's events lead to (the page's prefetch)
 Control app (``control_url``; never handed to the browser): see ``fsm_sites.control``.
 
 Both bind to ``host`` (127.0.0.1 by default; a container or a remote browser needs an
@@ -16,6 +17,7 @@ docs/fsm_server.md.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -54,7 +56,7 @@ class SiteServer:
         self._ports = (site_port, control_port)
         self._runners: list[web.AppRunner] = []
         self._urls: list[str] = []
-        self._html: OrderedDict[tuple[Machine, State, int], str] = OrderedDict()
+        self._html: OrderedDict[tuple[Machine, State, int], tuple[str, str]] = OrderedDict()
 
     # ---- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -158,28 +160,65 @@ class SiteServer:
     def render(self, session: Session) -> str:
         """The session's current page (cached by machine, state and seed: a site replaced by
         ``add_site`` has a new machine, so its pages are rendered anew)."""
-        key = (session.machine, session.state, session.seed)
-        html = self._html.get(key)
-        if html is None:
-            html = render_page(session.machine.spec, session.state, seed=session.seed, machine=session.machine)
-            self._html[key] = html
+        return self._page(session.machine, session.state, session.seed)[0]
+
+    def page_digest(self, session_id: str) -> tuple[int, str]:
+        """The session's seq and the digest of its current page (``page_digest``): a page
+        that names the same digest shows exactly what a GET would return."""
+        session = self.store.get(session_id)
+        return session.seq, self._page(session.machine, session.state, session.seed)[1]
+
+    def next_pages(self, session_id: str) -> dict[str, Any]:
+        """What the page prefetches: for every event its elements can send with a value
+        known in advance (clicks, options, checkboxes; not typed text) and that fires a
+        transition, the page of the state it leads to, as ``{"seq", "events": {key:
+        digest}, "pages": {digest: html}}`` (``event_key``; each page once). The page
+        shows one at once when its event happens, and the event's answer confirms it."""
+        session = self.store.get(session_id)
+        events: dict[str, str] = {}
+        pages: dict[str, str] = {}
+        for edge, _ in session.machine.enabled(session.state):
+            if edge.event == "input":
+                continue  # free text: the value is the agent's, not one known in advance
+            value = None if edge.value is None else str(edge.value)
+            key = event_key(edge.element, edge.event, value)
+            if key in events:
+                continue
+            # The event exactly as the page sends it, through the checks `apply` makes.
+            after = self.store.preview(session, UIEvent(edge.page, edge.element, edge.event, value))
+            if after is not None:
+                html, digest = self._page(session.machine, after, session.seed)
+                events[key] = digest
+                pages[digest] = html
+        return {"seq": session.seq, "events": events, "pages": pages}
+
+    def _page(self, machine: Machine, state: State, seed: int) -> tuple[str, str]:
+        """The page of (state, seed) and its digest, rendered once (LRU)."""
+        key = (machine, state, seed)
+        entry = self._html.get(key)
+        if entry is not None:
+            self._html.move_to_end(key)
+        else:
+            html = render_page(machine.spec, state, seed=seed, machine=machine)
+            entry = self._html[key] = (html, page_digest(html))
             if len(self._html) > _RENDER_CACHE:
                 self._html.popitem(last=False)
-        return html
+        return entry
 
     # ---- the agent-facing app ----------------------------------------------------------
     def _site_app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024)
         app.router.add_get("/s/{sid}", self._redirect_slash)
-        app.router.add_get("/s/{sid}/", self._page)
+        app.router.add_get("/s/{sid}/", self._page_request)
         app.router.add_post("/s/{sid}/event", self._event)
-        app.router.add_get("/s/{sid}/{route:.+}", self._page)  # a page's route, e.g. /s/<id>/pets/rex
+        app.router.add_post("/s/{sid}/next", self._next)
+        app.router.add_get("/s/{sid}/{route:.+}", self._page_request)  # a page's route, e.g. /s/<id>/pets/rex
         return app
 
     async def _redirect_slash(self, request: web.Request) -> web.StreamResponse:
         raise web.HTTPFound(f"/s/{request.match_info['sid']}/")
 
-    async def _page(self, request: web.Request) -> web.StreamResponse:
+    async def _page_request(self, request: web.Request) -> web.StreamResponse:
         try:
             session = self.store.get(request.match_info["sid"])
         except SessionError as exc:
@@ -195,13 +234,38 @@ class SiteServer:
                 payload = json.loads(await request.text())
             except ValueError as exc:
                 raise BadRequest(f"expected a JSON body {{page, element, event, value}}, got invalid JSON: {exc}") from exc
+            # `expect`: the digest of the page the page already shows for this event (a
+            # prefetched one, see next_pages), or absent.
+            expect = payload.pop("expect", None) if isinstance(payload, dict) else None
             record = self.store.apply(sid, parse_event(payload))
         except SessionError as exc:
             return error_response(exc)
         # The page learns that its event was taken and gets the page of the new state (what
-        # a GET would return next), saving a round trip; the verdict stays on the control side.
-        return web.json_response({"ok": True, "seq": record.seq,
-                                  "html": self.render(self.store.get(sid))})
+        # a GET would return next), saving a round trip, unless it already shows exactly that
+        # page; the verdict stays on the control side.
+        session = self.store.get(sid)
+        html, digest = self._page(session.machine, session.state, session.seed)
+        answer: dict[str, Any] = {"ok": True, "seq": record.seq}
+        if expect != digest:
+            answer["html"] = html
+        return web.json_response(answer)
+
+    async def _next(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return web.json_response(self.next_pages(request.match_info["sid"]))
+        except SessionError as exc:
+            return error_response(exc)
+
+
+def event_key(element: str, event: str, value: str | None) -> str:
+    """How ``next_pages`` names an event; site.js builds the same string
+    (``JSON.stringify([element, event, value])``)."""
+    return json.dumps([element, event, value], ensure_ascii=False, separators=(",", ":"))
+
+
+def page_digest(html: str) -> str:
+    """A short digest that tells two pages apart."""
+    return hashlib.blake2b(html.encode(), digest_size=9).hexdigest()
 
 
 def resolve_sites(names: Iterable[str | Path | SiteSpec]) -> list[SiteSpec]:

@@ -160,6 +160,16 @@ class SessionStore:
         session.log.append(record)
         return record
 
+    def preview(self, session: Session, event: UIEvent) -> State | None:
+        """The state ``event`` would put ``session`` in, changing nothing; None when the
+        event would be refused or fire no transition (what ``apply`` decides, without the log)."""
+        try:
+            self._check_event(session, event)
+        except SessionError:
+            return None
+        fired = session.machine.step(session.state, event)
+        return fired[1] if fired else None
+
     @staticmethod
     def _check_event(session: Session, event: UIEvent) -> None:
         machine, state = session.machine, session.state

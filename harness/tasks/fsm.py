@@ -55,6 +55,14 @@ _STATUS = ("(async () => { const f = window.__fsm; if (!f) return null; await f.
            " return {pending: f.pending, swapped: f.swapped, ready: document.readyState,"
            " search: location.search}; })()")
 _FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+# What the page shows now, without waiting: read by the action's own last round trip
+# (``read_after_actions``), so a step whose page needs no waiting costs no extra trip.
+_NOW = ("(() => { const f = window.__fsm; if (!f) return null;"
+        " return {pending: f.pending, swapped: f.swapped, speculating: f.speculating || null,"
+        " ready: document.readyState, search: location.search}; })()")
+# How long a prefetched page waits for the server to take its event before the settle
+# falls back to the page's own answer (which is always right, only later).
+_CONFIRM_TIMEOUT_S = 0.05
 
 
 def step_budget(task: Any) -> int:
@@ -123,6 +131,9 @@ class FSMTask(Task):
         content = await _site_call(sites.page_html(view.id)) if self.reuse_page else None
         await browser.reset(view.url, allowed_origins=(sites.site_url,), keep_page=self.reuse_page,
                             content=content)
+        read_after_actions = getattr(browser, "read_after_actions", None)
+        if read_after_actions is not None:  # the settle's first read rides on each action's last trip
+            read_after_actions(_NOW)
         await self._settle(browser, sites, view.id)  # first paint done before the screenshot
         return TaskSetup(instruction=self.task.instruction, start_url=view.url,
                          allowed_origins=(sites.site_url,), fsm_state=view.state,
@@ -232,15 +243,19 @@ class FSMTask(Task):
                       marker: str | None = None) -> None:
         """Wait until the page shows the state of the session's last event (site.js
         swaps in ``./?v=<seq>`` after each event, or ``./?v=<marker>`` after a jump), so
-        the screenshot is current."""
+        the screenshot is current. A page that showed a prefetched page at once needs no
+        waiting once the server took its event and has that very page (``_confirmed``)."""
         deadline = time.monotonic() + _SETTLE_TIMEOUT_S
+        status = await _read(browser, _NOW)
+        if isinstance(status, dict) and status["pending"]:
+            if status["speculating"] and await self._confirmed(status, sites, sid):
+                return
+            status = None  # an event or a swap in flight: wait for it below
         while time.monotonic() < deadline:
-            try:
-                status = await browser.evaluate(_STATUS)
-            except SandboxEvaluationError:  # the page navigated twice under us; look again
-                status = None
+            if status is None:
+                status = await _read(browser, _STATUS)
             if isinstance(status, dict) and not status["pending"] and status["ready"] == "complete":
-                seen = parse_qs(status["search"].lstrip("?")).get("v", [None])[0]
+                seen = _shown_marker(status["search"])
                 seq = (await _site_call(sites.session(sid))).seq
                 if marker is not None:
                     current = seen == marker
@@ -255,11 +270,44 @@ class FSMTask(Task):
                     try:
                         await browser.evaluate(_FRAMES)
                     except SandboxEvaluationError:  # navigated again meanwhile; look again
+                        status = None
                         continue
                     return
+            status = None
             await asyncio.sleep(0.02)
         raise TaskError(f"expected the page of {self.id} to show the new state within "
                         f"{_SETTLE_TIMEOUT_S}s, got a page still loading at {browser.url}")
+
+    @staticmethod
+    async def _confirmed(status: dict[str, Any], sites: SiteClient, sid: str) -> bool:
+        """Whether the server took the event of the prefetched page the page shows (the
+        session's seq reached the one that event gets) and has exactly that page as the
+        session's (same digest): then its verdict is recorded and the page is current, and
+        the page's answer, still on its way, changes nothing it shows."""
+        speculating = status["speculating"]
+        if not isinstance(speculating, dict):
+            return False
+        deadline = time.monotonic() + _CONFIRM_TIMEOUT_S
+        while True:
+            seq, digest = await _site_call(sites.page_digest(sid))
+            if seq == speculating.get("seq"):
+                return bool(digest == speculating.get("digest"))
+            if seq > int(speculating.get("seq") or 0) or time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.001)  # the page's POST is on its way to the server
+
+
+async def _read(browser: PageReader, expression: str) -> object:
+    """The page's answer to ``expression``; None when the page navigated under us."""
+    try:
+        return await browser.evaluate(expression)
+    except SandboxEvaluationError:  # the page navigated twice under us; look again
+        return None
+
+
+def _shown_marker(search: str) -> str | None:
+    """The ``v`` of a page's query string (``?v=<seq>``), or None."""
+    return parse_qs(search.lstrip("?")).get("v", [None])[0]
 
 
 async def _site_call(call: Any) -> Any:

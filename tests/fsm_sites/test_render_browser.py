@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.async_api import async_playwright
+from playwright.async_api import Route, async_playwright
 
 from fsm_sites.engine import Machine
 from fsm_sites.server import SiteServer
 from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
+from tests.conftest import wait_until
 from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -131,10 +132,67 @@ async def test_second_click_of_a_double_click_on_a_page_gone_is_refused(browser,
     try:
         page = await context.new_page()
         await page.goto(server.session_url(session.id))
+        await page.wait_for_function("window.__fsm.next !== null")
+        # As before its prefetch arrives: without a prefetched page both clicks hit this page.
+        await page.evaluate("window.__fsm.next = null")
         await page.click('[data-el="tab_items"]', click_count=2)
         await page.wait_for_url(re.compile(r"\?v=x$"), timeout=5000)
         await page.evaluate("window.__fsm.idle")
         assert [r.verdict.transition_id for r in server.events(session.id)] == ["to_items"]
         assert await page.get_attribute("body", "data-page") == "items"
+    finally:
+        await context.close()
+
+
+async def test_a_prefetched_page_shows_at_once_and_the_answer_confirms_it(browser, server) -> None:
+    """With the pages of its events prefetched, a click shows the next page inside its own
+    handler, before the server has the event; the event then carries that page's digest and
+    the answer confirms it without a page. A second click of a double click lands on the new
+    page, as on any site that changes its page at once."""
+    session = server.create_session("widgets", goal="see_beta", seed=4)
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = await context.new_page()
+        await page.goto(server.session_url(session.id))
+        await page.wait_for_function("window.__fsm.next !== null")
+        held: list[Route] = []
+        await page.route(re.compile(r"/event$"), lambda route: held.append(route))
+        await page.click('[data-el="tab_items"]')
+        assert await page.get_attribute("body", "data-page") == "items"
+        assert await wait_until(lambda: bool(held))
+        assert server.events(session.id) == [] and "?v=" not in page.url  # the server has nothing yet
+        response = await held[0].fetch()
+        answer = await response.json()
+        assert answer["seq"] == 1 and "html" not in answer  # confirmed: the page shows it already
+        await held[0].fulfill(response=response)
+        await page.wait_for_url(re.compile(r"/items\?v=1$"), timeout=5000)
+        assert (await page.evaluate("window.__fsm.last"))["local"] is True
+        assert [r.verdict.transition_id for r in server.events(session.id)] == ["to_items"]
+        await page.unroute(re.compile(r"/event$"))
+        await page.wait_for_function("window.__fsm.next !== null")
+        await page.click('[data-el="tab_items"]', click_count=2)  # both on the items page
+        await page.wait_for_url(re.compile(r"\?v=3$"), timeout=5000)
+        assert [r.verdict.transition_id for r in server.events(session.id)] == ["to_items", "stay_items",
+                                                                                 "stay_items"]
+    finally:
+        await context.close()
+
+
+async def test_a_prefetched_page_the_server_refuses_is_replaced(browser, server) -> None:
+    """The session moved behind the page's back: the prefetched page shown at the click is
+    wrong, the server refuses the stale event, and the page shows the session's state."""
+    session = server.create_session("widgets", goal="see_beta", seed=4)
+    details = next(s for s in Machine(widgets_spec()).graph().states if s.page == "details")
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = await context.new_page()
+        await page.goto(server.session_url(session.id))
+        await page.wait_for_function("window.__fsm.next !== null")
+        server.jump(session.id, details.key())
+        await page.click('[data-el="tab_items"]')
+        await page.wait_for_url(re.compile(r"\?v=x$"), timeout=5000)
+        await page.evaluate("window.__fsm.idle")
+        assert await page.get_attribute("body", "data-page") == "details"
+        assert server.events(session.id) == []
     finally:
         await context.close()

@@ -12,7 +12,7 @@ import yaml
 
 from fsm_sites.engine import Machine
 from fsm_sites.errors import SpecInvalid
-from fsm_sites.server import SiteServer, resolve_sites
+from fsm_sites.server import SiteServer, event_key, resolve_sites
 from fsm_sites.state import State, UIEvent
 from tests.fsm_sites.widgets_spec import TINY_SHOP, tiny_shop, widgets_spec
 
@@ -170,3 +170,36 @@ async def test_a_spec_file_to_serve_is_validated(tmp_path) -> None:
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(SpecInvalid, match=r"transitions\.open_cart\.when\[0\]\.var: 'ghost' is not a variable"):
         SiteServer(resolve_sites([path]))
+
+
+async def test_next_pages_are_the_pages_their_events_lead_to(server, http) -> None:
+    """The prefetch names, for each event with a value known in advance, the page that event
+    leads to (what the answer would carry); an event naming that page's digest is answered
+    without one, any other with the page."""
+    created = await _create(http, server, site="widgets", goal="see_beta", seed=7)
+    sid = created["session_id"]
+    async with http.post(f"{server.site_url}/s/{sid}/next") as resp:
+        prefetched = await resp.json()
+    assert prefetched == server.next_pages(sid) and prefetched["seq"] == 0
+    keys = {tuple(json.loads(key)) for key in prefetched["events"]}
+    assert ("general", "tab_items", "click", None) not in keys  # keys name no page
+    assert ("tab_items", "click", None) in keys and ("newsletter", "check", None) in keys
+    assert ("size", "select", "l") in keys
+    assert not any(event == "input" for _, event, _ in keys)  # typed text is the agent's
+    assert set(prefetched["pages"]) == set(prefetched["events"].values())
+    for key, digest in prefetched["events"].items():
+        element, event, value = json.loads(key)
+        other = server.create_session("widgets", goal="see_beta", seed=7)
+        server.send_event(other.id, UIEvent("general", element, event, value))
+        assert server.page_digest(other.id) == (1, digest)
+        assert server.render(server.store.get(other.id)) == prefetched["pages"][digest]
+    tab = prefetched["events"][event_key("tab_items", "click", None)]
+    event = {"page": "general", "element": "tab_items", "event": "click", "value": None}
+    async with http.post(f"{server.site_url}/s/{sid}/event", json={**event, "expect": tab}) as resp:
+        assert await resp.json() == {"ok": True, "seq": 1}
+    async with http.get(f"{server.control_url}/sessions/{sid}/digest") as resp:
+        assert await resp.json() == {"seq": 1, "digest": tab}
+    back = {"page": "items", "element": "tab_general", "event": "click", "value": None}
+    async with http.post(f"{server.site_url}/s/{sid}/event", json={**back, "expect": tab}) as resp:
+        answer = await resp.json()
+    assert answer["seq"] == 2 and 'data-page="general"' in answer["html"]  # not the page expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -185,7 +186,10 @@ async def test_a_reused_page_looks_exactly_like_a_fresh_context(provider, site_s
         page.on("request", lambda request: requests.append(request.url))
         again, _ = await env.reset(seed=4)  # a new session, shown in the same page
         assert kept.page is page and env.task.session_id is not None
-        assert requests == []  # the task handed the page its HTML: nothing was fetched
+        # The task handed the page its HTML: nothing was fetched but the prefetch of the
+        # pages the new session's events lead to.
+        prefetch = f"{site_server.site_url}/s/{env.task.session_id}/next"
+        assert requests in ([], [prefetch])
         assert _pixels(again.screenshot) == _pixels(first.screenshot)
         other_theme, _ = await env.reset(seed=5)  # another layout seed: head and body change
         assert kept.page is page
@@ -203,3 +207,37 @@ async def test_a_reused_page_looks_exactly_like_a_fresh_context(provider, site_s
     finally:
         await kept.close()
         await fresh.close()
+
+
+async def test_a_prefetched_step_ends_before_the_page_hears_back(provider, site_server) -> None:
+    """A click whose page was prefetched shows it at once; the step ends once the server
+    has taken the event (its verdict is recorded) and has that very page, while the page's
+    answer is still held back, and the screenshot is what the page shows once it arrives."""
+    task = next(t for t in goal_tasks(tiny_shop()) if t.difficulty >= 2)
+    sandbox = await provider.new_browser()
+    env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server)), sandbox)
+    try:
+        await env.reset(seed=2)
+        page = sandbox.page
+        await page.wait_for_function("window.__fsm.next !== null")
+        answers: list[dict] = []
+        release = asyncio.Event()
+
+        async def hold(route) -> None:
+            response = await route.fetch()  # the server takes the event now
+            answers.append(await response.json())
+            await release.wait()
+            await route.fulfill(response=response)
+
+        await page.route(re.compile(r"/event$"), hold)
+        obs, _, _, _, info = await env.step(await env.oracle_action())
+        assert info.verdict.transition_fired and env.task.step_events[-1] == 1
+        assert answers and "html" not in answers[0]
+        assert await sandbox.evaluate("window.__fsm.pending") is True  # no answer yet
+        release.set()
+        await page.wait_for_function("!window.__fsm.pending")
+        assert _pixels((await sandbox.screenshot()).data) == _pixels(obs.screenshot)
+        await env.close()
+    finally:
+        release.set()
+        await sandbox.close()

@@ -2,6 +2,11 @@
 // place: the server's answer carries the new state's page, whose <head> and <body> are
 // swapped in, and history.replaceState records it as "./?v=<seq>", so no reload happens
 // between two steps.
+// Prefetch: once idle, the page asks the server (POST ./next) for the pages its events
+// lead to (clicks, options, checkboxes: every event whose value is known in advance). Such
+// an event then swaps its page in at once, inside the event's handler, and is posted with
+// that page's digest (`expect`); the answer confirms it (no html) or carries the page to
+// show instead, so once `idle` settles the page shows what the server decided either way.
 // URLs: the page lives under /s/<session>/ and posts to /s/<session>/event; the path after
 // the session is the page's route (its body's data-route, e.g. pets/rex), shown with
 // history.replaceState, so the HTML is the same for every session. Every handler is
@@ -11,6 +16,11 @@
 //   pending   an event or a swap is in flight or queued
 //   idle      a promise that settles when every queued one is done
 //   swapped   the DOM shown was swapped in (false right after a full page load)
+//   next      the prefetched pages of the page shown ({seq, events, pages}), or null
+//   speculating  {digest, seq} while a prefetched page is shown and its event, the only
+//             one, is in flight: the page's digest and the seq its event will have if the
+//             server takes it (the URL says ?v=<seq> only once the answer came), else null
+//   last      the last event's timings (ms): {local, swap, answer}, for benchmarks
 //   show(url[, html])  swap in the page at url (fetched unless its html is given; resolves
 //             to true), falling back to a full load if that fails; the harness uses it
 //             after a jump, and the sandbox (as __softNavigate) for a new episode
@@ -18,8 +28,9 @@
   if (window.__fsm) return;  // a swapped-in body's copy of this script never runs, but be sure
   var fsm = window.__fsm = {
     pending: false, idle: Promise.resolve(true), swapped: false,
-    page: document.body.getAttribute("data-page"),
+    page: document.body.getAttribute("data-page"), next: null, last: null, speculating: null,
   };
+  var shownCount = 0;  // pages swapped in so far: a prefetch answer is for the one it asked about
   window.__softNavigate = function (url, html) { return fsm.show(url, html); };
   // A full load shows the route of its page too (the server serves every route of a session).
   if (document.body.hasAttribute("data-route")) {
@@ -63,6 +74,18 @@
     window.scrollTo(0, 0);
     fsm.page = document.body.getAttribute("data-page");
     fsm.swapped = true;
+    fsm.next = null;
+    shownCount += 1;
+  }
+
+  // Ask for the pages the shown page's events lead to; an answer that comes after another
+  // swap is dropped (the event's answer checks every prefetched page anyway).
+  function prefetch() {
+    var asked = shownCount;
+    fetch(here("next"), { method: "POST" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (d) { if (d && d.events && asked === shownCount && !fsm.pending) fsm.next = d; },
+            function () {});
   }
 
   // Queue one operation behind the others: `pending` until the last queued one settles,
@@ -73,7 +96,10 @@
     fsm.pending = true;
     fsm.idle = fsm.idle.then(operation).then(function () {
       queued -= 1;
-      if (queued === 0) fsm.pending = false;
+      if (queued === 0) {
+        fsm.pending = false;
+        if (fsm.next === null) prefetch();
+      }
       return true;
     });
     return fsm.idle;
@@ -106,17 +132,34 @@
   // An event that comes while another is in flight (a click right after typing: the
   // field's `change` goes first) waits its turn. It names the page it was sent from, so
   // if an earlier event left that page the server refuses it (409), and the page then
-  // shows the current state like after any refused event.
+  // shows the current state like after any refused event. An event with a prefetched page
+  // (none can be in flight then) shows it at once and names its digest in `expect`.
   function send(el, event, value) {
-    var body = JSON.stringify({ page: fsm.page, element: el, event: event, value: value });
+    var message = { page: fsm.page, element: el, event: event, value: value };
+    var started = performance.now(), local = false, next = fsm.pending ? null : fsm.next;
+    var digest = next ? next.events[JSON.stringify([el, event, value])] : undefined;
+    fsm.speculating = null;
+    if (digest !== undefined) {
+      try {
+        swap(next.pages[digest], location.href);
+        message.expect = digest;
+        fsm.speculating = { digest: digest, seq: next.seq + 1 };
+        local = true;
+      } catch (err) { /* not a page after all: the answer carries the right one */ }
+    }
+    var shownAt = performance.now(), body = JSON.stringify(message);
     track(function () {
-      // The answer carries the new state's page: swap it in without another request.
       return fetch(here("event"), { method: "POST", headers: { "content-type": "application/json" }, body: body })
         .then(function (r) { return r.json(); })
         .then(function (d) {
-          if (d.seq === undefined || typeof d.html !== "string") return load(here("?v=x"));
-          return showHtml(d.html, here("?v=" + d.seq));
-        }, function () { return load(here("?v=x")); });
+          fsm.last = { local: local, swap: shownAt - started, answer: performance.now() - started };
+          fsm.speculating = null;
+          if (d.seq === undefined) return load(here("?v=x"));
+          // The answer carries the new state's page unless the page shows it already.
+          if (typeof d.html === "string") return showHtml(d.html, here("?v=" + d.seq));
+          if (!local) return load(here("?v=x"));
+          history.replaceState(null, "", shown(here("?v=" + d.seq), document.body));
+        }, function () { fsm.speculating = null; return load(here("?v=x")); });
     });
   }
 
@@ -170,4 +213,5 @@
       sendText(t);
     }
   });
+  if (document.body.hasAttribute("data-page")) prefetch();
 })();
