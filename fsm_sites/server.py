@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
@@ -252,7 +253,7 @@ class SiteServer:
 
     async def _next(self, request: web.Request) -> web.StreamResponse:
         try:
-            return web.json_response(self.next_pages(request.match_info["sid"]))
+            return web.json_response(pack_pages(self.next_pages(request.match_info["sid"])))
         except SessionError as exc:
             return error_response(exc)
 
@@ -261,6 +262,40 @@ def event_key(element: str, event: str, value: str | None) -> str:
     """How ``next_pages`` names an event; site.js builds the same string
     (``JSON.stringify([element, event, value])``)."""
     return json.dumps([element, event, value], ensure_ascii=False, separators=(",", ":"))
+
+
+_RAW_TEXT = re.compile(r"<(style|script)\b[^>]*>(.*?)</\1>", re.S)
+_SHARED_MIN = 512  # shorter texts are not worth a part of their own
+
+
+def pack_pages(prefetch: dict[str, Any]) -> dict[str, Any]:
+    """``next_pages`` for the wire: the texts of the stylesheets and scripts that every page
+    holds (most of each page) go once, in ``parts``, and each page names part i as
+    ``\\u0000i\\u0000`` (no HTML page holds a NUL); ``unpack_pages`` (and site.js) undo it."""
+    pages: dict[str, str] = prefetch["pages"]
+    htmls = list(pages.values())
+    if not htmls or any("\0" in html for html in htmls):
+        return {**prefetch, "parts": []}
+    parts = [m.group(2) for m in _RAW_TEXT.finditer(htmls[0])
+             if len(m.group(2)) >= _SHARED_MIN and all(m.group(2) in html for html in htmls[1:])]
+    packed = {}
+    for digest, html in pages.items():
+        for i, part in enumerate(parts):
+            html = html.replace(part, f"\0{i}\0")
+        packed[digest] = html
+    answer = {**prefetch, "pages": packed, "parts": parts}
+    # A page must come back byte for byte (its digest vouches for it): else send them whole.
+    return answer if unpack_pages(answer) == pages else {**prefetch, "parts": []}
+
+
+def unpack_pages(packed: dict[str, Any]) -> dict[str, str]:
+    """The pages of a ``pack_pages`` answer, whole again."""
+    pages = {}
+    for digest, html in packed["pages"].items():
+        for i, part in enumerate(packed["parts"]):
+            html = html.replace(f"\0{i}\0", part)
+        pages[digest] = html
+    return pages
 
 
 def page_digest(html: str) -> str:

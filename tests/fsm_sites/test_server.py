@@ -12,7 +12,7 @@ import yaml
 
 from fsm_sites.engine import Machine
 from fsm_sites.errors import SpecInvalid
-from fsm_sites.server import SiteServer, event_key, resolve_sites
+from fsm_sites.server import SiteServer, event_key, resolve_sites, unpack_pages
 from fsm_sites.state import State, UIEvent
 from tests.fsm_sites.widgets_spec import TINY_SHOP, tiny_shop, widgets_spec
 
@@ -179,8 +179,11 @@ async def test_next_pages_are_the_pages_their_events_lead_to(server, http) -> No
     created = await _create(http, server, site="widgets", goal="see_beta", seed=7)
     sid = created["session_id"]
     async with http.post(f"{server.site_url}/s/{sid}/next") as resp:
-        prefetched = await resp.json()
-    assert prefetched == server.next_pages(sid) and prefetched["seq"] == 0
+        packed = await resp.json()
+    prefetched = server.next_pages(sid)
+    assert prefetched["seq"] == packed["seq"] == 0 and packed["events"] == prefetched["events"]
+    assert unpack_pages(packed) == prefetched["pages"]  # the stylesheet and script go once
+    assert len(packed["parts"]) == 2 and len(json.dumps(packed)) < len(json.dumps(prefetched)) / 2
     keys = {tuple(json.loads(key)) for key in prefetched["events"]}
     assert ("general", "tab_items", "click", None) not in keys  # keys name no page
     assert ("tab_items", "click", None) in keys and ("newsletter", "check", None) in keys

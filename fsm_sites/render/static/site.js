@@ -16,7 +16,7 @@
 //   pending   an event or a swap is in flight or queued
 //   idle      a promise that settles when every queued one is done
 //   swapped   the DOM shown was swapped in (false right after a full page load)
-//   next      the prefetched pages of the page shown ({seq, events, pages}), or null
+//   next      the prefetched pages of the page shown ({seq, events, pages, parts}), or null
 //   speculating  {digest, seq} while a prefetched page is shown and its event, the only
 //             one, is in flight: the page's digest and the seq its event will have if the
 //             server takes it (the URL says ?v=<seq> only once the answer came), else null
@@ -78,13 +78,21 @@
     shownCount += 1;
   }
 
+  // A prefetched page whole again: the stylesheets and scripts every page holds come once,
+  // in `parts`, and a page names part i as "\u0000i\u0000" (fsm_sites.server.pack_pages).
+  function unpacked(next, digest) {
+    var html = next.pages[digest];
+    for (var i = 0; i < next.parts.length; i++) html = html.split("\u0000" + i + "\u0000").join(next.parts[i]);
+    return html;
+  }
+
   // Ask for the pages the shown page's events lead to; an answer that comes after another
   // swap is dropped (the event's answer checks every prefetched page anyway).
   function prefetch() {
     var asked = shownCount;
     fetch(here("next"), { method: "POST" })
       .then(function (r) { return r.ok ? r.json() : null; })
-      .then(function (d) { if (d && d.events && asked === shownCount && !fsm.pending) fsm.next = d; },
+      .then(function (d) { if (d && d.events && d.parts && asked === shownCount && !fsm.pending) fsm.next = d; },
             function () {});
   }
 
@@ -141,7 +149,7 @@
     fsm.speculating = null;
     if (digest !== undefined) {
       try {
-        swap(next.pages[digest], location.href);
+        swap(unpacked(next, digest), location.href);
         message.expect = digest;
         fsm.speculating = { digest: digest, seq: next.seq + 1 };
         local = true;
