@@ -1,10 +1,11 @@
 """Where an FSM step's time goes, against the bare click + screenshot floor in the same run.
 
-    .venv/bin/python -m benchmarks.bench_fsm_step [--quick] [--laps N] [--out PATH]
+    .venv/bin/python -m benchmarks.bench_fsm_step [--quick] [--laps N] [--modes answer,prefetch] [--out PATH]
 
 The oracle plays the ``fsm`` suite's goal tasks of every curated site (as ``bench_fsm``,
 one layout seed per lap) through ``AsyncEnv`` + ``BrowserSandbox`` + ``FSMTask`` with a
-kept page. After every oracle step the **floor** takes one step on its own page (bare
+kept page, each task once per mode (``answer``: the default task, whose page shows the page
+its event's answer carries; ``prefetch``: ``FSMTask(prefetch=True)``), the order rotating. After every oracle step the **floor** takes one step on its own page (bare
 Playwright in its own context, an FSM page of the same server): ``page.mouse.click`` on a
 point that sends no event + ``Page.captureScreenshot`` with the env's capture settings,
 which is ``bench_env``'s floor. Each step of the env is timed either whole (``env.step``)
@@ -114,7 +115,8 @@ async def parts_step(env: AsyncEnv, action: Any, into: Samples) -> tuple[float, 
     marks = [time.perf_counter()]
     await perform(episode.page, action)
     marks.append(time.perf_counter())
-    await episode.nav.after_action(action.type)
+    # The flush carries the task's read, as in ``BrowserSandbox.execute``.
+    sandbox._read_value = await episode.nav.after_action(action.type, sandbox._after_read)  # noqa: SLF001
     marks.append(time.perf_counter())
     await task._shown(sandbox, sites, sid)  # noqa: SLF001 - the settle, timed apart
     marks.append(time.perf_counter())
@@ -162,9 +164,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await floor.open()
         sandbox = await provider.new_browser()
         counter = 0
+        modes = args.modes.split(",")
         for lap in range(args.laps):
-            for task in tasks:
-                env = AsyncEnv(FSMTask([task], sites), sandbox)
+            episodes = [(task, mode) for index, task in enumerate(tasks)  # the order rotates
+                        for mode in modes[index % len(modes):] + modes[:index % len(modes)]]
+            for task, mode in episodes:
+                options = {"prefetch": True} if mode == "prefetch" else {}
+                env = AsyncEnv(FSMTask([task], sites, **options), sandbox)
                 await env.reset(seed=lap)
                 for _ in range(env.max_steps):
                     action = await env.oracle_action()
@@ -183,8 +189,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         truncated = False
                     floor_ms = await floor.step(handlers)
                     last = await sandbox.evaluate(_LAST)
-                    cell = steps.setdefault(kind_of(env.task, last, before), {"whole": [], "floor": [], "ratio": [],
-                                                                              "parts": {}, "page": {}})
+                    cell = steps.setdefault(f"{mode}: {kind_of(env.task, last, before)}",
+                                            {"whole": [], "floor": [], "ratio": [], "parts": {}, "page": {}})
                     cell["floor"].append(floor_ms)
                     if whole:
                         cell["whole"].append(env_ms)
@@ -217,15 +223,17 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             "parts_ms_p50": {name: median(v) for name, v in cell["parts"].items()},
             "page_ms_p50": {name: median(v) for name, v in cell["page"].items()},
         }
-    every_whole = [v for c in result["steps"].values() for v in c["whole"]]
-    every_floor = [v for c in result["steps"].values() for v in c["floor"]]
-    every_ratio = [r for c in result["steps"].values() for r in c["ratio"] if r is not None]
-    rows["all steps"] = {"n": len(every_floor), "env_step_ms_p50": median(every_whole),
-                         "env_step_ms_p90": percentile(every_whole, 90), "floor_ms_p50": median(every_floor),
-                         "env_over_floor_paired_p50": median(every_ratio),
-                         "env_steps_in_one_frame": (sum(1 for v in every_whole if v < ONE_FRAME_MS)
-                                                    / max(1, len(every_whole))),
-                         "parts_ms_p50": {}, "page_ms_p50": {}}
+    for mode in sorted({kind.split(":")[0] for kind in result["steps"]}):
+        cells = [c for kind, c in result["steps"].items() if kind.split(":")[0] == mode]
+        every_whole = [v for c in cells for v in c["whole"]]
+        every_floor = [v for c in cells for v in c["floor"]]
+        rows[f"{mode}: all steps"] = {
+            "n": len(every_floor), "env_step_ms_p50": median(every_whole),
+            "env_step_ms_p90": percentile(every_whole, 90), "floor_ms_p50": median(every_floor),
+            "env_over_floor_paired_p50": median(r for c in cells for r in c["ratio"] if r is not None),
+            "env_steps_in_one_frame": (sum(1 for v in every_whole if v < ONE_FRAME_MS)
+                                       / max(1, len(every_whole))),
+            "parts_ms_p50": {}, "page_ms_p50": {}}
     return {"kinds": rows, "server_ms_p50": {k: median(v) for k, v in result["server"].items() if v}}
 
 
@@ -250,6 +258,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 tasks per site, one lap")
     parser.add_argument("--laps", type=int, default=None, help="laps over the tasks (a layout seed each)")
+    parser.add_argument("--modes", default="answer,prefetch",
+                        help="FSMTask modes to interleave: answer (the default task), prefetch "
+                             "(FSMTask(prefetch=True)); a tree before the prefetch has only answer")
     parser.add_argument("--out", default=None, help="JSON results path")
     args = parser.parse_args(argv)
     args.laps = args.laps or (1 if args.quick else 2)

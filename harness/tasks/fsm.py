@@ -24,6 +24,7 @@ state and layout seed look different, as real sites do, at another width.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,9 +61,10 @@ _FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(()
 _NOW = ("(() => { const f = window.__fsm; if (!f) return null;"
         " return {pending: f.pending, swapped: f.swapped, speculating: f.speculating || null,"
         " ready: document.readyState, search: location.search}; })()")
-# How long a prefetched page waits for the server to take its event before the settle
-# falls back to the page's own answer (which is always right, only later).
-_CONFIRM_TIMEOUT_S = 0.05
+# While a prefetched page waits for the server to take its event, how often (in polls of
+# the server, 1 ms apart) it also asks the page whether its answer came meanwhile (a refused
+# event, an error): then the settle falls back to the page's own answer.
+_PAGE_EVERY = 10
 
 
 def step_budget(task: Any) -> int:
@@ -94,7 +96,8 @@ class FSMTask(Task):
 
     def __init__(self, task: Any | Sequence[Any], sites: SiteClient | None = None, *,
                  name: str | None = None, site_spec: SiteSpec | None = None,
-                 reuse_page: bool = True, viewport: tuple[int, int] | None = None) -> None:
+                 reuse_page: bool = True, viewport: tuple[int, int] | None = None,
+                 prefetch: bool = False) -> None:
         self.choices: list[Any] = list(task) if isinstance(task, (list, tuple)) else [task]
         if not self.choices:
             raise TaskError("expected at least one FSM task spec, got none")
@@ -104,6 +107,10 @@ class FSMTask(Task):
         self.reuse_page = reuse_page
         if viewport is not None:  # part of the task: its pages respond to the width
             self.sandbox_request = self.sandbox_request.model_copy(update={"viewport": viewport})
+        #: Let the page prefetch the pages its events lead to and show one at once (see
+        #: docs/fsm_server.md): less waiting per step, more work per step (off by default:
+        #: on 2 busy cores it did not pay, see BENCHMARKS.md, issue 12).
+        self.prefetch = prefetch
         self.task: Any = first
         self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)
         self._given_sites = sites  # None: the run's TaskResources.sites(), fetched per setup
@@ -135,6 +142,7 @@ class FSMTask(Task):
         if read_after_actions is not None:  # the settle's first read rides on each action's last trip
             read_after_actions(_NOW)
         await self._settle(browser, sites, view.id)  # first paint done before the screenshot
+        await _read(browser, f"window.__fsm && window.__fsm.setPrefetch({str(self.prefetch).lower()})")
         return TaskSetup(instruction=self.task.instruction, start_url=view.url,
                          allowed_origins=(sites.site_url,), fsm_state=view.state,
                          max_steps=step_budget(self.task), start_distance=view.distance,
@@ -248,7 +256,7 @@ class FSMTask(Task):
         deadline = time.monotonic() + _SETTLE_TIMEOUT_S
         status = await _read(browser, _NOW)
         if isinstance(status, dict) and status["pending"]:
-            if status["speculating"] and await self._confirmed(status, sites, sid):
+            if status["speculating"] and await self._confirmed(browser, status, sites, sid):
                 return
             status = None  # an event or a swap in flight: wait for it below
         while time.monotonic() < deadline:
@@ -279,22 +287,28 @@ class FSMTask(Task):
                         f"{_SETTLE_TIMEOUT_S}s, got a page still loading at {browser.url}")
 
     @staticmethod
-    async def _confirmed(status: dict[str, Any], sites: SiteClient, sid: str) -> bool:
+    async def _confirmed(browser: PageReader, status: dict[str, Any], sites: SiteClient, sid: str) -> bool:
         """Whether the server took the event of the prefetched page the page shows (the
         session's seq reached the one that event gets) and has exactly that page as the
         session's (same digest): then its verdict is recorded and the page is current, and
-        the page's answer, still on its way, changes nothing it shows."""
+        the page's answer, still on its way, changes nothing it shows. False (the caller
+        waits for the page's answer instead) as soon as that answer came anyway."""
         speculating = status["speculating"]
         if not isinstance(speculating, dict):
             return False
-        deadline = time.monotonic() + _CONFIRM_TIMEOUT_S
-        while True:
+        deadline = time.monotonic() + _SETTLE_TIMEOUT_S
+        for poll in itertools.count(1):
             seq, digest = await _site_call(sites.page_digest(sid))
             if seq == speculating.get("seq"):
                 return bool(digest == speculating.get("digest"))
             if seq > int(speculating.get("seq") or 0) or time.monotonic() > deadline:
                 return False
             await asyncio.sleep(0.001)  # the page's POST is on its way to the server
+            if poll % _PAGE_EVERY == 0:
+                now = await _read(browser, _NOW)
+                if not isinstance(now, dict) or now["speculating"] != speculating:
+                    return False
+        return False
 
 
 async def _read(browser: PageReader, expression: str) -> object:

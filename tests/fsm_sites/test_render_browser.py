@@ -132,10 +132,7 @@ async def test_second_click_of_a_double_click_on_a_page_gone_is_refused(browser,
     try:
         page = await context.new_page()
         await page.goto(server.session_url(session.id))
-        await page.wait_for_function("window.__fsm.next !== null")
-        # As before its prefetch arrives: without a prefetched page both clicks hit this page.
-        await page.evaluate("window.__fsm.next = null")
-        await page.click('[data-el="tab_items"]', click_count=2)
+        await page.click('[data-el="tab_items"]', click_count=2)  # no prefetch: both hit this page
         await page.wait_for_url(re.compile(r"\?v=x$"), timeout=5000)
         await page.evaluate("window.__fsm.idle")
         assert [r.verdict.transition_id for r in server.events(session.id)] == ["to_items"]
@@ -154,6 +151,7 @@ async def test_a_prefetched_page_shows_at_once_and_the_answer_confirms_it(browse
     try:
         page = await context.new_page()
         await page.goto(server.session_url(session.id))
+        await page.evaluate("window.__fsm.setPrefetch(true)")
         await page.wait_for_function("window.__fsm.next !== null")
         held: list[Route] = []
         await page.route(re.compile(r"/event$"), lambda route: held.append(route))
@@ -187,6 +185,7 @@ async def test_a_prefetched_page_the_server_refuses_is_replaced(browser, server)
     try:
         page = await context.new_page()
         await page.goto(server.session_url(session.id))
+        await page.evaluate("window.__fsm.setPrefetch(true)")
         await page.wait_for_function("window.__fsm.next !== null")
         server.jump(session.id, details.key())
         await page.click('[data-el="tab_items"]')

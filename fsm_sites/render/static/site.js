@@ -2,7 +2,8 @@
 // place: the server's answer carries the new state's page, whose <head> and <body> are
 // swapped in, and history.replaceState records it as "./?v=<seq>", so no reload happens
 // between two steps.
-// Prefetch: once idle, the page asks the server (POST ./next) for the pages its events
+// Prefetch (off until `__fsm.setPrefetch(true)`; FSMTask(prefetch=True) turns it on): once
+// idle, the page asks the server (POST ./next) for the pages its events
 // lead to (clicks, options, checkboxes: every event whose value is known in advance). Such
 // an event then swaps its page in at once, inside the event's handler, and is posted with
 // that page's digest (`expect`); the answer confirms it (no html) or carries the page to
@@ -17,6 +18,8 @@
 //   idle      a promise that settles when every queued one is done
 //   swapped   the DOM shown was swapped in (false right after a full page load)
 //   next      the prefetched pages of the page shown ({seq, events, pages, parts}), or null
+//   setPrefetch(on)  turn the prefetch on (asking at once when idle) or off; a full load
+//             starts with it off
 //   speculating  {digest, seq} while a prefetched page is shown and its event, the only
 //             one, is in flight: the page's digest and the seq its event will have if the
 //             server takes it (the URL says ?v=<seq> only once the answer came), else null
@@ -88,12 +91,21 @@
 
   // Ask for the pages the shown page's events lead to; an answer that comes after another
   // swap is dropped (the event's answer checks every prefetched page anyway).
+  var prefetching = false;
+  fsm.setPrefetch = function (on) {
+    prefetching = !!on;
+    if (!prefetching) fsm.next = null;
+    else if (!fsm.pending && fsm.next === null) prefetch();
+    return prefetching;
+  };
   function prefetch() {
+    if (!prefetching) return;
     var asked = shownCount;
     fetch(here("next"), { method: "POST" })
       .then(function (r) { return r.ok ? r.json() : null; })
-      .then(function (d) { if (d && d.events && d.parts && asked === shownCount && !fsm.pending) fsm.next = d; },
-            function () {});
+      .then(function (d) {
+        if (prefetching && d && d.events && d.parts && asked === shownCount && !fsm.pending) fsm.next = d;
+      }, function () {});
   }
 
   // Queue one operation behind the others: `pending` until the last queued one settles,
@@ -221,5 +233,4 @@
       sendText(t);
     }
   });
-  if (document.body.hasAttribute("data-page")) prefetch();
 })();
