@@ -142,7 +142,8 @@ class FSMTask(Task):
         if read_after_actions is not None:  # the settle's first read rides on each action's last trip
             read_after_actions(_NOW)
         await self._settle(browser, sites, view.id)  # first paint done before the screenshot
-        await _read(browser, f"window.__fsm && window.__fsm.setPrefetch({str(self.prefetch).lower()})")
+        if self.prefetch:  # off in a freshly loaded page; a kept page keeps what it had
+            await _read(browser, "window.__fsm && window.__fsm.setPrefetch(true)")
         return TaskSetup(instruction=self.task.instruction, start_url=view.url,
                          allowed_origins=(sites.site_url,), fsm_state=view.state,
                          max_steps=step_budget(self.task), start_distance=view.distance,
