@@ -93,9 +93,10 @@
   // swap is dropped (the event's answer checks every prefetched page anyway).
   var prefetching = false;
   fsm.setPrefetch = function (on) {
+    var was = prefetching;
     prefetching = !!on;
     if (!prefetching) fsm.next = null;
-    else if (!fsm.pending && fsm.next === null) prefetch();
+    else if (!was && !fsm.pending && fsm.next === null) prefetch();  // on already: asked at idle
     return prefetching;
   };
   function prefetch() {
