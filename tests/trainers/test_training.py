@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -166,7 +167,10 @@ def test_an_empty_export_is_a_clear_error(tmp_path, tiny_dir) -> None:
 
 def test_a_lost_screenshot_is_a_clear_error_in_one_line(tmp_path, tiny_dir, oracle_store) -> None:
     store = shutil.copytree(oracle_store, tmp_path / "store")
-    next((store / "blobs").rglob("*.png")).unlink()  # one screenshot lost; the database names it
+    # One screenshot lost, one every export uses (a tree's first observation); the database names it.
+    with sqlite3.connect(store / "store.sqlite") as db:
+        [(lost,)] = db.execute("SELECT obs_blob FROM nodes WHERE id = (SELECT MIN(root_id) FROM trees)")
+    next((store / "blobs").rglob(f"{lost}*")).unlink()
     config = run_config(tmp_path, store, tiny_dir)
     config["data"]["prompt"] = PIXELS
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "train", "sft", "--config",

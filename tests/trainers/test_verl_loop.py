@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.codecs.base import excerpt
+from sandboxes.viewports import VIEWPORTS
+
 ROOT = Path(__file__).resolve().parents[2]
 VERL_PYTHON = ROOT / ".venv-verl" / "bin" / "python"
 DRIVER = Path(__file__).with_name("verl_loop_driver.py")
@@ -43,10 +46,11 @@ def test_the_episode_is_model_turns_and_observation_turns(report: dict) -> None:
     assert rest == report["scripted"] and len(rest) == 2
     error, verdict = report["observations"]
     assert "error: json codec: expected a JSON object" in error and "nothing changed" in error
-    assert first[:20] in error
+    assert excerpt(first)[:20] in error  # the model's own text, quoted as the codecs quote it
     assert "closer to the goal (2 -> 1 steps away)" in verdict
+    width, height = VIEWPORTS["desktop"]  # an FSM task's viewport
     assert report["prompt_tail"].endswith(
-        "Open the page of Coffee mug.\nThe screenshot is 1024x768 pixels.<|im_end|>\n"
+        f"Open the page of Coffee mug.\nThe screenshot is {width}x{height} pixels.<|im_end|>\n"
         "<|im_start|>assistant\n")
     assert report["server_calls"] == 3 and report["released"] == 3
     assert report["timings_positive"]  # verl's generate_sequences and tool_calls timings
