@@ -6,23 +6,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.async_api import Route, async_playwright
+from playwright.async_api import Route
 
 from fsm_sites.engine import Machine
 from fsm_sites.server import SiteServer
-from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
 from tests.conftest import wait_until
 from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest.fixture(scope="module")
-async def browser():
-    async with async_playwright() as pw:
-        chromium = await pw.chromium.launch(executable_path=find_chromium(), args=list(CHROMIUM_FLAGS))
-        yield chromium
-        await chromium.close()
 
 
 @pytest.fixture(scope="module")

@@ -8,25 +8,15 @@ import re
 
 import pytest
 from PIL import Image
-from playwright.async_api import async_playwright
 
 from fsm_sites.library import load_site
 from fsm_sites.render.look import choose_look
 from fsm_sites.server import SiteServer
 from sandboxes.browser_elements import ELEMENTS_JS, parse_elements
-from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 SITES = ("shop", "clinic", "settings")
-
-
-@pytest.fixture(scope="module")
-async def browser():
-    async with async_playwright() as pw:
-        chromium = await pw.chromium.launch(executable_path=find_chromium(), args=list(CHROMIUM_FLAGS))
-        yield chromium
-        await chromium.close()
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.async_api import async_playwright
 
 from fsm_sites.engine import Machine
 from fsm_sites.library import load_site
 from fsm_sites.render import choose_style
 from fsm_sites.server import SiteServer
-from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
 from sandboxes.viewports import VIEWPORTS
 from tests.fsm_sites.widgets_spec import widgets_spec
 
@@ -30,14 +28,6 @@ _TARGETS = """() => [...document.querySelectorAll('[data-el]:not([data-kind=text
                return {id: el.closest('[data-el]').dataset.el, w: r.width, h: r.height}; })"""
 _BOX = "(sel) => { const el = document.querySelector(sel); if (!el || !el.getClientRects().length) return null;" \
        " const r = el.getBoundingClientRect(); return {x: r.left, y: r.top, w: r.width, h: r.height}; }"
-
-
-@pytest.fixture(scope="module")
-async def browser():
-    async with async_playwright() as pw:
-        chromium = await pw.chromium.launch(executable_path=find_chromium(), args=list(CHROMIUM_FLAGS))
-        yield chromium
-        await chromium.close()
 
 
 @pytest.fixture(scope="module")
