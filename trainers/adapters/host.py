@@ -20,6 +20,7 @@ from pydantic import Field
 from fsm_sites.verdict import StepVerdict
 from harness.env import Env, LoopThread
 from harness.env_providers import EnvOptions, EnvProvider, check_provider, make_env_provider
+from harness.errors import ConfigError
 from harness.observation import Observation
 
 T = TypeVar("T")
@@ -168,3 +169,18 @@ def data_url(obs: Observation) -> str:
     """The screenshot as a ``data:`` URL (PNG or JPEG, as the sandbox encoded it)."""
     return (f"data:image/{obs.image_format};base64,"
             f"{base64.b64encode(obs.screenshot).decode('ascii')}")
+
+
+def plain_config(section: Any, what: str) -> dict[str, Any]:
+    """A framework's config section (an OmegaConf ``DictConfig``, as SkyRL and verl pass, a
+    dict, or nothing) as a plain dict of fields; ``what`` names it in the error."""
+    if section is None:
+        return {}
+    if isinstance(section, dict):
+        return dict(section)
+    from omegaconf import OmegaConf  # both frameworks depend on it
+
+    fields = OmegaConf.to_container(section, resolve=True)
+    if not isinstance(fields, dict):
+        raise ConfigError(f"expected {what} to be a mapping of fields, got {type(fields).__name__}")
+    return {str(name): value for name, value in fields.items()}

@@ -52,6 +52,7 @@ from trainers.adapters.host import (  # noqa: F401 - close_shared_hosts: part of
     AdapterEnvConfig,
     close_shared_hosts,
     data_url,
+    plain_config,
     shared_host,
     step_feedback,
 )
@@ -70,7 +71,8 @@ class CUASkyRLEnv(BaseTextEnv):
 
     def __init__(self, env_config: Any = None, extras: dict[str, Any] | None = None) -> None:
         super().__init__()
-        self.config = load_config(SkyRLEnvConfig, options=_plain(env_config), where="cua env_config")
+        options = plain_config(env_config, "env_config (SkyRLEnvConfig fields)")
+        self.config = load_config(SkyRLEnvConfig, options=options, where="cua env_config")
         row = dict(extras or {})
         extra_info = dict(row.get("extra_info") or {})
         task = row.get("task") or extra_info.get("task")
@@ -173,23 +175,6 @@ def _with_blocks(prompt: Messages, blocks: list[dict[str, Any]]) -> Messages:
     else:
         messages.append({"role": "user", "content": blocks})
     return messages
-
-
-def _plain(env_config: Any) -> dict[str, Any]:
-    """SkyRL passes an OmegaConf ``DictConfig`` (or a dict, or nothing)."""
-    if env_config is None:
-        return {}
-    if isinstance(env_config, dict):
-        return dict(env_config)
-    try:
-        from omegaconf import OmegaConf
-    except ImportError:  # pragma: no cover - skyrl_gym depends on omegaconf
-        return dict(env_config)
-    fields = OmegaConf.to_container(env_config, resolve=True)
-    if not isinstance(fields, dict):
-        raise ConfigError(f"expected env_config to be a mapping of SkyRLEnvConfig fields, got "
-                          f"{type(fields).__name__}")
-    return {str(name): value for name, value in fields.items()}
 
 
 def register_skyrl_env(env_id: str = ENV_ID) -> None:

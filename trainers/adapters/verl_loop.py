@@ -50,7 +50,13 @@ from harness.env import Env
 from harness.errors import ConfigError, InfrastructureError
 from harness.observation import Observation
 from harness.tasks.registry import check_task_id
-from trainers.adapters.host import AdapterEnvConfig, EnvHost, shared_host, step_feedback
+from trainers.adapters.host import (
+    AdapterEnvConfig,
+    EnvHost,
+    plain_config,
+    shared_host,
+    step_feedback,
+)
 from trainers.adapters.verl_advantage import turn_token_scores
 
 #: the name rows put in ``agent_name``
@@ -76,8 +82,8 @@ class CUAAgentLoop(AgentLoopBase):
 
     def __init__(self, *args: Any, tools: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.env_config = load_config(AdapterEnvConfig, options=_plain(self.config.get("cua")),
-                                      where="the trainer config's cua section")
+        options = plain_config(self.config.get("cua"), "the cua section (AdapterEnvConfig fields)")
+        self.env_config = load_config(AdapterEnvConfig, options=options, where="the trainer config's cua section")
         multi_turn = self.rollout_config.get("multi_turn") or {}
         self.options = self.env_config.env_options(multi_turn.get("max_assistant_turns") or None)
         self.response_length = int(self.rollout_config.response_length)
@@ -166,21 +172,6 @@ def _task_and_seed(row: dict[str, Any]) -> tuple[str, int]:
     check_task_id(str(task))
     seed = row.get("seed", extra_info.get("seed"))
     return str(task), 0 if seed is None else int(seed)
-
-
-def _plain(section: Any) -> dict[str, Any]:
-    """The ``cua`` section of verl's OmegaConf config (or a dict, or nothing) as a dict."""
-    if section is None:
-        return {}
-    if isinstance(section, dict):
-        return dict(section)
-    from omegaconf import OmegaConf
-
-    fields = OmegaConf.to_container(section, resolve=True)
-    if not isinstance(fields, dict):
-        raise ConfigError(f"expected the cua section to be a mapping of AdapterEnvConfig fields, got "
-                          f"{type(fields).__name__}")
-    return {str(name): value for name, value in fields.items()}
 
 
 __all__ = ["AGENT_NAME", "CUAAgentLoop", "CUAAgentLoopOutput"]
