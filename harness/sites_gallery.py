@@ -44,6 +44,13 @@ def _names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _known(text: str, known: list[str], what: str) -> str:
+    """``text`` if it names only ``known`` things (comma-separated) or ``all``."""
+    if not _names(text) or any(name not in known and name != "all" for name in _names(text)):
+        raise ValueError(f"expected {what} ({', '.join(known)}) or all, got {text!r}")
+    return text
+
+
 class GalleryConfig(BaseModel):
     """What `cua sites gallery` shows and where it writes."""
 
@@ -65,20 +72,12 @@ class GalleryConfig(BaseModel):
     def _known_sites(cls, sites: str) -> str:
         from fsm_sites.library import list_sites
 
-        known = list_sites()
-        unknown = [s for s in _names(sites) if s not in known and s != "all"]
-        if unknown or not _names(sites):
-            raise ValueError(f"expected curated sites ({', '.join(known)}) or all, got {sites!r}")
-        return sites
+        return _known(sites, list_sites(), "curated sites")
 
     @field_validator("families")
     @classmethod
     def _known_families(cls, families: str) -> str:
-        known = [f.name for f in FAMILIES]
-        unknown = [f for f in _names(families) if f not in known and f != "all"]
-        if unknown or not _names(families):
-            raise ValueError(f"expected theme families ({', '.join(known)}) or all, got {families!r}")
-        return families
+        return _known(families, [f.name for f in FAMILIES], "theme families")
 
     @field_validator("viewports")
     @classmethod

@@ -6,8 +6,9 @@ import pytest
 
 from harness.actions import Click, TypeText
 from harness.agents import AgentContext, OracleAgent
-from harness.env import AsyncEnv, make_env
+from harness.env import AsyncEnv
 from harness.errors import ConfigError
+from harness.gym_env import make_env
 from harness.tasks.registry import make_task
 
 # The test's own oracle: read the page's DOM for the button the instruction names.

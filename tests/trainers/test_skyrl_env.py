@@ -13,8 +13,8 @@ from PIL import Image
 
 skyrl_gym = pytest.importorskip("skyrl_gym")
 
-from harness.env import make_env  # noqa: E402
 from harness.errors import ConfigError  # noqa: E402
+from harness.gym_env import make_env  # noqa: E402
 from harness.prompts import PromptBuilder, PromptConfig  # noqa: E402
 from trainers.adapters import skyrl_env  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 Other frameworks call envs synchronously (TRL's tools, SkyRL's ``step``, verl-agent's
 batched ``step``); our envs are async. An ``EnvHost`` owns a private event loop thread
-(``harness.env.LoopThread``) and an env provider started on it (``local`` by default: one
+(``harness.gym_env.LoopThread``) and an env provider started on it (``local`` by default: one
 shared Chromium and the task servers), and runs the envs' coroutines there.
 """
 
@@ -18,9 +18,10 @@ from typing import Any, TypeVar
 from pydantic import Field
 
 from fsm_sites.verdict import StepVerdict
-from harness.env import Env, LoopThread
+from harness.env import Env
 from harness.env_providers import EnvOptions, EnvProvider, check_provider, make_env_provider
 from harness.errors import ConfigError
+from harness.gym_env import LoopThread
 from harness.observation import Observation
 
 T = TypeVar("T")

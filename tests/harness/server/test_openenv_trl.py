@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from harness.env import make_env
+from harness.gym_env import make_env
 from tests.harness.server.conftest import TOKEN, served_process
 
 generic = pytest.importorskip("openenv.core.generic_client")
