@@ -1,24 +1,43 @@
-"""Issue 14's learning result (a pilot): SFT vs SFT + GRPO with outcome, step, and step + tree.
+"""Issue 14's learning result: SFT vs SFT + GRPO with outcome, step, and step + tree rewards.
 
-    .venv/bin/python -m benchmarks.bench_grpo_learning --model runs/sft-tiny/model [--seeds 0 1 2]
+    .venv/bin/cua train sft --config trainers/configs/sft-tiny.yaml --set eval.before=false \\
+        --set out=runs/sft-learning --set data.store=runs/sft-learning-store \\
+        --set 'collect.tasks=[fsm:benchmarks/data/learning_sft.jsonl]' \\
+        --set 'eval.tasks=[fsm:benchmarks/data/learning_heldout.jsonl]' --set eval.episodes=1 --set eval.max_steps=6
+    .venv/bin/python -m benchmarks.bench_grpo_learning --model runs/sft-learning/model [--seeds 0 1 2] [--updates 12]
+
+**The split** (``benchmarks/data/learning_*.jsonl``): ``cua tasks synth --seed 1 --n 30
+--no-verify`` on the shop, settings and mail sites, the tasks of shortest-path length 1 to 4
+(47: named goals, exact target states whose instruction lists the steps, and goals over
+structured state such as "make sure your cart holds exactly 2 Coffee mug"), split by a hash
+of the task id into 10 **held-out** tasks and 37 **training** tasks. SFT sees only the
+training tasks of length 1-2 (``learning_sft.jsonl``, 17, one oracle episode per layout
+0-2); GRPO trains on all 37 (lengths 1-4) at layouts 0-2; evaluation is on the held-out
+tasks (goals absent from all training, lengths 2-4) at the unseen layouts 100+, plus the
+first ``--seen`` training tasks at layout 100 (seen goals, unseen layouts).
 
 Each variant is ``cua train grpo`` with ``trainers/configs/grpo-tiny.yaml`` from the SFT
-model (``--model``), ``--updates`` updates, held-out evaluation before and after (the
-config's held-out goals at layout seeds 100+, as in ``sft-tiny.yaml``), the dead-signal stop
-off (an outcome-only run may be flat for a while):
+model (``--model``) for ``--updates`` updates, the dead-signal stop off (an outcome-only run
+may be flat for a while):
 
 - ``outcome``: ``reward=outcome``, ``advantage.step_weight=0``, no tree rollouts;
 - ``step``: ``reward=step``, ``advantage.step_weight=1``, no tree rollouts;
 - ``step+tree``: as ``step``, plus one branched state per group with two continuations.
 
-The variants of one seed run at once (separate processes). Written: held-out success and
-progress before and after, env steps, wall time.
+Every ``--eval-every`` updates (and before the first) each run evaluates greedily, one
+episode per task; the eval line's ``by_task`` tells the held-out tasks from the seen ones.
+The variants of one seed run at once (separate processes, one torch thread each). Written:
+the curves (held-out success and progress against env steps), wall time and its split per
+run, the JSON, and an SVG figure of held-out success against env steps for the three
+variants (mean over seeds, each seed's curve faint).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,22 +47,56 @@ from typing import Any
 
 from benchmarks.common import console, print_table, write_results
 
+CONFIG = Path("trainers/configs/grpo-tiny.yaml")
+TASKS = "benchmarks/data/learning_{}.jsonl"  # sft, train, heldout: see the module docstring
 VARIANTS = {
     "outcome": ["reward=outcome", "advantage.step_weight=0", "tree.branch_states=0"],
     "step": ["reward=step", "advantage.step_weight=1", "tree.branch_states=0"],
     "step+tree": ["reward=step", "advantage.step_weight=1", "tree.branch_states=1"],
 }
+COLORS = {"outcome": "#9aa5b1", "step": "#2f7ed8", "step+tree": "#d8572f"}
 
 
-def run_seed(args: argparse.Namespace, seed: int, root: Path) -> dict[str, Any]:
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def group_rate(by_task: dict[str, dict[str, float]], tasks: list[str], key: str) -> float:
+    """The episode-weighted mean of ``key`` over ``tasks`` in an eval line's ``by_task``."""
+    rows = [by_task[t] for t in tasks if t in by_task]
+    episodes = sum(r["episodes"] for r in rows)
+    return sum(r[key] * r["episodes"] for r in rows) / episodes if episodes else 0.0
+
+
+def summarize(lines: list[dict[str, Any]], held_out: list[str], seen: list[str]) -> dict[str, Any]:
+    """One run's metrics.jsonl as its curve (per eval: env steps, held-out and seen-goal
+    success and progress) and its totals."""
+    updates = [x for x in lines if x["event"] == "update"]
+    steps_at = {0: 0, **{u["update"]: u["env_steps"] for u in updates}}
+    curve = []
+    for e in (x for x in lines if x["event"] == "eval"):
+        curve.append({"update": e["update"], "env_steps": steps_at.get(e["update"], updates[-1]["env_steps"]),
+                      "held_out_success": group_rate(e["by_task"], held_out, "success_rate"),
+                      "held_out_progress": round(group_rate(e["by_task"], held_out, "progress"), 4),
+                      "seen_goal_success": group_rate(e["by_task"], seen, "success_rate"),
+                      "seen_goal_progress": round(group_rate(e["by_task"], seen, "progress"), 4),
+                      "episodes": e["episodes"]})
+    last = updates[-1]
+    return {"curve": curve, "env_steps": last["env_steps"], "seconds": last["seconds"],
+            "train_success": [u["success"] for u in updates]}
+
+
+def run_seed(args: argparse.Namespace, seed: int, root: Path, held_out: list[str], seen: list[str]) -> dict[str, Any]:
     procs = {}
-    started = time.perf_counter()
+    started, load_before = time.perf_counter(), load()
     for name, sets in VARIANTS.items():
         out = root / f"{name}-{seed}"
         common = [f"out={out}", f"model.path={args.model}", f"updates={args.updates}", f"seed={seed}",
-                  "signal.patience=1000", f"eval.every={args.updates}", "init=null"]
-        argv = [sys.executable, "-m", "harness.cli", "train", "grpo", "--config",
-                "trainers/configs/grpo-tiny.yaml"]
+                  f"tasks=[fsm:{TASKS.format('train')}]", f"rollout.max_steps={args.max_steps}",
+                  "signal.patience=1000", "init=null", f"eval.every={args.eval_every}",
+                  f"eval.tasks=[{', '.join(held_out + seen)}]", "eval.episodes=1",
+                  f"eval.max_steps={args.max_steps}", "checkpoint_every=1000", "filmstrips=0"]
+        argv = [sys.executable, "-m", "harness.cli", "train", "grpo", "--config", str(CONFIG)]
         for item in common + sets:
             argv += ["--set", item]
         procs[name] = (subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True), out)
@@ -53,34 +106,87 @@ def run_seed(args: argparse.Namespace, seed: int, root: Path) -> dict[str, Any]:
         if proc.returncode != 0:
             raise RuntimeError(f"{name} seed {seed} failed: {err[-2000:]}")
         lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if x]
-        evals = {e["phase"]: e for e in lines if e["event"] == "eval"}
-        updates = [x for x in lines if x["event"] == "update"]
-        results[name] = {"before": evals["before"]["success_rate"], "after": evals["after"]["success_rate"],
-                         "progress_before": evals["before"]["progress"], "progress_after": evals["after"]["progress"],
-                         "env_steps": updates[-1]["env_steps"], "train_success": [u["success"] for u in updates],
-                         "seconds": updates[-1]["seconds"]}
-    return {"seed": seed, "wall_s": round(time.perf_counter() - started, 1), "variants": results}
+        results[name] = summarize(lines, held_out, seen)
+    return {"seed": seed, "wall_s": round(time.perf_counter() - started, 1),
+            "load_1min": [round(load_before, 1), round(load(), 1)], "variants": results}
+
+
+def figure(runs: list[dict[str, Any]], path: Path) -> None:
+    """Held-out success against env steps: each variant's mean over seeds (bold; points at
+    each eval's mean env steps) and each seed's own curve (faint)."""
+    w, h, pad = 560, 300, 46
+    curves = {name: [r["variants"][name]["curve"] for r in runs] for name in VARIANTS}
+    xmax = max(p["env_steps"] for cs in curves.values() for c in cs for p in c) or 1
+    ymax = max(0.5, max(p["held_out_success"] for cs in curves.values() for c in cs for p in c))
+
+    def xy(x: float, y: float) -> str:
+        return f"{pad + (w - 2 * pad) * x / xmax:.1f},{h - pad - (h - 2 * pad) * y / ymax:.1f}"
+
+    parts = [f'<rect x="{pad}" y="{pad}" width="{w - 2 * pad}" height="{h - 2 * pad}" fill="#fafafa" stroke="#ddd"/>']
+    for frac in (0, 0.5, 1):
+        y = h - pad - (h - 2 * pad) * frac
+        parts.append(f'<text x="{pad - 6}" y="{y + 4:.1f}" text-anchor="end" class="a">{ymax * frac:.0%}</text>')
+    parts.append(f'<text x="{pad}" y="{h - pad + 16}" class="a">0</text><text x="{w - pad}" y="{h - pad + 16}" '
+                 f'text-anchor="end" class="a">{xmax} env steps</text>')
+    for k, (name, cs) in enumerate(curves.items()):
+        color = COLORS[name]
+        for c in cs:
+            parts.append(f'<polyline fill="none" stroke="{color}" stroke-opacity=".3" stroke-width="1" '
+                         f'points="{" ".join(xy(p["env_steps"], p["held_out_success"]) for p in c)}"/>')
+        n = min(len(c) for c in cs)
+        mean = [(statistics.mean(c[i]["env_steps"] for c in cs), statistics.mean(c[i]["held_out_success"] for c in cs))
+                for i in range(n)]
+        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2.5" '
+                     f'points="{" ".join(xy(x, y) for x, y in mean)}"/>')
+        parts += [f'<circle cx="{xy(x, y).split(",")[0]}" cy="{xy(x, y).split(",")[1]}" r="3" fill="{color}"/>'
+                  for x, y in mean]
+        parts.append(f'<rect x="{pad + 10 + 120 * k}" y="14" width="14" height="4" fill="{color}"/>'
+                     f'<text x="{pad + 28 + 120 * k}" y="20" class="a">{name}</text>')
+    parts.append(f'<text x="{w / 2}" y="{h - 8}" text-anchor="middle" class="a">held-out success '
+                 f'(greedy) against env steps; mean of {len(runs)} seeds, faint: each seed</text>')
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}">'
+                    '<style>.a{font:11px sans-serif;fill:#444}</style>'
+                    f'<rect width="{w}" height="{h}" fill="#fff"/>{"".join(parts)}</svg>', encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> None:
+    from trainers.training.config import task_ids
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="the SFT model to start from")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--updates", type=int, default=6)
+    parser.add_argument("--updates", type=int, default=12)
+    parser.add_argument("--eval-every", type=int, default=4)
+    parser.add_argument("--seen", type=int, default=4, help="training tasks also evaluated at unseen layouts")
+    parser.add_argument("--max-steps", type=int, default=6, help="steps per episode (rollouts and evaluation)")
+    parser.add_argument("--figure", default="docs/images/grpo_learning.svg")
+    parser.add_argument("--runs", default=None, help="keep the runs' directories here (default: a temp dir)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    held_out = task_ids([f"fsm:{TASKS.format('heldout')}"])
+    seen = task_ids([f"fsm:{TASKS.format('train')}"])[:args.seen]
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
+        root = Path(args.runs or tmp)
         for seed in args.seeds:
-            runs.append(run_seed(args, seed, Path(tmp)))
-            console.print(runs[-1])
-    rows = [[f"{name} seed {r['seed']}", f"{v['before']:.0%}", f"{v['after']:.0%}",
-             f"{v['progress_before']:.2f}", f"{v['progress_after']:.2f}", str(v["env_steps"])]
-            for r in runs for name, v in r["variants"].items()]
-    print_table("held-out success and progress, before (the SFT model) and after GRPO",
-                ["variant", "success before", "after", "progress before", "after", "env steps"], rows)
-    path = write_results("bench_grpo_learning", {"args": vars(args), "runs": runs}, args.out)
-    console.print(f"results: {path}")
+            runs.append(run_seed(args, seed, root, held_out, seen))
+            console.print({name: v["curve"][-1] for name, v in runs[-1]["variants"].items()})
+    rows = []
+    for name in VARIANTS:
+        firsts = [r["variants"][name]["curve"][0] for r in runs]
+        lasts = [r["variants"][name]["curve"][-1] for r in runs]
+        rows.append([name, " / ".join(f"{p['held_out_success']:.0%}" for p in firsts),
+                     " / ".join(f"{p['held_out_success']:.0%}" for p in lasts),
+                     " / ".join(f"{p['held_out_progress']:.2f}" for p in lasts),
+                     " / ".join(f"{p['seen_goal_success']:.0%}" for p in lasts),
+                     " / ".join(str(r["variants"][name]["env_steps"]) for r in runs)])
+    print_table("held-out success before (the SFT model) and after GRPO, per seed",
+                ["variant", "held-out before", "after", "progress after", "seen goals after", "env steps"], rows)
+    figure(runs, Path(args.figure))
+    path = write_results("bench_grpo_learning", {"args": vars(args), "held_out": held_out, "seen": seen,
+                                                 "runs": runs}, args.out)
+    console.print(f"results: {path}\nfigure: {args.figure}")
 
 
 if __name__ == "__main__":

@@ -92,7 +92,10 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
     assert all(u["episodes"] == 2 and u["branches"] == 2 for u in updates)
     assert any(u["success"] == 0.5 for u in updates)  # the oracle's episode solved, the sample did not
     assert all(math.isfinite(u["loss"]) and u["entropy"] > 0 for u in updates)
-    assert [e["phase"] for e in lines(out, "eval")] == ["before", "after"]
+    evals = lines(out, "eval")
+    assert [e["phase"] for e in evals] == ["before", "after"]
+    assert all(set(e["by_task"]) == {"fsm:shop/add_lamp"} and e["by_task"]["fsm:shop/add_lamp"]["episodes"] == 1
+               and e["by_task"]["fsm:shop/add_lamp"]["success_rate"] == e["success_rate"] for e in evals)
     page = report.read_text()
     assert "Curves" in page and "filmstrips/e0-s1.jpg" in page and "fsm:shop/open_mug" in page
 
@@ -126,6 +129,20 @@ def test_grpo_rollouts_run_over_a_ray_env_pool(tmp_path, tiny_dir, monkeypatch) 
     assert len(opened) == 4  # two group episodes and two branches, each in an actor's env
     [update] = lines(out, "update")
     assert update["episodes"] == 2 and update["branches"] == 2 and update["success"] == 0.5
+
+
+def test_grpo_trains_on_a_miniwob_task_with_its_episode_reward(tmp_path, tiny_dir) -> None:
+    """A MiniWoB task (written by others) trains through the same loop: its page's episode
+    reward is the outcome; tree branches are skipped (no machine to restore a state from)."""
+    out = tmp_path / "run"
+    config = grpo_config(out, tiny_dir, updates=1, tasks=["miniwob:click-button"], reward="outcome",
+                         rollout={**ROLLOUT, "max_steps": 2, "max_new_tokens": 24}, filmstrips=0)
+    train_grpo(config, agent_class=TeacherMix)
+    before, after = weights(tiny_dir), weights(out / "model")
+    assert any(not torch.equal(before[k], after[k]) for k in before if k in after)
+    [update] = lines(out, "update")
+    assert update["episodes"] == 2 and update["branches"] == 0
+    assert update["success"] >= 0.5  # the oracle's episode clicks the named button
 
 
 def test_resume_continues_bit_identically(tmp_path, tiny_dir) -> None:

@@ -296,18 +296,24 @@ class Trainer:
         mine = pairs[self.ranks.rank::self.ranks.world]  # data parallel: each rank its share
         groups = await asyncio.gather(*(self.eval_rollouts.group(task, spec.seed + i, 1, i, "eval")
                                         for task, i in mine))
-        results = [(g[0].episode.success, g[0].episode.progress, g[0].episode.total_reward, g[0].episode.steps)
-                   for g in groups]
+        results = [(task, g[0].episode.success, g[0].episode.progress, g[0].episode.total_reward, g[0].episode.steps)
+                   for (task, _), g in zip(mine, groups, strict=True)]
         episodes = [e for part in self.ranks.gather(results) for e in part]
         seconds = time.perf_counter() - started
         self.loop.seconds["eval"] += seconds
         n = len(episodes)
+        by_task: dict[str, dict[str, float]] = {}
+        for task in dict.fromkeys(e[0] for e in episodes):
+            mine_task = [e for e in episodes if e[0] == task]
+            by_task[task] = {"episodes": len(mine_task),
+                             "success_rate": sum(e[1] for e in mine_task) / len(mine_task),
+                             "progress": round(sum(e[2] for e in mine_task) / len(mine_task), 4)}
         return self.write(
             "eval", update=update, phase=phase, episodes=n,
-            success_rate=sum(e[0] for e in episodes) / n,
-            progress=sum(e[1] for e in episodes) / n,
-            mean_reward=sum(e[2] for e in episodes) / n,
-            steps=sum(e[3] for e in episodes), seconds=round(seconds, 2))
+            success_rate=sum(e[1] for e in episodes) / n,
+            progress=sum(e[2] for e in episodes) / n,
+            mean_reward=sum(e[3] for e in episodes) / n,
+            steps=sum(e[4] for e in episodes), seconds=round(seconds, 2), by_task=by_task)
 
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
         """A metrics line: written by the main process, returned on every rank."""
