@@ -97,7 +97,7 @@ def run_seed(args: argparse.Namespace, seed: int, root: Path, held_out: list[str
                   f"eval.tasks=[{', '.join(held_out + seen)}]", "eval.episodes=1",
                   f"eval.max_steps={args.max_steps}", "checkpoint_every=1000", "filmstrips=0"]
         argv = [sys.executable, "-m", "harness.cli", "train", "grpo", "--config", str(CONFIG)]
-        for item in common + sets:
+        for item in common + sets + args.set:
             argv += ["--set", item]
         procs[name] = (subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True), out)
     results = {}
@@ -111,39 +111,49 @@ def run_seed(args: argparse.Namespace, seed: int, root: Path, held_out: list[str
             "load_1min": [round(load_before, 1), round(load(), 1)], "variants": results}
 
 
-def figure(runs: list[dict[str, Any]], path: Path) -> None:
-    """Held-out success against env steps: each variant's mean over seeds (bold; points at
-    each eval's mean env steps) and each seed's own curve (faint)."""
-    w, h, pad = 560, 300, 46
-    curves = {name: [r["variants"][name]["curve"] for r in runs] for name in VARIANTS}
+def panel(curves: dict[str, list[list[dict[str, Any]]]], metric: str, title: str, left: float) -> list[str]:
+    """One chart of ``metric`` against env steps at x offset ``left``: each variant's mean
+    over seeds (bold, a point per eval at the seeds' mean env steps), each seed's own curve faint."""
+    w, h, pad = 380, 300, 46
     xmax = max(p["env_steps"] for cs in curves.values() for c in cs for p in c) or 1
-    ymax = max(0.5, max(p["held_out_success"] for cs in curves.values() for c in cs for p in c))
+    ymax = max(0.5, max(p[metric] for cs in curves.values() for c in cs for p in c))
 
-    def xy(x: float, y: float) -> str:
-        return f"{pad + (w - 2 * pad) * x / xmax:.1f},{h - pad - (h - 2 * pad) * y / ymax:.1f}"
+    def xy(x: float, y: float) -> tuple[float, float]:
+        return round(left + pad + (w - 2 * pad) * x / xmax, 1), round(h - pad - (h - 2 * pad) * y / ymax, 1)
 
-    parts = [f'<rect x="{pad}" y="{pad}" width="{w - 2 * pad}" height="{h - 2 * pad}" fill="#fafafa" stroke="#ddd"/>']
+    def points(pairs: list[tuple[float, float]]) -> str:
+        return " ".join("{},{}".format(*xy(x, y)) for x, y in pairs)
+
+    parts = [f'<rect x="{left + pad}" y="{pad}" width="{w - 2 * pad}" height="{h - 2 * pad}" fill="#fafafa" '
+             f'stroke="#ddd"/><text x="{left + w / 2}" y="{pad - 8}" text-anchor="middle" class="a">{title}</text>',
+             f'<text x="{left + pad}" y="{h - pad + 16}" class="a">0</text><text x="{left + w - pad}" '
+             f'y="{h - pad + 16}" text-anchor="end" class="a">{xmax} env steps</text>']
     for frac in (0, 0.5, 1):
         y = h - pad - (h - 2 * pad) * frac
-        parts.append(f'<text x="{pad - 6}" y="{y + 4:.1f}" text-anchor="end" class="a">{ymax * frac:.0%}</text>')
-    parts.append(f'<text x="{pad}" y="{h - pad + 16}" class="a">0</text><text x="{w - pad}" y="{h - pad + 16}" '
-                 f'text-anchor="end" class="a">{xmax} env steps</text>')
-    for k, (name, cs) in enumerate(curves.items()):
+        label = f"{ymax * frac:.0%}" if metric.endswith("success") else f"{ymax * frac:.2f}"
+        parts.append(f'<text x="{left + pad - 6}" y="{y + 4:.1f}" text-anchor="end" class="a">{label}</text>')
+    for name, cs in curves.items():
         color = COLORS[name]
-        for c in cs:
-            parts.append(f'<polyline fill="none" stroke="{color}" stroke-opacity=".3" stroke-width="1" '
-                         f'points="{" ".join(xy(p["env_steps"], p["held_out_success"]) for p in c)}"/>')
+        parts += [f'<polyline fill="none" stroke="{color}" stroke-opacity=".3" stroke-width="1" '
+                  f'points="{points([(p["env_steps"], p[metric]) for p in c])}"/>' for c in cs]
         n = min(len(c) for c in cs)
-        mean = [(statistics.mean(c[i]["env_steps"] for c in cs), statistics.mean(c[i]["held_out_success"] for c in cs))
+        mean = [(statistics.mean(c[i]["env_steps"] for c in cs), statistics.mean(c[i][metric] for c in cs))
                 for i in range(n)]
-        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2.5" '
-                     f'points="{" ".join(xy(x, y) for x, y in mean)}"/>')
-        parts += [f'<circle cx="{xy(x, y).split(",")[0]}" cy="{xy(x, y).split(",")[1]}" r="3" fill="{color}"/>'
-                  for x, y in mean]
-        parts.append(f'<rect x="{pad + 10 + 120 * k}" y="14" width="14" height="4" fill="{color}"/>'
-                     f'<text x="{pad + 28 + 120 * k}" y="20" class="a">{name}</text>')
-    parts.append(f'<text x="{w / 2}" y="{h - 8}" text-anchor="middle" class="a">held-out success '
-                 f'(greedy) against env steps; mean of {len(runs)} seeds, faint: each seed</text>')
+        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2.5" points="{points(mean)}"/>')
+        parts += ['<circle cx="{}" cy="{}" r="3" fill="{}"/>'.format(*xy(x, y), color) for x, y in mean]
+    return parts
+
+
+def figure(runs: list[dict[str, Any]], path: Path) -> None:
+    """Held-out success and held-out progress against env steps, side by side."""
+    curves = {name: [r["variants"][name]["curve"] for r in runs] for name in VARIANTS}
+    w, h = 760, 300
+    parts = panel(curves, "held_out_success", "held-out success (greedy)", 0)
+    parts += panel(curves, "held_out_progress", "held-out progress (greedy)", 380)
+    parts += [f'<rect x="{56 + 120 * k}" y="8" width="14" height="4" fill="{COLORS[name]}"/>'
+              f'<text x="{74 + 120 * k}" y="14" class="a">{name}</text>' for k, name in enumerate(VARIANTS)]
+    parts.append(f'<text x="{w / 2}" y="{h - 8}" text-anchor="middle" class="a">against env steps; bold: the '
+                 f'mean of {len(runs)} seeds, faint: each seed</text>')
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}">'
                     '<style>.a{font:11px sans-serif;fill:#444}</style>'
@@ -161,6 +171,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seen", type=int, default=4, help="training tasks also evaluated at unseen layouts")
     parser.add_argument("--max-steps", type=int, default=6, help="steps per episode (rollouts and evaluation)")
     parser.add_argument("--figure", default="docs/images/grpo_learning.svg")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="one more override for every variant (e.g. loss.learning_rate=1e-3)")
     parser.add_argument("--runs", default=None, help="keep the runs' directories here (default: a temp dir)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
