@@ -80,7 +80,8 @@ def ours(args: argparse.Namespace, name: str, seed: int, out: Path) -> dict[str,
     rollout_s = sum(u["rollout_s"] for u in updates)
     train_s = sum(u["train_s"] for u in updates)
     return {"wall_s": round(wall, 1), "load": load, "env_steps": updates[-1]["env_steps"],
-            "updates": len(updates), "episodes": sum(u.get("episodes", 0) for u in updates),
+            "updates": len(updates), "episodes": sum(u["episodes"] for u in updates),
+            "successes": round(sum(u["success"] * u["episodes"] for u in updates)),
             "rollout_s": round(rollout_s, 1), "train_s": round(train_s, 1),
             "train_reward": [u["reward"] for u in updates],
             "train_success": [u["success"] for u in updates], "model": str(out / "model")}
@@ -89,7 +90,7 @@ def ours(args: argparse.Namespace, name: str, seed: int, out: Path) -> dict[str,
 def trl(args: argparse.Namespace, seed: int, out: Path, budget: int) -> dict[str, Any]:
     argv = [sys.executable, "-m", "benchmarks.trl_arm", "--config", CONFIG,
             "--model", str(args.model), "--out", str(out), "--env-steps", str(budget),
-            "--max-generations", str(3 * args.updates)]
+            "--max-generations", str(args.trl_max_generations)]
     for item in [f"seed={seed}", "reward=outcome", *COMMON]:
         argv += ["--set", item]
     wall, load = run_arm(argv, TRL)
@@ -143,14 +144,16 @@ def run_round(args: argparse.Namespace, seed: int, root: Path) -> dict[str, Any]
 
 
 def table(before: dict[str, Any], rounds: list[dict[str, Any]]) -> list[list[str]]:
-    rows = [["start (the SFT model)", "-", "-", "-", "-", "-",
+    rows = [["start (the SFT model)", "-", "-", "-", "-", "-", "-", "-",
              f"{before['success_rate']:.0%}", f"{before['progress']:.2f}"]]
     for name in rounds[0]["arms"]:
         arms = [r["arms"][name] for r in rounds]
         wall = median(a["wall_s"] for a in arms)
         steps = median(a["env_steps"] for a in arms)
         rows.append([
-            name, fmt(wall, 0), fmt(steps, 0), fmt(ratio(wall, steps), 2),
+            name, fmt(wall, 0), fmt(steps, 0), fmt(median(a["episodes"] for a in arms), 0),
+            fmt(ratio(wall, steps), 2),
+            " / ".join(f"{a['successes']}/{a['episodes']}" for a in arms),
             fmt(median(a["rollout_s"] for a in arms), 0), fmt(median(a["train_s"] for a in arms), 0),
             " / ".join(f"{a['eval_after']['success_rate']:.0%}" for a in arms),
             " / ".join(f"{a['eval_after']['progress']:.2f}" for a in arms)])
@@ -161,9 +164,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, required=True, help="the starting model "
                         "(trained with prompt.codec=qwen in the element mode)")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds (seeds 0, 1, ...)")
-    parser.add_argument("--updates", type=int, default=4, help="updates of our GRPO per arm")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds (seeds 0, 1, ...)")
+    parser.add_argument("--updates", type=int, default=3, help="updates of our GRPO per arm")
     parser.add_argument("--tree", action="store_true", help="add ours step+tree")
+    parser.add_argument("--trl-max-generations", type=int, default=30, help="TRL stops after "
+                        "this many generation batches even below the env-step budget")
     parser.add_argument("--eval-episodes", type=int, default=2, help="episodes per held-out goal")
     parser.add_argument("--eval-tokens", type=int, default=64, help="tokens per reply in evaluation")
     parser.add_argument("--out", default=None)
@@ -175,7 +180,8 @@ def main(argv: list[str] | None = None) -> None:
         rounds = [run_round(args, seed, root) for seed in range(args.rounds)]
     print_table("GRPO through ours vs TRL's GRPOTrainer through the adapter (medians over rounds; "
                 "held-out per round)",
-                ["arm", "wall s", "env steps", "s / env step", "rollout s", "train s",
+                ["arm", "wall s", "env steps", "episodes", "s / env step", "training successes",
+                 "rollout s", "train s",
                  "held-out success", "held-out progress"], table(before, rounds))
     path = write_results("bench_adapters", {
         "args": {k: str(v) for k, v in vars(args).items()}, "config": CONFIG, "common_sets": COMMON,
