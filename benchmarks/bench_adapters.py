@@ -2,7 +2,7 @@
 through the adapter, at the same env-step budget, from the same starting model.
 
     PYTHONPATH=$PWD .venv/bin/python -m benchmarks.bench_adapters --model runs/sft-qwen/model \
-        [--rounds 2] [--updates 4] [--tree]
+        [--rounds 1] [--updates 3] [--tree]
 
 Every arm trains on ``trainers/configs/grpo-tiny.yaml``'s tasks, layouts, group shape (2
 tasks x G=4 per update or generation batch), step limit (5), temperature, learning rate,
