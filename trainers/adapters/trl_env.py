@@ -191,6 +191,16 @@ class CUAEnvironment:
         return tuple(self._rewards)
 
     @property
+    def last_step(self) -> StepInfo | None:
+        """The episode's last step (its executed action, verdict, success); None before one."""
+        return self._last
+
+    @property
+    def over(self) -> str | None:
+        """Why the episode ended (goal reached, done, step limit); None while it runs."""
+        return self._over
+
+    @property
     def success(self) -> bool:
         """The episode reached its goal."""
         return self._last is not None and self._last.success
