@@ -11,12 +11,19 @@ trained: ``sync(policy, version)`` runs before every update's rollouts.
   saves the policy to ``OUT/weights/vN`` and asks the server to load it; the steps record the
   version the server says produced them. The server must serve the same architecture and
   tokenizer (start it on the run's starting checkpoint).
-- vLLM in-process (``vllm:``, the gpu extra) would be a third; it is not wired in here and is
-  untested where vLLM cannot be installed (this CPU host).
+- ``vllm`` (``VLLMBackend``): the ``vllm:`` agent, vLLM's engine in this process (the gpu
+  extra; CUDA only), started on the run's starting checkpoint. ``sync`` hands the policy's
+  current weights to the engine's model (``LLM.apply_model`` -> ``load_weights``; LoRA
+  adapters merged on the fly into a copy, the policy's own weights untouched) and clears its
+  prefix cache. The engine core runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``),
+  so the weights pass by reference, not through a pipe. Untested where vLLM cannot be
+  installed (this CPU host); the tests here fake only the engine (``vllm.LLM``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,7 +31,7 @@ from typing import Any, Protocol
 import aiohttp
 
 from harness.agents.base import Agent
-from trainers.errors import ConfigError, EndpointError
+from trainers.errors import ConfigError, EndpointError, MissingExtraError
 
 
 class RolloutBackend(Protocol):
@@ -55,8 +62,6 @@ class OpenAIBackend:
         self.keep = keep
 
     async def sync(self, policy: Any, version: int) -> None:
-        import asyncio
-
         from trainers.models.processor import save_processor
 
         target = self.weights_dir / f"v{version}"
@@ -87,3 +92,70 @@ class OpenAIBackend:
                                 f"{str(answer)[:200]}; serve the run's starting checkpoint with `cua serve`")
         for old in sorted(self.weights_dir.glob("v*"), key=lambda p: int(p.name[1:]))[:-self.keep]:
             shutil.rmtree(old, ignore_errors=True)
+
+
+class VLLMBackend:
+    """Rollouts from vLLM's engine in this process, given the policy's weights before every
+    update (see the module docstring)."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent  # a VLLMAgent: .llm is the engine
+
+    async def sync(self, policy: Any, version: int) -> None:
+        await asyncio.to_thread(push_weights, self.agent.llm, policy.model)
+        self.agent.policy_version = version
+
+
+def make_vllm_backend(path: Path, options: Any) -> VLLMBackend:
+    """The vllm backend over ``path`` (a checkpoint, or a LoRA adapter: its base model) with
+    ``VLLMAgentOptions``; a clear error where vLLM is not installed."""
+    try:
+        import vllm  # noqa: F401
+    except ImportError as exc:
+        raise MissingExtraError("rollout.backend: expected vLLM for backend: vllm, got none installed; "
+                                "install the gpu extra on a CUDA machine (pip install 'cua-harness[gpu]') "
+                                "or use backend: hf") from exc
+    from trainers.agents.vllm_agent import VLLMAgent
+    from trainers.models.policy import checkpoint_base
+
+    # The engine core in this process: the weights of every sync pass by reference.
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    return VLLMBackend(VLLMAgent(checkpoint_base(Path(path)), options))
+
+
+def push_weights(llm: Any, model: Any) -> None:
+    """Load ``model``'s current weights into the engine ``llm`` and drop its cached prefixes
+    (their keys and values came from the old weights)."""
+    weights = list(engine_weights(model).items())
+    llm.apply_model(lambda engine_model: engine_model.load_weights(weights))
+    reset = getattr(llm, "reset_prefix_cache", None)
+    if reset is not None:
+        reset()
+
+
+def engine_weights(model: Any) -> dict[str, Any]:
+    """``model``'s current weights under the names its checkpoint files use (what an engine's
+    ``load_weights`` reads: transformers' own save-time renaming); a peft model's LoRA deltas
+    are added to their base weights in new tensors, the policy's own left as they are."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    lora_layers = {name: module for name, module in base.named_modules()
+                   if hasattr(module, "base_layer") and hasattr(module, "get_delta_weight")}
+    weights: dict[str, Any] = {}
+    for name, param in base.named_parameters():
+        owner, _, leaf = name.rpartition(".")
+        layer = owner.removesuffix(".base_layer")
+        if owner.endswith(".base_layer") and layer in lora_layers:
+            weight = param.detach()
+            if leaf == "weight":
+                module = lora_layers[layer]
+                for adapter in module.active_adapters:
+                    if adapter in module.lora_A:
+                        weight = weight + module.get_delta_weight(adapter).to(weight.dtype)
+            weights[f"{layer}.{leaf}"] = weight
+        elif ".lora_" not in f".{name}":  # the adapters' own matrices are in the deltas
+            weights[name] = param.detach()
+    try:
+        from transformers.core_model_loading import revert_weight_conversion
+    except ImportError:  # transformers before 5 saves under the module names
+        return weights
+    return dict(revert_weight_conversion(base, weights))

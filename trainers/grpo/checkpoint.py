@@ -1,7 +1,8 @@
 """Checkpoints with exact resume: ``OUT/checkpoints/update-N/``.
 
-    model.pt        the policy's state dict (every weight, adapters included)
-    optimizer.pt    AdamW's state; scheduler.pt: the learning-rate schedule
+    model.pt        the policy's full state dict (every weight, adapters included)
+    optimizer.pt    AdamW's full state (keyed by parameter index; by parameter name when
+                    written by an FSDP run); scheduler.pt: the learning-rate schedule
     state.pt        the loop: updates done, env steps, dead-signal streaks, time totals,
                     Python's task-sampling stream, torch's global and minibatch-order
                     streams, the curriculum's pool and variants
@@ -19,6 +20,8 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from trainers.errors import ConfigError
 
 CHECKPOINTS = "checkpoints"
 
@@ -41,20 +44,24 @@ def checkpoints(out: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
 
 
-def save(out: Path, loop: LoopState, *, model: Any, optimizer: Any, scheduler: Any,
-         sampler: random.Random, shuffle: Any, curriculum: Any, keep: int = 2) -> Path:
-    """Write the checkpoint of ``loop.update`` (keeping the newest ``keep``)."""
+def save(out: Path, loop: LoopState, *, model_state: dict[str, Any], optimizer_state: dict[str, Any],
+         scheduler: Any, sampler: random.Random, shuffle: Any, curriculum: Any, strategy: str = "ddp",
+         keep: int = 2) -> Path:
+    """Write the checkpoint of ``loop.update`` (keeping the newest ``keep``). ``model_state``
+    and ``optimizer_state``: the full state dicts (``Ranks.state``); ``strategy``: the layout
+    of ``optimizer_state`` (``fsdp``: keyed by parameter name)."""
     import torch
 
     final = Path(out) / CHECKPOINTS / f"update-{loop.update}"
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    torch.save(model.state_dict(), tmp / "model.pt")
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
+    torch.save(model_state, tmp / "model.pt")
+    torch.save(optimizer_state, tmp / "optimizer.pt")
     torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
     torch.save({"loop": asdict(loop), "sampler": sampler.getstate(), "torch": torch.get_rng_state(),
-                "shuffle": shuffle.get_state(), "curriculum": curriculum.state_dict()}, tmp / "state.pt")
+                "shuffle": shuffle.get_state(), "curriculum": curriculum.state_dict(),
+                "optimizer_layout": _layout(strategy)}, tmp / "state.pt")
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     for old in checkpoints(out)[:-keep]:
@@ -62,17 +69,27 @@ def save(out: Path, loop: LoopState, *, model: Any, optimizer: Any, scheduler: A
     return final
 
 
-def load(path: Path, *, model: Any, optimizer: Any, scheduler: Any, sampler: random.Random,
-         shuffle: Any, curriculum: Any) -> LoopState:
-    """Restore a checkpoint into the given objects; returns the loop state."""
+def _layout(strategy: str) -> str:
+    return "by-name" if strategy == "fsdp" else "by-index"
+
+
+def load(path: Path, *, scheduler: Any, sampler: random.Random, shuffle: Any, curriculum: Any,
+         strategy: str = "ddp") -> tuple[LoopState, dict[str, Any], dict[str, Any]]:
+    """Restore a checkpoint into the given objects; returns the loop state and the model's and
+    the optimizer's full state dicts (for ``Ranks.load_state``)."""
     import torch
 
-    model.load_state_dict(torch.load(path / "model.pt", weights_only=True))
-    optimizer.load_state_dict(torch.load(path / "optimizer.pt", weights_only=True))
-    scheduler.load_state_dict(torch.load(path / "scheduler.pt", weights_only=True))
     state = torch.load(path / "state.pt", weights_only=False)
+    found = state.get("optimizer_layout", "by-index")
+    if found != _layout(strategy):
+        written = "fsdp" if found == "by-name" else "ddp or one process"
+        raise ConfigError(f"distributed.strategy: expected the strategy that wrote {path} ({written}), got "
+                          f"{strategy}; resume with the same strategy")
+    model_state = torch.load(path / "model.pt", weights_only=True)
+    optimizer_state = torch.load(path / "optimizer.pt", weights_only=True)
+    scheduler.load_state_dict(torch.load(path / "scheduler.pt", weights_only=True))
     sampler.setstate(state["sampler"])
     torch.set_rng_state(state["torch"])
     shuffle.set_state(state["shuffle"])
     curriculum.load_state_dict(state["curriculum"])
-    return LoopState(**state["loop"])
+    return LoopState(**state["loop"]), model_state, optimizer_state

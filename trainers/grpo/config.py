@@ -46,11 +46,15 @@ class GroupSpec(_Strict):
 class RolloutSpec(_Strict, EnvPlacement):
     """How episodes are sampled, and by which backend (trainers.grpo.backends)."""
 
-    backend: Literal["hf", "openai"] = Field(default="hf", description="hf: the trained policy in "
-                                             "this process; openai: a server with POST /v1/weights "
-                                             "(`cua serve` on the starting checkpoint) at url")
+    backend: Literal["hf", "openai", "vllm"] = Field(
+        default="hf", description="hf: the trained policy in this process; openai: a server with "
+        "POST /v1/weights (`cua serve` on the starting checkpoint) at url; vllm: vLLM's engine in "
+        "this process (the gpu extra), given the new weights after every update")
     url: str | None = Field(default=None, description="the openai backend's base URL, e.g. "
                             "http://127.0.0.1:8000/v1")
+    gpu_memory_utilization: float = Field(default=0.3, gt=0.0, lt=1.0, description="the vllm "
+                                          "backend: the share of the GPU's memory vLLM takes (the "
+                                          "policy, reference and optimizer need the rest)")
 
     max_steps: int = Field(default=8, ge=1, description="steps before an episode is truncated")
     temperature: float = Field(default=1.0, gt=0.0, description="sampling temperature of rollouts")
@@ -138,6 +142,16 @@ class SignalSpec(_Strict):
                           "truncated, or whose rewards were all identical, before the run stops")
 
 
+class DistributedSpec(_Strict):
+    """How several training processes share the policy (trainers.grpo.distributed); one process
+    ignores it."""
+
+    strategy: Literal["ddp", "fsdp"] = Field(
+        default="ddp", description="ddp: every rank holds the whole model, gradients all-reduced "
+        "(accelerate); fsdp: parameters, gradients and AdamW state sharded over the ranks "
+        "(torch's fully_shard), gathered whole for rollouts and checkpoints")
+
+
 class GRPOConfig(_Strict):
     """`cua train grpo`: online GRPO in live sandboxes with verified step rewards."""
 
@@ -159,6 +173,8 @@ class GRPOConfig(_Strict):
     curriculum: CurriculumSpec = Field(default_factory=CurriculumSpec, description="the task curriculum")
     eval: EvalSpec | None = Field(default=None, description="held-out evaluation; None: none")
     signal: SignalSpec = Field(default_factory=SignalSpec, description="dead-signal checks")
+    distributed: DistributedSpec = Field(default_factory=DistributedSpec, description="data "
+                                         "parallel with more than one process: ddp or fsdp")
     store: Path | None = Field(default=None, description="trajectory store every rollout (tree "
                                "branches included) is written to, with its policy version; None: OUT/store")
     checkpoint_every: int = Field(default=2, ge=1, description="write a checkpoint every N updates (for resume)")

@@ -9,6 +9,9 @@ loop on one copy of the policy:
 - the policy's training forward runs through accelerate's DDP wrapper
   (:attr:`Ranks.train_model`), so each backward all-reduces the gradients; every rank takes
   the same number of backward passes per optimizer step (``trainers.grpo.optimize``);
+- or, with ``distributed.strategy: fsdp``, the policy (and the frozen reference) is sharded
+  in place over the ranks (``trainers.grpo.fsdp``): rollouts run inside
+  :meth:`Ranks.full_params`, clipping and checkpoints go through FSDP's full-tensor paths;
 - outcomes, metrics and dead-signal counts are gathered (:meth:`Ranks.gather`), so every
   rank takes the same decisions; only the main process writes metrics, the store,
   checkpoints, the report and the final model.
@@ -19,8 +22,9 @@ single-process one.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +36,12 @@ from trainers.grpo.config import GRPOConfig
 class Ranks:
     """One process of a data-parallel run, or the only process (``accelerator`` None)."""
 
-    def __init__(self, accelerator: Any | None = None) -> None:
+    def __init__(self, accelerator: Any | None = None, strategy: str = "ddp") -> None:
         self.accelerator = accelerator
         self.rank = accelerator.process_index if accelerator is not None else 0
         self.world = accelerator.num_processes if accelerator is not None else 1
-        self.train_model: Any | None = None  # the DDP-wrapped policy model (set by wrap)
+        self.train_model: Any | None = None  # the DDP-wrapped (or sharded) policy model, set by wrap
+        self.sharded = strategy == "fsdp" and self.world > 1
 
     @property
     def main(self) -> bool:
@@ -56,10 +61,71 @@ class Ranks:
         return list(range(self.rank, max(count, self.world), self.world))
 
     def wrap(self, model: Any) -> None:
-        """Wrap the policy's model for gradient all-reduce (DDP through accelerate). The
-        wrapper shares the parameters, so generation keeps using the bare model."""
-        if self.accelerator is not None:
+        """Wrap the policy's model for gradient all-reduce (DDP through accelerate; the wrapper
+        shares the parameters, so generation keeps using the bare model), or shard it in
+        place (FSDP; build the optimizer after this)."""
+        if self.sharded:
+            from trainers.grpo.fsdp import shard
+
+            shard(model, self._device_type, self.world)
+            self.train_model = model
+        elif self.accelerator is not None:
             self.train_model = self.accelerator.prepare_model(model)
+
+    def wrap_frozen(self, model: Any) -> None:
+        """The frozen reference model: sharded like the policy under FSDP, else as it is."""
+        if self.sharded:
+            from trainers.grpo.fsdp import shard
+
+            shard(model, self._device_type, self.world)
+
+    @property
+    def _device_type(self) -> str:
+        return self.accelerator.device.type if self.accelerator is not None else "cpu"
+
+    @contextlib.contextmanager
+    def full_params(self, model: Any) -> Iterator[None]:
+        """Rollouts and evaluation: under FSDP the sharded ``model`` gathered whole for the
+        block (each rank may then call it any number of times); else nothing to do."""
+        if not self.sharded:
+            yield
+            return
+        from trainers.grpo.fsdp import full_params
+
+        with full_params(model):
+            yield
+
+    def clip_grad_norm(self, parameters: list[Any], max_norm: float) -> float:
+        """Clip the gradients to ``max_norm`` (under FSDP: over every shard); the total norm."""
+        if self.sharded:
+            from trainers.grpo.fsdp import clip_grad_norm
+
+            return clip_grad_norm(parameters, max_norm)
+        import torch
+
+        return float(torch.nn.utils.clip_grad_norm_(parameters, max_norm))
+
+    def state(self, model: Any, optimizer: Any | None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The model's and the optimizer's full state dicts on the main process (empty dicts
+        elsewhere). Under FSDP every rank must call it (the shards are gathered); the
+        optimizer's state is then keyed by parameter name, not by index."""
+        if self.sharded:
+            from trainers.grpo.fsdp import full_state
+
+            return full_state(model, optimizer)
+        if not self.main:
+            return {}, {}
+        return model.state_dict(), optimizer.state_dict() if optimizer is not None else {}
+
+    def load_state(self, model: Any, optimizer: Any, weights: dict[str, Any], optim: dict[str, Any]) -> None:
+        """Load full state dicts (as :meth:`state` returns them) on this rank."""
+        if self.sharded:
+            from trainers.grpo.fsdp import load_full_state
+
+            load_full_state(model, optimizer, weights, optim)
+            return
+        model.load_state_dict(weights)
+        optimizer.load_state_dict(optim)
 
     def backward(self, loss: Any) -> None:
         if self.accelerator is not None:
@@ -118,14 +184,23 @@ def unsupported(config: GRPOConfig) -> str | None:
     if config.curriculum.replay:
         return ("curriculum.replay: expected false with more than one process, got true; replays "
                 "read the store, which only the main process holds")
+    if config.rollout.backend == "openai":
+        return ("rollout.backend: expected hf with more than one process, got openai; every rank "
+                "would push its weights to the one server")
     if config.rollout.backend != "hf":
         return (f"rollout.backend: expected hf with more than one process, got {config.rollout.backend}; "
-                "every rank would push its weights to the one server")
+                "every rank would start its own engine beside its training process (untested); "
+                "run vllm with one process")
+    if config.distributed.strategy == "fsdp" and config.model.pointer_head:
+        return ("model.pointer_head: expected false with distributed.strategy: fsdp, got true; the "
+                "pointer head sits outside the sharded model, so its optimizer state cannot be "
+                "gathered by parameter name (GRPO does not train it)")
     return None
 
 
-def make_ranks() -> Ranks:
-    """The run's ranks: an accelerator when launched with more than one process."""
+def make_ranks(strategy: str = "ddp") -> Ranks:
+    """The run's ranks: an accelerator when launched with more than one process, sharding the
+    policy with ``strategy: fsdp``."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return Ranks()
     try:
@@ -137,7 +212,7 @@ def make_ranks() -> Ranks:
                           "install the train extra") from exc
     # Prompts without an image (observation: elements) leave the vision tower without gradients.
     kwargs = DistributedDataParallelKwargs(find_unused_parameters=True)
-    return Ranks(Accelerator(cpu=not torch.cuda.is_available(), kwargs_handlers=[kwargs]))
+    return Ranks(Accelerator(cpu=not torch.cuda.is_available(), kwargs_handlers=[kwargs]), strategy)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ first is still correct. Minibatch order comes from ``shuffle`` (a ``torch.Genera
 the checkpoint saves). A loss that is not finite stops the run (``TrainingSignalError``).
 
 Data parallel (``ranks`` with more than one process): the forward runs through the DDP
-wrapper, so each backward all-reduces (averages) the gradients. DDP needs the same number of
+wrapper, so each backward all-reduces (averages) the gradients; under FSDP through the
+sharded model, whose backward reduce-scatters them, and the sharded reference runs the same
+agreed number of passes. DDP needs the same number of
 backward passes on every rank, so the ranks agree on the most minibatches any of them has;
 a rank out of steps repeats one of its steps with a zero weight, and the others' losses are
 scaled by ranks / active ranks so the average is over the ranks that had data. One small
@@ -27,15 +29,20 @@ from trainers.grpo.distributed import Ranks
 from trainers.grpo.losses import aggregate, grpo_loss
 
 
-def reference_logprobs(reference: Any, policy: Any, steps: Sequence[TrainStep], size: int) -> list[Any]:
-    """The frozen reference's per-token log-probabilities of each step (1-D tensors)."""
+def reference_logprobs(reference: Any, policy: Any, steps: Sequence[TrainStep], size: int,
+                       passes: int | None = None) -> list[Any]:
+    """The frozen reference's per-token log-probabilities of each step (1-D tensors).
+    ``passes``: forwards to run in all (a sharded reference: the same count on every rank;
+    passes past this rank's steps score its first step again and are dropped)."""
     import torch
 
     out: list[Any] = []
     with torch.no_grad():
-        for first in range(0, len(steps), size):
-            scored = score(reference, policy, steps[first: first + size])
-            out.extend(row[: int(n)] for row, n in zip(scored.logprobs, scored.mask.sum(1), strict=True))
+        for first in range(0, max(len(steps), (passes or 0) * size), size):
+            chunk = steps[first: first + size]
+            scored = score(reference, policy, chunk or steps[:1])
+            if chunk:
+                out.extend(row[: int(n)] for row, n in zip(scored.logprobs, scored.mask.sum(1), strict=True))
     return out
 
 
@@ -48,7 +55,7 @@ def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spe
     ranks = ranks or Ranks()
     model = ranks.train_model if ranks.train_model is not None else policy.model
     passes = _passes(ranks, len(steps), spec.minibatch, update)
-    ref = reference_logprobs(reference, policy, steps, spec.minibatch) \
+    ref = reference_logprobs(reference, policy, steps, spec.minibatch, passes if ranks.sharded else None) \
         if reference is not None and spec.kl_coef > 0 else None
     totals: dict[str, float] = {}
     count = 0
@@ -82,14 +89,14 @@ def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spe
                 loss = _agree(ranks, loss, padding, error, update)
                 optimizer.zero_grad(set_to_none=True)
                 ranks.backward(loss)
-                norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), spec.max_grad_norm)
+                norm = ranks.clip_grad_norm(policy.parameters(), spec.max_grad_norm)
                 optimizer.step()
                 if padding:
                     continue
                 entropy = aggregate(scored.entropy, scored.mask, spec.aggregation).item()
                 figures = {"loss": stats.loss, "policy_loss": stats.policy_loss, "kl": stats.kl,
                            "clip_fraction": stats.clip_fraction, "ratio": stats.ratio_mean,
-                           "entropy": entropy, "grad_norm": float(norm)}
+                           "entropy": entropy, "grad_norm": norm}
                 for name, value in figures.items():
                     totals[name] = totals.get(name, 0.0) + value
                 count += 1

@@ -21,8 +21,9 @@ The loop, top to bottom (one update):
 At the end: ``OUT/model`` (with its ``cua_agent.yaml``) and ``OUT/report.html``.
 
 Under ``accelerate launch --num_processes N`` the ranks share each update's groups and
-all-reduce the gradients; what they gather keeps their decisions identical, and only the
-main process writes (``trainers.grpo.distributed``).
+all-reduce the gradients (DDP), or shard the policy with ``distributed.strategy: fsdp``;
+what they gather keeps their decisions identical, and only the main process writes
+(``trainers.grpo.distributed``).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def train_grpo(config: GRPOConfig, *, agent_class: type | None = None) -> Path:
     from trainers.models.policy import require_train_extra
 
     require_train_extra()
-    ranks = make_ranks()
+    ranks = make_ranks(config.distributed.strategy)
     if ranks.world == 1:
         _start_run(config)
     else:  # the main process prepares the run directory; every rank raises its error
@@ -146,9 +147,11 @@ class Trainer:
             torch.set_num_threads(config.threads)
         torch.manual_seed(config.seed)
         self.policy = load_policy(config.model)
+        ranks.wrap(self.policy.model)  # before the optimizer: FSDP replaces the parameters
         self.reference = None
         if config.loss.kl_coef > 0:
             self.reference = load_policy(PolicyConfig(**{**config.model.model_dump(), "finetune": "none"})).model
+            ranks.wrap_frozen(self.reference)
         self.greedy = HFAgent(self.policy, _agent_options(config, temperature=0.0))
         self.backend = _backend(config, self.policy, agent_class)
         self.agent: Any = self.backend.agent
@@ -158,7 +161,6 @@ class Trainer:
         updates = config.updates
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, (lambda u: 1.0) if loss.lr_scheduler == "constant" else (lambda u: 1.0 - u / updates))
-        ranks.wrap(self.policy.model)
         self.sampler = random.Random(config.seed)
         self.shuffle = torch.Generator().manual_seed(config.seed)
         self.curriculum = Curriculum(task_ids(config.tasks), config.curriculum)
@@ -178,9 +180,10 @@ class Trainer:
 
     def resume(self) -> None:
         latest = checkpoint.checkpoints(Path(self.config.out))[-1]
-        self.loop = checkpoint.load(latest, model=self.policy.model, optimizer=self.optimizer,
-                                    scheduler=self.scheduler, sampler=self.sampler,
-                                    shuffle=self.shuffle, curriculum=self.curriculum)
+        self.loop, weights, optim = checkpoint.load(
+            latest, scheduler=self.scheduler, sampler=self.sampler, shuffle=self.shuffle,
+            curriculum=self.curriculum, strategy=self._strategy)
+        self.ranks.load_state(self.policy.model, self.optimizer, weights, optim)
         if self.ranks.main:
             console.print(f"resumed from {latest} (update {self.loop.update})")
 
@@ -217,7 +220,8 @@ class Trainer:
 
         await self.backend.sync(self.policy, update - 1)  # the weights that sample this update
         started = time.perf_counter()
-        rollouts, branches = await self.collect(update)
+        with self.ranks.full_params(self.policy.model):  # FSDP: generation needs whole weights
+            rollouts, branches = await self.collect(update)
         rollout_s = time.perf_counter() - started
         mains = [r for r in rollouts if r.parent is None]
         replays = self.replays(mains) if self.config.curriculum.replay else []
@@ -294,8 +298,9 @@ class Trainer:
         started = time.perf_counter()
         pairs = [(task, i) for task in task_ids(spec.tasks) for i in range(spec.episodes)]
         mine = pairs[self.ranks.rank::self.ranks.world]  # data parallel: each rank its share
-        groups = await asyncio.gather(*(self.eval_rollouts.group(task, spec.seed + i, 1, i, "eval")
-                                        for task, i in mine))
+        with self.ranks.full_params(self.policy.model):
+            groups = await asyncio.gather(*(self.eval_rollouts.group(task, spec.seed + i, 1, i, "eval")
+                                            for task, i in mine))
         results = [(task, g[0].episode.success, g[0].episode.progress, g[0].episode.total_reward, g[0].episode.steps)
                    for (task, _), g in zip(mine, groups, strict=True)]
         episodes = [e for part in self.ranks.gather(results) for e in part]
@@ -319,12 +324,24 @@ class Trainer:
         """A metrics line: written by the main process, returned on every rank."""
         return self.metrics.write(event, **fields) if self.ranks.main else {"event": event, **fields}
 
+    @property
+    def _strategy(self) -> str:
+        return "fsdp" if self.ranks.sharded else "ddp"
+
     def save(self) -> None:
+        """A checkpoint (every rank calls it: FSDP gathers the shards; the main process writes)."""
+        weights, optim = self.ranks.state(self.policy.model, self.optimizer)
         if not self.ranks.main:
             return
-        checkpoint.save(Path(self.config.out), self.loop, model=self.policy.model, optimizer=self.optimizer,
+        checkpoint.save(Path(self.config.out), self.loop, model_state=weights, optimizer_state=optim,
                         scheduler=self.scheduler, sampler=self.sampler, shuffle=self.shuffle,
-                        curriculum=self.curriculum)
+                        curriculum=self.curriculum, strategy=self._strategy)
+
+    def save_model(self, path: Path) -> None:
+        """The final weights (every rank calls it; the main process writes)."""
+        weights = self.ranks.state(self.policy.model, None)[0] if self.ranks.sharded else None
+        if self.ranks.main:
+            self.policy.save(path, state_dict=weights)
 
     async def close(self) -> None:
         await self.envs.close()
@@ -364,9 +381,9 @@ async def _train(config: GRPOConfig, agent_class: type | None, ranks: Ranks) -> 
     finally:
         await trainer.close()
     report = Path(config.out) / "report.html"
+    model_dir = Path(config.out) / "model"
+    trainer.save_model(model_dir)
     if ranks.main:
-        model_dir = Path(config.out) / "model"
-        trainer.policy.save(model_dir)
         write_agent_file(model_dir, config.prompt)
         report = write_report(Path(config.out), config, trainer.metrics.read())
     ranks.close()  # the others wait until the main process has written everything
@@ -381,6 +398,17 @@ def _backend(config: GRPOConfig, policy: Any, agent_class: type | None) -> Any:
     rollout = config.rollout
     if rollout.backend == "hf":
         return HFBackend((agent_class or HFAgent)(policy, _agent_options(config, temperature=rollout.temperature)))
+    if rollout.backend == "vllm":
+        from trainers.agents.options import VLLMAgentOptions
+        from trainers.grpo.backends import make_vllm_backend
+
+        model = config.model
+        engine = VLLMAgentOptions(**config.prompt.model_dump(), temperature=rollout.temperature, top_p=rollout.top_p,
+                                  max_new_tokens=rollout.max_new_tokens, seed=config.seed,
+                                  max_batch=rollout.max_batch, max_wait_ms=rollout.max_wait_ms,
+                                  gpu_memory_utilization=rollout.gpu_memory_utilization, dtype=model.dtype,
+                                  min_pixels=model.min_pixels, max_pixels=model.max_pixels)
+        return make_vllm_backend(Path(model.path), engine)
     from trainers.agents.openai_agent import OpenAIAgent
     from trainers.agents.options import OpenAIAgentOptions
 

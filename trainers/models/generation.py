@@ -96,7 +96,9 @@ class Generator:
             sampler = RowSampler(requests, seeds, self.never, batch["input_ids"].device)
             model = _hf_model(self.policy.model)
             with _own_generation_config(model, self._config(requests)):
-                out = model.generate(**batch, logits_processor=[sampler])
+                # Each process generates for its own episodes: never in lockstep with others
+                # (transformers would sync the processes of a sharded model, step by step).
+                out = model.generate(**batch, logits_processor=[sampler], synced_gpus=False)
             self.calls += 1
         return self._unpack(requests, batch, out)
 

@@ -101,14 +101,15 @@ class Policy:
         """How many parameters receive gradients (the pointer head's included)."""
         return sum(p.numel() for p in self.parameters())
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, *, state_dict: dict[str, Any] | None = None) -> Path:
         """Write the weights (the adapter alone under LoRA), the pointer head if any, and the
-        processor to ``path``."""
+        processor to ``path``. ``state_dict``: the model's full weights when its parameters
+        are sharded (FSDP; ``trainers.grpo.fsdp.full_state``)."""
         from trainers.models.processor import save_processor
 
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(path)
+        self.model.save_pretrained(path, **({"state_dict": state_dict} if state_dict is not None else {}))
         save_processor(self.processor, path, self.kind)
         if self.pointer is not None:
             from trainers.models.pointer import save_pointer_head
@@ -202,6 +203,11 @@ def _enable_checkpointing(model: Any) -> None:
 
 def _has_processor(path: Path) -> bool:
     return (path / "tokenizer_config.json").is_file() and (path / "config.json").is_file()
+
+
+def checkpoint_base(path: Path) -> Path:
+    """The full checkpoint behind ``path``: itself, or a LoRA adapter directory's base model."""
+    return _adapter_base(path) if (path / "adapter_config.json").is_file() else path
 
 
 def _adapter_base(path: Path) -> Path:
