@@ -41,11 +41,13 @@ class TeacherMix(HFAgent):
         prompt = episode_prompt(self.prompts, obs, ctx.history)
         text = self.prompts.action_text(action, (obs.width, obs.height), obs.elements)
         ids = completion_ids(self.policy, text)
-        training = self.policy.model.training
-        self.policy.model.eval()
-        with torch.no_grad():
-            [logprobs] = completion_logprobs(self.policy, [prompt], [ids])
-        self.policy.model.train(training)
+        # The generator's lock: one forward at a time (FSDP's hooks keep per-forward state).
+        with self.generator.lock:
+            training = self.policy.model.training
+            self.policy.model.eval()
+            with torch.no_grad():
+                [logprobs] = completion_logprobs(self.policy, [prompt], [ids])
+            self.policy.model.train(training)
         return AgentStep(text=text, prompt=prompt.messages, image_steps=prompt.image_steps,
                          completion=text, token_ids=ids, logprobs=logprobs.tolist(),
                          policy_version=self.policy_version)

@@ -16,7 +16,6 @@ import torch
 
 from tests.trainers.test_grpo_train import ROLLOUT, grpo_config, lines, weights
 from tests.trainers.test_hf_agent import context, observation
-from trainers.agents.options import VLLMAgentOptions
 from trainers.errors import ConfigError, MissingExtraError
 from trainers.grpo.backends import VLLMBackend, engine_weights, make_vllm_backend
 from trainers.models.policy import LoraOptions, PolicyConfig, load_policy
@@ -108,9 +107,11 @@ async def test_the_backend_pushes_weights_then_samples_images_through_the_engine
                                                                                  tiny_policy) -> None:
     import os
 
-    options = VLLMAgentOptions(codec="json", temperature=1.0, max_new_tokens=3, max_wait_ms=0, history_images=1,
-                               gpu_memory_utilization=0.25, seed=7)
-    backend = make_vllm_backend(tiny_dir, options)
+    config = grpo_config(tiny_dir.parent / "unused", tiny_dir, seed=7,
+                         prompt={"codec": "json", "observation": "screenshot", "history_images": 1},
+                         rollout={**ROLLOUT, "backend": "vllm", "temperature": 1.0, "max_new_tokens": 3,
+                                  "max_wait_ms": 0, "gpu_memory_utilization": 0.25})
+    backend = make_vllm_backend(config)
     assert isinstance(backend, VLLMBackend) and os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
     [llm] = FakeLLM.made
     assert llm.kwargs["model"] == str(tiny_dir) and llm.kwargs["gpu_memory_utilization"] == 0.25

@@ -32,6 +32,7 @@ import aiohttp
 
 from harness.agents.base import Agent
 from trainers.errors import ConfigError, EndpointError, MissingExtraError
+from trainers.grpo.config import GRPOConfig
 
 
 class RolloutBackend(Protocol):
@@ -106,21 +107,28 @@ class VLLMBackend:
         self.agent.policy_version = version
 
 
-def make_vllm_backend(path: Path, options: Any) -> VLLMBackend:
-    """The vllm backend over ``path`` (a checkpoint, or a LoRA adapter: its base model) with
-    ``VLLMAgentOptions``; a clear error where vLLM is not installed."""
+def make_vllm_backend(config: GRPOConfig) -> VLLMBackend:
+    """The vllm backend of ``config``: an engine on ``model.path`` (a LoRA adapter: its base
+    model), sampling as ``rollout`` says; a clear error where vLLM is not installed."""
     try:
         import vllm  # noqa: F401
     except ImportError as exc:
         raise MissingExtraError("rollout.backend: expected vLLM for backend: vllm, got none installed; "
                                 "install the gpu extra on a CUDA machine (pip install 'cua-harness[gpu]') "
                                 "or use backend: hf") from exc
+    from trainers.agents.options import VLLMAgentOptions
     from trainers.agents.vllm_agent import VLLMAgent
     from trainers.models.policy import checkpoint_base
 
+    rollout, model = config.rollout, config.model
+    options = VLLMAgentOptions(**config.prompt.model_dump(), temperature=rollout.temperature, top_p=rollout.top_p,
+                               max_new_tokens=rollout.max_new_tokens, seed=config.seed, max_batch=rollout.max_batch,
+                               max_wait_ms=rollout.max_wait_ms, dtype=model.dtype,
+                               gpu_memory_utilization=rollout.gpu_memory_utilization,
+                               min_pixels=model.min_pixels, max_pixels=model.max_pixels)
     # The engine core in this process: the weights of every sync pass by reference.
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    return VLLMBackend(VLLMAgent(checkpoint_base(Path(path)), options))
+    return VLLMBackend(VLLMAgent(checkpoint_base(Path(model.path)), options))
 
 
 def push_weights(llm: Any, model: Any) -> None:

@@ -9,7 +9,10 @@ Every all-gather is a collective: every rank must run the same sharded forwards 
 order. The training passes do (``trainers.grpo.optimize`` agrees on one pass count), but
 rollouts do not: each rank generates for its own episodes, a different number of model
 calls. So rollouts and evaluation run inside :func:`full_params`: every unit is gathered
-whole once, forwards run without collectives, and the shards come back afterwards.
+whole once, forwards run without collectives, and the shards come back afterwards. Inside,
+forwards must still run one at a time (FSDP's hooks keep per-forward state; two threads
+in forward at once can reshard a unit and so start a collective): the ``hf`` agents run
+theirs under their ``Generator``'s lock.
 
 The frozen reference model is sharded the same way (its log-probabilities come from the
 same agreed number of passes). Checkpoints hold the full state dicts (model and AdamW,

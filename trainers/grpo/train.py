@@ -399,16 +399,9 @@ def _backend(config: GRPOConfig, policy: Any, agent_class: type | None) -> Any:
     if rollout.backend == "hf":
         return HFBackend((agent_class or HFAgent)(policy, _agent_options(config, temperature=rollout.temperature)))
     if rollout.backend == "vllm":
-        from trainers.agents.options import VLLMAgentOptions
         from trainers.grpo.backends import make_vllm_backend
 
-        model = config.model
-        engine = VLLMAgentOptions(**config.prompt.model_dump(), temperature=rollout.temperature, top_p=rollout.top_p,
-                                  max_new_tokens=rollout.max_new_tokens, seed=config.seed,
-                                  max_batch=rollout.max_batch, max_wait_ms=rollout.max_wait_ms,
-                                  gpu_memory_utilization=rollout.gpu_memory_utilization, dtype=model.dtype,
-                                  min_pixels=model.min_pixels, max_pixels=model.max_pixels)
-        return make_vllm_backend(Path(model.path), engine)
+        return make_vllm_backend(config)
     from trainers.agents.openai_agent import OpenAIAgent
     from trainers.agents.options import OpenAIAgentOptions
 
