@@ -187,8 +187,8 @@ def test_fsdp_refuses_what_it_cannot_shard(tmp_path, tiny_dir) -> None:
 
     fsdp = {"strategy": "fsdp"}
     assert unsupported(grpo_config(tmp_path, tiny_dir, distributed=fsdp)) is None
-    pointer = grpo_config(tmp_path, tiny_dir, distributed=fsdp,
-                          model={"path": str(tiny_dir), "finetune": "full", "pointer_head": True})
+    base = grpo_config(tmp_path, tiny_dir, distributed=fsdp)
+    pointer = base.model_copy(update={"model": base.model.model_copy(update={"pointer_head": True})})
     assert "model.pointer_head: expected false with distributed.strategy: fsdp" in (unsupported(pointer) or "")
     vllm = grpo_config(tmp_path, tiny_dir, rollout={**ROLLOUT, "backend": "vllm"})
     assert "rollout.backend: expected hf with more than one process, got vllm" in (unsupported(vllm) or "")
