@@ -56,9 +56,9 @@ class TeacherMix(HFAgent):
 ROLLOUT = {"max_steps": 3, "max_new_tokens": 8, "max_batch": 1}
 
 
-def grpo_config(out: Path, model: Path, **over: object) -> GRPOConfig:
+def grpo_config(out: Path, model_dir: Path, **over: object) -> GRPOConfig:
     base: dict = {
-        "out": str(out), "updates": 2, "model": {"path": str(model), "finetune": "full", "device": "cpu"},
+        "out": str(out), "updates": 2, "model": {"path": str(model_dir), "finetune": "full", "device": "cpu"},
         "prompt": {"codec": "json", "observation": "elements", "system_prompt": False},
         "tasks": ["fsm:shop/open_mug"], "group": {"tasks": 1, "size": 2, "seeds": [0]},
         "reward": "step", "rollout": ROLLOUT,
