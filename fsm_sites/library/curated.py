@@ -25,6 +25,7 @@ from fsm_sites.generator.compose import (
 )
 from fsm_sites.generator.templates import FieldDef as F
 from fsm_sites.generator.templates import Item as I  # noqa: E741
+from fsm_sites.generator.widgets import FaqPart, MenuPart
 from fsm_sites.spec import dump_spec
 
 RECIPES: tuple[SiteRecipe, ...] = (
@@ -37,10 +38,15 @@ RECIPES: tuple[SiteRecipe, ...] = (
             ("Add to cart", "add"), "cart", "Cart", quantities=2),
         forms=(FormPart("checkout", "Checkout", (
             F("text", "name", "Full name", ("Ada Lovelace",)), F("text", "address", "Street address", ("12 Elm St",)),
-            F("select", "shipping", "Shipping", ("standard", "express")), F("checkbox", "gift", "Gift wrap")),
+            F("select", "shipping", "Shipping", ("standard", "express")),
+            F("tooltip", "fee", "Express shipping fee", ("Express shipping costs $12 and arrives in 1-2 days.",)),
+            F("checkbox", "gift", "Gift wrap")),
             "Place order", "place an order with express shipping and gift wrap", needs_collection=True,
             wanted_items=("lamp", "mug")),),
         search={"lamp": ("lamp",), "kitchen": ("mug", "kettle")},
+        menu=MenuPart("account", "Account", (
+            ("orders", "Your orders", "You have no open orders."),
+            ("signout", "Sign out", "You are signed out. See you soon."))),
     ),
     SiteRecipe(
         "mail", "Swiftmail", "mail", "Your inbox, minus the noise.",
@@ -106,6 +112,11 @@ RECIPES: tuple[SiteRecipe, ...] = (
             "book a window seat on the {item} flight for Lee Chen with a checked bag and pay by card",
             from_items=("tyo", "par"), start_label="Book this flight"),
         search={"Paris": ("par",), "Europe": ("lis", "rom")},
+        faq=FaqPart("help", "Help", (
+            ("bags", "How much luggage can I bring?", "One cabin bag and one personal item are free."),
+            ("change", "Can I change my flight?", "Changes are free up to 24 hours before departure."),
+            ("refund", "How do I get a refund?", "Refunds take 5-7 days; our team handles each one.")),
+            "Contact support"),
     ),
     SiteRecipe(
         "settings", "Control Center", "settings", "Manage your account and devices.",
@@ -170,7 +181,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
             I("cho", "Cho Min", "Initech - Customer"), I("dev", "Dev Patel", "Umbrella - Lead")),
             ("Add to campaign", "add"), "campaign", "Campaign", per_page=2),
         forms=(FormPart("newcontact", "New contact", (
-            F("text", "cname", "Name", ("Eva Stone",)), F("text", "company", "Company", ("Hooli",)),
+            F("text", "cname", "Name", ("Eva Stone",)), F("combobox", "company", "Company", ("Globex", "Hooli", "Initech")),
             F("select", "stage", "Stage", ("lead", "qualified", "customer")), F("checkbox", "vip", "VIP")),
             "Save contact", "add Eva Stone from Hooli as a VIP customer"),),
         settings=SettingsPart("crmset", "Workspace", (
