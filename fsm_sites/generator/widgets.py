@@ -94,8 +94,8 @@ def faq(b: SiteBuilder, part: FaqPart) -> tuple[str, str]:
         b.add_transition(page, qid, f"collapse '{question}'", when=[cond(var, True)], effects=[effect("set", var, False)],
                          tid=f"{page}__{qid}_shut")
     last = part.questions[-1][0]
-    b.add_element(page, "contact", "link", part.contact, inside=last)
-    b.add_transition(page, "contact", f"open '{part.contact}'", target=contact)
+    b.add_element(page, "contact_link", "link", part.contact, inside=last)
+    b.add_transition(page, "contact_link", f"open '{part.contact}'", target=contact)
     b.local_group({page}, variables)
     return page, contact
 

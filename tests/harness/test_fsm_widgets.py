@@ -82,3 +82,20 @@ async def test_wrong_widget_interactions_are_steps_with_verdicts(provider, site_
         await env.close()
     finally:
         await sandbox.close()
+
+
+async def test_the_element_list_shows_widgets_and_what_is_open(provider, site_server) -> None:
+    sandbox = await provider.new_browser()
+    try:
+        env = AsyncEnv(FSMTask(_task("sign_out"), LocalSiteClient(site_server)), sandbox, max_steps=20)
+        await env.reset(seed=0)
+        before = {e.id: e for e in await sandbox.elements()}
+        assert (before["account"].role, before["account"].label, before["account"].value) == ("button", "Account", None)
+        assert before["fee"].role == "tooltip" and before["city"].role == "combobox" and "sign_out" not in before
+        _, _, _, _, info = await env.step(await env.oracle_action())  # opens the menu
+        assert info.verdict.transition_id == "account_toggle"
+        after = {e.id: e for e in await sandbox.elements()}
+        assert after["account"].value == "expanded" and after["sign_out"].role == "link"
+        await env.close()
+    finally:
+        await sandbox.close()
