@@ -152,7 +152,7 @@ def form_flow(b: SiteBuilder, key: str, title: str, fields: list[FieldDef], *, s
 def wizard(b: SiteBuilder, key: str, title: str, steps: list[list[FieldDef]], *, exit_to: str,
            result_title: str = "All set") -> dict[str, Any]:
     """A multi-step form: step pages with Next/Back, a review page, confirm modal, result."""
-    step_pages = [b.add_page(f"{key}_s{i + 1}", f"{title} - step {i + 1} of {len(steps)}")
+    step_pages = [b.add_page(f"{key}_s{i + 1}", title)  # its stepper says which step
                   for i in range(len(steps))]
     review = b.add_page(f"{key}_review", f"{title} - review")
     variables: list[str] = []

@@ -103,4 +103,4 @@ def faq(b: SiteBuilder, part: FaqPart) -> tuple[str, str]:
 def add_stepper(b: SiteBuilder, page: str, title: str, steps: list[str], current: int) -> None:
     """Step ``current`` (0-based) of ``steps`` on a wizard page."""
     options = [{"value": f"s{i + 1}", "label": s} for i, s in enumerate(steps)]
-    b.add_element(page, "progress", "stepper", title, options=options, current=f"s{current + 1}", section="header")
+    b.add_element(page, "progress", "stepper", title, options=options, current=f"s{current + 1}")

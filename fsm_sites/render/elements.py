@@ -250,22 +250,24 @@ def render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:
         return _card(el, ctx)
     if kind == "pagination":
         return _pagination(el, ctx)
-    if kind in WIDGET_GROUPS:
+    if kind in WIDGET_KINDS:
         from fsm_sites.render.widgets import RENDERERS  # widgets.py builds on this module
 
         return RENDERERS[kind](el, ctx)
     return _text(el, ctx)
 
 
-#: The widget kinds (render/widgets.py) and the class of the block a run of them forms.
-WIDGET_GROUPS = {"menu": "btn-row menus", "accordion": "accordions", "tooltip": "panel tips",
-                 "combobox": "form", "stepper": "steppers"}
+#: The widget kinds (render/widgets.py draws them).
+WIDGET_KINDS = frozenset({"menu", "accordion", "tooltip", "combobox", "stepper"})
+#: The class of the block a run of menus, accordions or steppers forms (tooltips and
+#: comboboxes sit in forms).
+WIDGET_GROUPS = {"menu": "btn-row menus", "accordion": "accordions", "stepper": "steppers"}
 
 
 GROUP_OF_KIND = {
     "button": "buttons", "link": "links", "tab": "tabs", "list_item": "collection", "card": "collection",
     "pagination": "pager", "radio": "radios", "text_input": "form", "select": "form", "checkbox": "form",
-    "text": "text", "menu": "menu", "accordion": "accordion", "tooltip": "tooltip", "combobox": "form",
+    "text": "text", "menu": "menu", "accordion": "accordion", "tooltip": "form", "combobox": "form",
     "stepper": "stepper",
 }
 

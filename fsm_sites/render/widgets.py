@@ -54,7 +54,8 @@ def tooltip(el: Element, ctx: Ctx) -> str:
         close = '<button type="button" class="tip-close" aria-label="Close">×</button>' if ctx.live else ""
         bubble = f'<span class="tip-bubble" role="tooltip">{escape(ctx.text(el, el.description))}{close}</span>'
     return (f'<span class="tip-host"{host}><span class="tip-trigger" tabindex="0">'
-            f'<span class="tip-mark" aria-hidden="true">i</span>{label(el, ctx)}</span>{bubble}</span>')
+            f'<span class="tip-mark" aria-hidden="true">i</span><span class="tip-label">{label(el, ctx)}</span></span>'
+            f'{bubble}</span>')
 
 
 def combobox(el: Element, ctx: Ctx) -> str:
