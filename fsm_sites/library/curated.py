@@ -192,8 +192,11 @@ RECIPES: tuple[SiteRecipe, ...] = (
         CatalogPart("jobs", "Open roles", (
             I("fe", "Frontend engineer", "Remote - $120k"), I("ds", "Data scientist", "Berlin - EUR 85k"),
             I("pm", "Product manager", "NYC - $140k"), I("ux", "UX designer", "London - GBP 70k"),
-            I("sre", "Site reliability engineer", "Remote - $150k"), I("qa", "QA analyst", "Austin - $90k")),
-            ("Save job", "save"), "saved_jobs", "Saved jobs", per_page=3),
+            I("sre", "Site reliability engineer", "Remote - $150k"), I("qa", "QA analyst", "Austin - $90k"),
+            I("ml", "Machine learning engineer", "Paris - EUR 95k"), I("sec", "Security analyst", "Remote - $130k"),
+            I("devrel", "Developer advocate", "Toronto - CAD 110k"), I("ios", "iOS engineer", "NYC - $145k"),
+            I("writer", "Technical writer", "Remote - $95k"), I("em", "Engineering manager", "London - GBP 110k")),
+            ("Save job", "save"), "saved_jobs", "Saved jobs", per_page=12),  # one long list: it scrolls
         wizard=WizardPart("apply", "Apply", (
             (F("text", "aname", "Name", ("Rosa Diaz",)), F("text", "email", "Email", ("rosa@mail.com",))),
             (F("text", "resume", "Resume file", ("rosa_cv.pdf",)), F("checkbox", "cover", "Include cover letter")),

@@ -10,7 +10,7 @@ import pytest
 from fsm_sites.client import LocalSiteClient
 from fsm_sites.library import load_site
 from fsm_sites.server import SiteServer
-from harness.actions import Click, Key, Move
+from harness.actions import Click, Key, Move, Scroll
 from harness.env import AsyncEnv
 from harness.tasks.fsm import FSMTask, goal_tasks
 from sandboxes.viewports import VIEWPORTS
@@ -97,5 +97,29 @@ async def test_the_element_list_shows_widgets_and_what_is_open(provider, site_se
         after = {e.id: e for e in await sandbox.elements()}
         assert after["account"].value == "expanded" and after["sign_out"].role == "link"
         await env.close()
+    finally:
+        await sandbox.close()
+
+
+async def test_a_long_curated_list_makes_the_oracle_scroll(provider) -> None:
+    """jobs lists its twelve roles on one page, taller than the desktop viewport: saving the
+    last one scrolls it into view first (a step that sends no event)."""
+    spec = load_site("jobs")
+    task = next(t for t in goal_tasks(spec) if t.goal == "save_two")
+    sandbox = await provider.new_browser()
+    try:
+        async with SiteServer([spec]) as server:
+            fsm_task = FSMTask(task, LocalSiteClient(server))
+            env = AsyncEnv(fsm_task, sandbox, max_steps=30)
+            await env.reset(seed=1)
+            actions, info = [], None
+            while info is None or not (info.success or len(actions) >= 30):
+                action = await env.oracle_action()
+                actions.append(action)
+                _, _, _, _, info = await env.step(action)
+            assert info.success and sum(fsm_task.step_events) == task.difficulty
+            scrolls = [i for i, a in enumerate(actions) if isinstance(a, Scroll)]
+            assert scrolls and all(fsm_task.step_events[i] == 0 for i in scrolls), actions
+            await env.close()
     finally:
         await sandbox.close()
