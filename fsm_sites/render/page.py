@@ -220,7 +220,7 @@ def _with_inner(ctx: Ctx, shown: list[Element]) -> Ctx:
     def inner(container: Element) -> str:
         return "".join(render_element(e, ctx) for e in children.get(container.id, ()))
 
-    ctx = replace(ctx, inner=inner)
+    ctx = replace(ctx, inner=inner)  # ``inner`` draws nested widgets with this same context
     return ctx
 
 

@@ -23,9 +23,10 @@ def _open_attrs(el: Element, ctx: Ctx) -> tuple[bool, str]:
     return is_open, attrs(el, ctx, f'data-open="{str(is_open).lower()}"')
 
 
-def _toggle(el: Element, ctx: Ctx, cls: str, is_open: bool, popup: str) -> str:
+def _toggle(el: Element, ctx: Ctx, cls: str, is_open: bool, popup: bool) -> str:
     click = ' data-ev="click"' if ctx.live else ""
-    return (f'<button type="button" class="{cls}"{click} aria-haspopup="{popup}" aria-expanded="{str(is_open).lower()}">'
+    haspopup = ' aria-haspopup="menu"' if popup else ""
+    return (f'<button type="button" class="{cls}"{click}{haspopup} aria-expanded="{str(is_open).lower()}">'
             f'<span>{label(el, ctx)}</span><span class="caret" aria-hidden="true">{"▴" if is_open else "▾"}</span></button>')
 
 
@@ -33,7 +34,7 @@ def menu(el: Element, ctx: Ctx) -> str:
     """A button whose items (the elements inside it) pop over the page while it is open."""
     is_open, host = _open_attrs(el, ctx)
     pop = f'<div class="menu-pop" role="menu">{ctx.inner(el)}</div>' if is_open else ""
-    return f'<div class="menu-widget"{host}>{_toggle(el, ctx, "btn secondary menu-toggle", is_open, "menu")}{pop}</div>'
+    return f'<div class="menu-widget"{host}>{_toggle(el, ctx, "btn secondary menu-toggle", is_open, True)}{pop}</div>'
 
 
 def accordion(el: Element, ctx: Ctx) -> str:
@@ -42,7 +43,7 @@ def accordion(el: Element, ctx: Ctx) -> str:
     desc = f'<p class="body-text">{escape(ctx.text(el, el.description))}</p>' if el.description else ""
     body = f'<div class="acc-body" role="region">{desc}{ctx.inner(el)}</div>' if is_open else ""
     cls = "accordion open" if is_open else "accordion"
-    return f'<section class="{cls}"{host}>{_toggle(el, ctx, "acc-head", is_open, "true")}{body}</section>'
+    return f'<section class="{cls}"{host}>{_toggle(el, ctx, "acc-head", is_open, False)}{body}</section>'
 
 
 def tooltip(el: Element, ctx: Ctx) -> str:
