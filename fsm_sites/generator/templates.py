@@ -204,7 +204,7 @@ def settings(b: SiteBuilder, key: str, title: str, tabs: list[tuple[str, str, li
 
 def search(b: SiteBuilder, key: str, title: str, queries: dict[str, list[tuple[str, str, str]]]) -> str:
     """A search page with a text box; results (label, detail page, item id) link to detail pages."""
-    var = b.add_var(f"{key}_q", "text", values=list(queries), other="no such thing", label="search")
+    var = b.add_var(f"{key}_q", "text", values=list(queries), other="unicorn", label="search")  # other: a word nothing matches
     page = b.add_page(key, title)
     results = b.add_page(f"{key}_results", f"{title} - results for '{{{var}}}'")
     b.add_element(page, "q", "text_input", "Search", placeholder="Search...", bind=var)

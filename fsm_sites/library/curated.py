@@ -181,7 +181,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
             I("cho", "Cho Min", "Initech - Customer"), I("dev", "Dev Patel", "Umbrella - Lead")),
             ("Add to campaign", "add"), "campaign", "Campaign", per_page=2),
         forms=(FormPart("newcontact", "New contact", (
-            F("text", "cname", "Name", ("Eva Stone",)), F("combobox", "company", "Company", ("Globex", "Hooli", "Initech")),
+            F("text", "cname", "Name", ("Eva Stone",)), F("combobox", "company", "Company", ("Globex", "Initech", "Hooli")),
             F("select", "stage", "Stage", ("lead", "qualified", "customer")), F("checkbox", "vip", "VIP")),
             "Save contact", "add Eva Stone from Hooli as a VIP customer"),),
         settings=SettingsPart("crmset", "Workspace", (

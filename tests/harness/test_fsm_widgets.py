@@ -28,13 +28,14 @@ def _task(goal: str):
     return next(t for t in goal_tasks(load_site("widgets")) if t.goal == goal)
 
 
-@pytest.mark.parametrize("viewport, seed", [("desktop", 0), ("phone", 1), ("desktop", 3)])
-async def test_oracle_solves_every_widget_goal(provider, site_server, viewport, seed) -> None:
+@pytest.mark.parametrize("viewport, seed, prefetch", [("desktop", 0, False), ("phone", 1, False),
+                                                      ("desktop", 3, True), ("phone", 8, True)])
+async def test_oracle_solves_every_widget_goal(provider, site_server, viewport, seed, prefetch) -> None:
     width, height = VIEWPORTS[viewport]
     sandbox = await provider.new_browser(viewport_width=width, viewport_height=height)
     try:
         for task in goal_tasks(load_site("widgets")):
-            fsm_task = FSMTask(task, LocalSiteClient(site_server))
+            fsm_task = FSMTask(task, LocalSiteClient(site_server), prefetch=prefetch)
             env = AsyncEnv(fsm_task, sandbox, max_steps=30)
             await env.reset(seed=seed)
             actions, info = [], None
