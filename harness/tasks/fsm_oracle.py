@@ -10,7 +10,8 @@ One edge may take several actions, each returned by its own ``cheat`` call:
   first (it opens the menu in the page; no event), then the element.
 - input: Click the text field, select its old text with ctrl+a if any, TypeText the value,
   then Key(enter).
-- an element outside the viewport: Scroll it into view first.
+- an element outside the viewport: Scroll it into view first (from the middle of the
+  viewport, or from an edge when a tooltip's trigger lies in the middle).
 - widgets: a menu's or an accordion's click clicks its toggle; a tooltip's hover is a
   Move onto its trigger; close clicks a tooltip's close button, or presses Escape for a
   menu; a combobox's input types into its field like a text input, and its select
@@ -63,6 +64,11 @@ _PROBE = """(() => {
     const toggle = document.querySelector('.hamburger');
     if (toggle && toggle.getClientRects().length) target = toggle;
   }
+  // Where to scroll from: the middle, unless a tooltip's trigger is there (the pointer
+  // moving onto it would show the tip: an event the path does not take).
+  const cx = Math.floor(innerWidth / 2), cy = Math.floor(innerHeight / 2);
+  const anchor = [[cx, cy], [cx, 2], [2, cy], [innerWidth - 3, cy]].find(([x, y]) => {
+    const at = document.elementFromPoint(x, y); return !at || !at.closest('.tip-trigger'); }) || [cx, cy];
   const active = document.activeElement;
   return {page: document.body.getAttribute('data-page'), found: !!target, box: box(target),
           menuOpen: menuOpen, focused: !!field && active === field,
@@ -70,7 +76,7 @@ _PROBE = """(() => {
           selected: !!field && field.value !== undefined && field.value.length > 0 &&
                     field.selectionStart === 0 && field.selectionEnd === field.value.length,
           escape: !!host && event === 'close' && host.getAttribute('data-kind') === 'menu',
-          vw: window.innerWidth, vh: window.innerHeight};
+          anchor: anchor, vw: window.innerWidth, vh: window.innerHeight};
 })()"""
 
 
@@ -93,7 +99,8 @@ def next_action(edge: Edge, probe: dict[str, Any] | None, current_page: str) -> 
         return Wait(seconds=0.2)  # the page is still loading the new state
     box, vw, vh = probe["box"], int(probe["vw"]), int(probe["vh"])
     if not _in_view(box, vw, vh):
-        return Scroll(x=vw // 2, y=vh // 2, dy=int(box["y"] - vh / 2))
+        x, y = probe.get("anchor") or (vw // 2, vh // 2)
+        return Scroll(x=int(x), y=int(y), dy=int(box["y"] - vh / 2))
     if edge.event == "hover":
         return Move(x=max(0, int(box["x"])), y=max(0, int(box["y"])))
     if edge.event == "close" and probe.get("escape"):
