@@ -16,7 +16,7 @@ from fsm_sites.validate import validate_spec
 
 
 def _data() -> dict[str, Any]:
-    return yaml.safe_load(site_path("widgets").read_text())
+    return yaml.safe_load(site_path("account_center").read_text())
 
 
 def _messages(data: dict[str, Any]) -> list[str]:
@@ -28,7 +28,7 @@ def _element(data: dict[str, Any], page: str, eid: str) -> dict[str, Any]:
 
 
 def test_widget_events_are_transitions_and_inside_follows_the_container() -> None:
-    m = compile_site(load_site("widgets"))
+    m = compile_site(load_site("account_center"))
     shown = [e.id for e in m.visible_elements(m.initial)]
     assert "sign_out" not in shown and "upgrade" not in shown and "account" in shown
     edge, opened = m.step(m.initial, UIEvent("home", "account", "click"))

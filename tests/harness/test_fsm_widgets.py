@@ -20,12 +20,12 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 @pytest.fixture(scope="module")
 async def site_server():
-    async with SiteServer([load_site("widgets")]) as server:
+    async with SiteServer([load_site("account_center")]) as server:
         yield server
 
 
 def _task(goal: str):
-    return next(t for t in goal_tasks(load_site("widgets")) if t.goal == goal)
+    return next(t for t in goal_tasks(load_site("account_center")) if t.goal == goal)
 
 
 @pytest.mark.parametrize("viewport, seed, prefetch", [("desktop", 0, False), ("phone", 1, False),
@@ -34,7 +34,7 @@ async def test_oracle_solves_every_widget_goal(provider, site_server, viewport, 
     width, height = VIEWPORTS[viewport]
     sandbox = await provider.new_browser(viewport_width=width, viewport_height=height)
     try:
-        for task in goal_tasks(load_site("widgets")):
+        for task in goal_tasks(load_site("account_center")):
             fsm_task = FSMTask(task, LocalSiteClient(site_server), prefetch=prefetch)
             env = AsyncEnv(fsm_task, sandbox, max_steps=30)
             await env.reset(seed=seed)
