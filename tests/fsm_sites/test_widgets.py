@@ -66,3 +66,18 @@ def test_widget_misuse_is_reported_by_field() -> None:
     ]
     for line in expected:
         assert line in msgs, (line, msgs)
+
+
+def test_the_docs_excerpt_is_the_example_files() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "fsm_spec.md").read_text()
+    block = doc.split("## Widgets", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    excerpt = yaml.safe_load(block)
+    data = _data()
+    variables = {v["name"]: v for v in data["variables"]}
+    assert all(variables[v["name"]] | v == variables[v["name"]] for v in excerpt["variables"])
+    for page in excerpt["pages"]:
+        full = next(p for p in data["pages"] if p["id"] == page["id"])
+        assert all(e in full["elements"] for e in page["elements"]), page["id"]
+    assert all(t in data["transitions"] for t in excerpt["transitions"])
