@@ -38,9 +38,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
             ("Add to cart", "add"), "cart", "Cart", quantities=2),
         forms=(FormPart("checkout", "Checkout", (
             F("text", "name", "Full name", ("Ada Lovelace",)), F("text", "address", "Street address", ("12 Elm St",)),
-            F("select", "shipping", "Shipping", ("standard", "express")),
-            F("tooltip", "fee", "Express shipping fee", ("Express shipping costs $12 and arrives in 1-2 days.",)),
-            F("checkbox", "gift", "Gift wrap")),
+            F("select", "shipping", "Shipping", ("standard", "express")), F("checkbox", "gift", "Gift wrap")),
             "Place order", "place an order with express shipping and gift wrap", needs_collection=True,
             wanted_items=("lamp", "mug")),),
         search={"lamp": ("lamp",), "kitchen": ("mug", "kettle")},
@@ -87,8 +85,9 @@ RECIPES: tuple[SiteRecipe, ...] = (
             ("Pin to dashboard", "pin"), "pinned", "Dashboard", per_page=2),
         forms=(FormPart("transfer", "Transfer money", (
             F("select", "from", "From", ("checking", "savings")), F("select", "to", "To", ("savings", "card")),
-            F("text", "amount", "Amount", ("50", "250")), F("text", "memo", "Memo", ("rent",)),
-            F("checkbox", "monthly", "Repeat monthly")),
+            F("text", "amount", "Amount", ("50", "250")),
+            F("tooltip", "limit", "Daily limit", ("You can move up to $5,000 a day between your accounts.",)),
+            F("text", "memo", "Memo", ("rent",)), F("checkbox", "monthly", "Repeat monthly")),
             "Review transfer", "transfer 250 to the card with the memo 'rent'"),),
         wizard=WizardPart("bill", "Pay a bill", (
             (F("text", "pname", "Payee name", ("City Power",)), F("text", "acct", "Account number", ("99812",))),

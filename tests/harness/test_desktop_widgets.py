@@ -29,7 +29,7 @@ async def envs():
     await provider.close()
 
 
-@pytest.mark.parametrize("goal, steps", [("shop/account_signout", 2), ("shop/checkout_fee_tip", 6),
+@pytest.mark.parametrize("goal, steps", [("shop/account_signout", 2), ("bank/transfer_limit_tip", 2),
                                          ("travel/help_contact", 3), ("crm/newcontact", 7)])
 async def test_oracle_solves_widget_goals_in_tk(envs, goal, steps) -> None:
     env = await envs.open(f"desktop:tk/{goal}", EnvOptions())
