@@ -24,6 +24,7 @@ from fsm_sites.model import (
 )
 from fsm_sites.model_goals import check_goals, check_starts
 from fsm_sites.model_transitions import check_transition
+from fsm_sites.model_widgets import widget_conditions
 from fsm_sites.schema import build_schema
 from fsm_sites.spec import Element, Option, Page, SiteSpec, Transition
 from fsm_sites.types import EnumT, MapT, SeqT
@@ -97,7 +98,8 @@ def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
     if el.bind is not None and (el.bind not in model.schema.variables or el.bind.startswith("_")):
         model.problems.append(SpecProblem(f"{place}.bind", f"{el.bind!r} is not a variable; expected one of "
                                           f"{sorted(v for v in model.schema.variables if not v.startswith('_'))}"))
-    visible = when_node(model, el.visible_when, f"{place}.visible_when", env)
+    inside = widget_conditions(model, page, el, place)
+    visible = when_node(model, (*el.visible_when, *inside), f"{place}.visible_when", env)
     disabled = when_node(model, el.disabled_when, f"{place}.disabled_when", env) if el.disabled_when else None
     for text, where in ((el.label, "label"), (el.description, "description")):
         check_template(model, text, env, f"{place}.{where}")

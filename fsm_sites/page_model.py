@@ -43,6 +43,8 @@ def _element(machine: Any, state: State, el: Element, value: str | None, item: A
         "placeholder": el.placeholder or "",
         "disabled": bool(machine.disabled(state, el, value)),
     }
+    if el.inside is not None:
+        out["inside"] = el.inside
     if el.kind == "text_input":
         out["text"] = "" if bound is None else show(bound)
     elif el.kind == "checkbox":
@@ -51,6 +53,15 @@ def _element(machine: Any, state: State, el: Element, value: str | None, item: A
         options = machine.options(state.page, el.id)
         out["options"] = [{"value": o.value, "label": o.label or o.value} for o in options]
         out["text"] = machine.text(state, "{" + el.bind + "}") if el.bind else ""
+    elif el.kind in ("menu", "accordion", "tooltip"):
+        out["open"] = bound is True
+        out["inside"] = el.inside
+    elif el.kind == "combobox":
+        out["text"] = "" if bound is None else show(bound)
+        out["options"] = [{"value": o.value, "label": o.label or o.value} for o in el.options]
+    elif el.kind == "stepper":
+        out["options"] = [{"value": o.value, "label": o.label or o.value} for o in el.options]
+        out["current"] = el.current
     elif el.kind == "radio":
         out["options"] = [{"value": o.value, "label": o.label or o.value} for o in el.options]
         out["checked"] = [o.value for o in el.options if bound is not None and show(bound) == o.value]

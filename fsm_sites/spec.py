@@ -27,8 +27,9 @@ VarValue = Any  # bool | int | str | Rec | tuple; see fsm_sites.types
 ElementKind = Literal[
     "button", "link", "text_input", "select", "checkbox", "radio", "tab",
     "list_item", "card", "pagination", "text",
+    "menu", "accordion", "tooltip", "combobox", "stepper",
 ]
-EventKind = Literal["click", "input", "select", "check", "uncheck"]
+EventKind = Literal["click", "input", "select", "check", "uncheck", "hover", "close"]
 ConditionOp = Literal["eq", "ne", "lt", "le", "gt", "ge", "contains", "not_contains", "empty", "nonempty"]
 EffectOp = Literal["set", "clear", "increment", "decrement", "append", "remove"]
 TypeKind = Literal["bool", "int", "enum", "text", "list", "set", "map", "record"]
@@ -39,7 +40,14 @@ EVENTS_BY_KIND: dict[str, tuple[str, ...]] = {
     "card": ("click",), "pagination": ("click",), "radio": ("click",),
     "text_input": ("input",), "select": ("select",), "checkbox": ("check", "uncheck"),
     "text": (),
+    # Widgets (docs/fsm_spec.md, "Widgets"): every interaction is an event of the machine.
+    "menu": ("click", "close"), "accordion": ("click",), "tooltip": ("hover", "close"),
+    "combobox": ("input", "select"), "stepper": (),
 }
+#: Widget kinds whose ``bind`` must be a bool variable: whether the widget is open.
+OPENABLE_KINDS = ("menu", "accordion", "tooltip")
+#: Widget kinds that hold other elements (those whose ``inside`` names them).
+CONTAINER_KINDS = ("menu", "accordion")
 
 VALUE_PLACEHOLDER = "$value"  # in an old-style effect or a description: the event's value
 ExprText = str | int | bool  # an expression (text) or a literal
@@ -163,6 +171,10 @@ class Element(_Model):
         default=None, description="layout region: nav, header, main, sidebar, footer, modal"
     )
     distractor: bool = Field(default=False, description="decoration with no transition")
+    inside: str | None = Field(
+        default=None, description="a menu or accordion of the same page: the element is drawn in it, shown only while it is open"
+    )
+    current: str | None = Field(default=None, description="a stepper: the value of the step this page is on")
 
     _tuple = field_validator("visible_when", "disabled_when", mode="before")(_as_tuple)
 

@@ -11,7 +11,10 @@ page of the state the server answers with.
 Widgets: buttons, links, tabs, cards, list items and pagination are buttons (click);
 a text input is an entry that sends its text on Enter (like the web page); a checkbox
 sends check/uncheck; a select is a list box (select with the item's value); a radio
-group is radio buttons (click with the option's value).
+group is radio buttons (click with the option's value). Widgets: a menu or an accordion
+is a toggle button (click), a tooltip a label that sends hover when the pointer enters
+it, a combobox an entry (input on Enter) over a list box of suggestions (select); a
+stepper is text.
 
 ``--state-file`` is the app's own state, rewritten (atomically) after every render,
 focus change and keystroke: the session seq shown, the page, the focused field and every
@@ -114,6 +117,8 @@ class SiteApp:
             widget = self._listbox(parent, spec)
         elif kind == "radio":
             widget = self._radios(parent, spec)
+        elif kind in ("menu", "accordion", "tooltip", "combobox"):
+            widget = self._widget_kind(parent, spec, fg)
         else:
             widget = tk.Label(parent, text=spec["label"], fg=fg, justify="left", wraplength=300)
         self.widgets.append((spec, widget, None))
@@ -165,6 +170,27 @@ class SiteApp:
                                     command=self._sender(spec["id"], "click", option["value"]))
             button.pack(anchor="w")
             self.widgets.append((spec, button, "option:" + option["value"]))
+        return box
+
+    def _widget_kind(self, parent: tk.Misc, spec: dict[str, Any], fg: str) -> tk.Widget:
+        """A menu or an accordion is a toggle button (its items, shown while it is open, are
+        elements of their own); a tooltip a label that sends hover when the pointer enters
+        it while closed, and shows its text while open; a combobox an entry and a list."""
+        kind, is_open = spec["kind"], spec.get("open", False)
+        if kind in ("menu", "accordion"):
+            mark = "▴" if is_open else "▾"
+            return tk.Button(parent, text=f"{spec['label']} {mark}", fg=fg,
+                             command=self._sender(spec["id"], "click", None))
+        if kind == "tooltip":
+            text = f"ⓘ {spec['label']}" + (f"\n{spec['description']}" if is_open else "")
+            label = tk.Label(parent, text=text, fg=fg, justify="left", wraplength=300)
+            if not is_open:
+                label.bind("<Enter>", lambda _e: self.send(spec["id"], "hover", None))
+            return label
+        box = tk.Frame(parent)
+        entry_box = self._entry(box, spec)
+        entry_box.pack(fill="x")
+        self._listbox(box, spec).pack(fill="x")
         return box
 
     def _sender(self, element: str, event: str, value: str | None) -> Any:

@@ -7,7 +7,8 @@ beside) pixels. Two kinds of pages:
 - pages that mark their live elements with ``data-el`` (the FSM sites' renderer, with
   ``data-kind``): each marked element is one entry, named by its visible label (a field's
   label for inputs and dropdowns), with the open dropdown's options and a radio group's
-  options as entries of their own;
+  options as entries of their own (a combobox's shown suggestions too; a menu, accordion or
+  tooltip is its toggle or trigger, with "expanded" or the tip's text as its value);
 - any other page: elements by HTML and ARIA semantics (links, buttons, inputs, selects,
   text areas, ``role=button|link|tab|option|radio|checkbox|menuitem|textbox``,
   ``onclick``), plus elements a script made clickable that show the pointer cursor
@@ -71,6 +72,18 @@ ELEMENTS_JS = r"""(() => {
           add(o, id + "=" + o.getAttribute("data-value"), "radio", text(o),
               o.getAttribute("aria-checked") === "true" ? "checked" : null);
         }
+      } else if (kind === "menu" || kind === "accordion" || kind === "tooltip") {
+        // A widget: its toggle (or a tooltip's trigger) is the entry, open or not; the
+        // elements inside an open one are entries of their own.
+        const part = el.querySelector(":scope > [data-ev], :scope > .tip-trigger") || el;
+        const open = el.getAttribute("data-open") === "true";
+        const tip = kind === "tooltip" && open ? el.querySelector(".tip-bubble") : null;
+        add(part, id, kind === "tooltip" ? "tooltip" : "button", text(part).replace(/[▾▴]/g, ""),
+            tip ? text(tip).replace("×", "") : open ? "expanded" : null);
+      } else if (kind === "combobox") {
+        const field = el.querySelector("input");
+        add(field, id, "combobox", fieldLabel(el), field.value);
+        for (const o of options) add(o, id + "=" + o.getAttribute("data-value"), "option", text(o), null);
       } else if (kind === "text_input") {
         add(el, id, "textbox", fieldLabel(el) || el.placeholder, el.value);
       } else if (kind === "checkbox") {

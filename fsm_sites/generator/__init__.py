@@ -28,6 +28,7 @@ from fsm_sites.generator.compose import (
 )
 from fsm_sites.generator.templates import FieldDef, Item, option_label
 from fsm_sites.generator.vocab import VOCABS, DomainVocab
+from fsm_sites.generator.widgets import FaqPart, MenuPart
 from fsm_sites.spec import SiteSpec
 
 Difficulty = Literal["easy", "medium", "hard"]
@@ -84,7 +85,10 @@ def draw_recipe(rng: random.Random, seed: int, difficulty: str, shrink: int = 0)
     chosen = set(parts[: max(0, optional - shrink)])
     n_fields = max(1, rng.randint(flo, fhi) - shrink // 3)
     form_title, submit, goal = vocab.form
-    form = FormPart("form", form_title, _draw_fields(rng, vocab, n_fields), submit, goal,
+    # widgets draw from their own generator, so the rest of a seed's site stays as it was
+    menu, faq, fields = _draw_widgets(random.Random(f"widgets/{seed}/{difficulty}/{shrink}"),
+                                      _draw_fields(rng, vocab, n_fields))
+    form = FormPart("form", form_title, fields, submit, goal,
                     confirm=difficulty != "easy", needs_collection=difficulty == "hard" and rng.random() < 0.5)
     steps = max(0, wizard_steps - shrink // 2)
     wizard = None
@@ -105,7 +109,33 @@ def draw_recipe(rng: random.Random, seed: int, difficulty: str, shrink: int = 0)
         modal=ModalPart(vocab.modal[0], vocab.modal[1], "hidden", vocab.modal[0],
                         tuple(i.id for i in rng.sample(items, 2))) if "modal" in chosen else None,
         bookings=_draw_bookings(rng, vocab) if difficulty == "hard" else None,
+        menu=menu,
+        faq=faq,
     )
+
+
+_MENU = MenuPart("account", "Account", (("profile", "Profile", "Your name, email and photo."),
+                                        ("signout", "Sign out", "You are signed out. See you soon.")))
+_FAQ = FaqPart("help", "Help", (
+    ("start", "How do I get started?", "Browse the list, open an item and use its main button."),
+    ("contact", "Something went wrong?", "Our team answers within a day."),
+), "Contact support")
+
+
+def _draw_widgets(rng: random.Random, fields: tuple[FieldDef, ...]) -> tuple[MenuPart | None, FaqPart | None,
+                                                                            tuple[FieldDef, ...]]:
+    """An account menu and a help page of accordions, each half of the time; a text field
+    that becomes a combobox of its accepted values, and a tooltip, each a third of the time."""
+    menu = _MENU if rng.random() < 0.5 else None
+    faq = _FAQ if rng.random() < 0.5 else None
+    out = list(fields)
+    texts = [i for i, f in enumerate(out) if f.kind == "text"]
+    if texts and rng.random() < 0.34:
+        i = rng.choice(texts)
+        out[i] = FieldDef("combobox", out[i].id, out[i].label, out[i].options)
+    if rng.random() < 0.34:
+        out.insert(rng.randint(0, len(out)), FieldDef("tooltip", "hint", "Why we ask", ("We use it only for this form.",)))
+    return menu, faq, tuple(out)
 
 
 def _draw_bookings(rng: random.Random, vocab: DomainVocab) -> BookingsPart:

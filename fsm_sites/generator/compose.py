@@ -30,6 +30,7 @@ from fsm_sites.generator.templates import (
     settings,
     wizard,
 )
+from fsm_sites.generator.widgets import FaqPart, MenuPart, account_menu, faq
 from fsm_sites.spec import SiteSpec
 
 
@@ -100,6 +101,8 @@ class SiteRecipe:
     modal: ModalPart | None = None
     folders: FoldersPart | None = None
     bookings: BookingsPart | None = None
+    menu: MenuPart | None = None  # a dropdown menu in the home page's header
+    faq: FaqPart | None = None  # a help page of accordions
     max_states: int | None = None
 
 
@@ -131,6 +134,16 @@ def compose(recipe: SiteRecipe) -> SiteSpec:
                    page=f"{detail}({ids[-1]})")
     if recipe.modal:
         _modal_part(b, recipe, detail)
+    if recipe.faq:
+        page, contact = faq(b, recipe.faq)
+        nav.append((page, recipe.faq.title))
+        question = recipe.faq.questions[-1][1]
+        b.add_goal(f"{recipe.faq.key}_contact", f"open '{recipe.faq.contact}' from the answer to '{question}' "
+                   f"on the {recipe.faq.title} page", page=contact)
+    if recipe.menu:
+        item_pages = account_menu(b, home, recipe.menu)
+        b.add_goal(f"{recipe.menu.key}_{recipe.menu.items[-1][0]}",
+                   f"choose '{recipe.menu.items[-1][1]}' in the {recipe.menu.label} menu", page=item_pages[-1])
     for target, label in nav:
         target_id, args = split_target(target)
         b.link(home, "go_" + target.replace("(", "_").rstrip(")"), label, target_id, f"open {label}", kind="card",
@@ -179,8 +192,13 @@ def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple
     extra = [cond(c.collection_key, op="nonempty")] if part.needs_collection else []
     pages = form_flow(b, part.key, part.title, list(part.fields), submit=part.submit, exit_to="home",
                       confirm=part.confirm, result_title=f"{part.title}: thank you", extra_when=extra)
-    conditions: list[Guard] = [_choice(f, part.key) for f in part.fields]
-    details = _details(part.fields)
+    wanted_fields = [f for f in part.fields if f.kind != "tooltip"]
+    conditions: list[Guard] = [_choice(f, part.key) for f in wanted_fields]
+    details = _details(wanted_fields)
+    for f in part.fields:
+        if f.kind == "tooltip":
+            b.add_goal(f"{part.key}_{f.id}_tip", f"find out about '{f.label}' on the {part.title} page (point at it)",
+                       page=pages["form"], conditions=[cond(f"{part.key}_{f.id}", True)])
     if part.needs_collection:
         b.link(c.collection_key, "proceed", part.submit, pages["form"], f"proceed to {part.title.lower()}",
                kind="button", visible_when=[cond(c.collection_key, op="nonempty")])
@@ -196,7 +214,7 @@ def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple
 def _details(fields: tuple[FieldDef, ...] | list[FieldDef]) -> str:
     """The wanted field values in words, so an instruction names everything the goal checks."""
     words = [f"tick '{f.label}'" if f.kind == "checkbox"
-             else f"{f.label.lower()} '{f.options[-1] if f.kind == 'text' else option_label(f.options[-1])}'"
+             else f"{f.label.lower()} '{f.options[-1] if f.kind in ('text', 'combobox') else option_label(f.options[-1])}'"
              for f in fields]
     return ", ".join(words)
 
@@ -218,7 +236,8 @@ def _item(c: CatalogPart, item_id: str) -> Item:
 
 def _wizard_part(b: SiteBuilder, c: CatalogPart, w: WizardPart, detail: str) -> list[tuple[str, str]]:
     pages = wizard(b, w.key, w.title, [list(s) for s in w.steps], exit_to="home")
-    wanted = [(f, f"{w.key}{i + 1}") for i, step in enumerate(w.steps) for f in step if f.kind != "select"]
+    wanted = [(f, f"{w.key}{i + 1}") for i, step in enumerate(w.steps) for f in step
+              if f.kind not in ("select", "tooltip")]
     conditions: list[Guard] = [_choice(f, key) for f, key in wanted]
     goal = w.goal
     if w.from_items:

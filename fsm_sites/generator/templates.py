@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from fsm_sites.generator.builder import Cond, Guard, SiteBuilder, cond, effect
+from fsm_sites.generator.widgets import add_stepper, add_widget_field, field_var
 
 
 @dataclass(frozen=True)
 class FieldDef:
     """A form field: text (accepted values), select/radio (options) or checkbox."""
 
-    kind: Literal["text", "select", "radio", "checkbox"]
+    kind: Literal["text", "select", "radio", "checkbox", "combobox", "tooltip"]  # tooltip: options[0] is the tip
     id: str
     label: str
     options: tuple[str, ...] = ()
@@ -35,6 +36,8 @@ def option_label(value: str) -> str:
 
 def _field_var(b: SiteBuilder, key: str, f: FieldDef) -> str:
     name = f"{key}_{f.id}"
+    if f.kind in ("combobox", "tooltip"):
+        return field_var(b, name, f)
     if f.kind == "checkbox":
         return b.add_var(name, "bool", label=f.label.lower())
     if f.kind == "select":
@@ -49,7 +52,9 @@ def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> t
         var = _field_var(b, key, f)
         variables.append(var)
         label = f.label.lower()
-        if f.kind == "text":
+        if f.kind in ("combobox", "tooltip"):
+            required += add_widget_field(b, page, f, var)
+        elif f.kind == "text":
             b.add_element(page, f.id, "text_input", f.label, placeholder=f"Enter {label}", bind=var)
             b.add_transition(page, f.id, f"type '$value' into the {label} field", event="input",
                              values=f.options, effects=[effect("set", var, "$value")])
@@ -147,11 +152,12 @@ def form_flow(b: SiteBuilder, key: str, title: str, fields: list[FieldDef], *, s
 def wizard(b: SiteBuilder, key: str, title: str, steps: list[list[FieldDef]], *, exit_to: str,
            result_title: str = "All set") -> dict[str, Any]:
     """A multi-step form: step pages with Next/Back, a review page, confirm modal, result."""
-    step_pages = [b.add_page(f"{key}_s{i + 1}", f"{title} - step {i + 1} of {len(steps)}")
+    step_pages = [b.add_page(f"{key}_s{i + 1}", title)  # its stepper says which step
                   for i in range(len(steps))]
     review = b.add_page(f"{key}_review", f"{title} - review")
     variables: list[str] = []
     for i, (page, fields) in enumerate(zip(step_pages, steps, strict=True)):
+        add_stepper(b, page, title, [f"Step {n + 1}" for n in range(len(steps))] + ["Review"], i)
         vars_i, required = add_fields(b, page, f"{key}{i + 1}", fields)
         variables += vars_i
         nxt = step_pages[i + 1] if i + 1 < len(step_pages) else review
@@ -161,6 +167,7 @@ def wizard(b: SiteBuilder, key: str, title: str, steps: list[list[FieldDef]], *,
         back = step_pages[i - 1] if i else exit_to
         b.link(page, "back", "Back" if i else "Cancel", back, "go back a step" if i else f"leave {title.lower()}",
                section="footer")
+    add_stepper(b, review, title, [f"Step {n + 1}" for n in range(len(steps))] + ["Review"], len(steps))
     b.link(review, "back", "Back", step_pages[-1], "go back to the last step", section="footer")
     flow = form_flow_tail(b, key, title, review, exit_to, result_title)
     b.local_group(set(step_pages) | {review} | set(flow.values()), variables)
@@ -197,12 +204,13 @@ def settings(b: SiteBuilder, key: str, title: str, tabs: list[tuple[str, str, li
 
 def search(b: SiteBuilder, key: str, title: str, queries: dict[str, list[tuple[str, str, str]]]) -> str:
     """A search page with a text box; results (label, detail page, item id) link to detail pages."""
-    var = b.add_var(f"{key}_q", "enum", values=["", *queries], label="search")
+    var = b.add_var(f"{key}_q", "text", values=list(queries), other="unicorn", label="search")  # other: a word nothing matches
     page = b.add_page(key, title)
-    results = b.add_page(f"{key}_results", f"{title} - results")
+    results = b.add_page(f"{key}_results", f"{title} - results for '{{{var}}}'")
     b.add_element(page, "q", "text_input", "Search", placeholder="Search...", bind=var)
-    b.add_transition(page, "q", "search for '$value'", event="input", values=list(queries),
-                     effects=[effect("set", var, "$value")])
+    b.add_transition(page, "q", "search for '$value'", event="input", effects=[effect("set", var, "$value")])
+    b.add_element(results, "none", "text", f"No results for '{{{var}}}'. Try another word.",
+                  visible_when=[cond(var, q, "ne") for q in queries])
     b.add_element(page, "go", "button", "Search")
     b.add_transition(page, "go", "run the search", when=[cond(var, op="nonempty")], target=results)
     for n, (query, hits) in enumerate(queries.items()):

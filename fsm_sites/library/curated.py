@@ -25,6 +25,7 @@ from fsm_sites.generator.compose import (
 )
 from fsm_sites.generator.templates import FieldDef as F
 from fsm_sites.generator.templates import Item as I  # noqa: E741
+from fsm_sites.generator.widgets import FaqPart, MenuPart
 from fsm_sites.spec import dump_spec
 
 RECIPES: tuple[SiteRecipe, ...] = (
@@ -41,6 +42,9 @@ RECIPES: tuple[SiteRecipe, ...] = (
             "Place order", "place an order with express shipping and gift wrap", needs_collection=True,
             wanted_items=("lamp", "mug")),),
         search={"lamp": ("lamp",), "kitchen": ("mug", "kettle")},
+        menu=MenuPart("account", "Account", (
+            ("orders", "Your orders", "You have no open orders."),
+            ("signout", "Sign out", "You are signed out. See you soon."))),
     ),
     SiteRecipe(
         "mail", "Swiftmail", "mail", "Your inbox, minus the noise.",
@@ -81,8 +85,9 @@ RECIPES: tuple[SiteRecipe, ...] = (
             ("Pin to dashboard", "pin"), "pinned", "Dashboard", per_page=2),
         forms=(FormPart("transfer", "Transfer money", (
             F("select", "from", "From", ("checking", "savings")), F("select", "to", "To", ("savings", "card")),
-            F("text", "amount", "Amount", ("50", "250")), F("text", "memo", "Memo", ("rent",)),
-            F("checkbox", "monthly", "Repeat monthly")),
+            F("text", "amount", "Amount", ("50", "250")),
+            F("tooltip", "limit", "Daily limit", ("You can move up to $5,000 a day between your accounts.",)),
+            F("text", "memo", "Memo", ("rent",)), F("checkbox", "monthly", "Repeat monthly")),
             "Review transfer", "transfer 250 to the card with the memo 'rent'"),),
         wizard=WizardPart("bill", "Pay a bill", (
             (F("text", "pname", "Payee name", ("City Power",)), F("text", "acct", "Account number", ("99812",))),
@@ -106,6 +111,11 @@ RECIPES: tuple[SiteRecipe, ...] = (
             "book a window seat on the {item} flight for Lee Chen with a checked bag and pay by card",
             from_items=("tyo", "par"), start_label="Book this flight"),
         search={"Paris": ("par",), "Europe": ("lis", "rom")},
+        faq=FaqPart("help", "Help", (
+            ("bags", "How much luggage can I bring?", "One cabin bag and one personal item are free."),
+            ("change", "Can I change my flight?", "Changes are free up to 24 hours before departure."),
+            ("refund", "How do I get a refund?", "Refunds take 5-7 days; our team handles each one.")),
+            "Contact support"),
     ),
     SiteRecipe(
         "settings", "Control Center", "settings", "Manage your account and devices.",
@@ -170,7 +180,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
             I("cho", "Cho Min", "Initech - Customer"), I("dev", "Dev Patel", "Umbrella - Lead")),
             ("Add to campaign", "add"), "campaign", "Campaign", per_page=2),
         forms=(FormPart("newcontact", "New contact", (
-            F("text", "cname", "Name", ("Eva Stone",)), F("text", "company", "Company", ("Hooli",)),
+            F("text", "cname", "Name", ("Eva Stone",)), F("combobox", "company", "Company", ("Globex", "Initech", "Hooli")),
             F("select", "stage", "Stage", ("lead", "qualified", "customer")), F("checkbox", "vip", "VIP")),
             "Save contact", "add Eva Stone from Hooli as a VIP customer"),),
         settings=SettingsPart("crmset", "Workspace", (
@@ -181,8 +191,11 @@ RECIPES: tuple[SiteRecipe, ...] = (
         CatalogPart("jobs", "Open roles", (
             I("fe", "Frontend engineer", "Remote - $120k"), I("ds", "Data scientist", "Berlin - EUR 85k"),
             I("pm", "Product manager", "NYC - $140k"), I("ux", "UX designer", "London - GBP 70k"),
-            I("sre", "Site reliability engineer", "Remote - $150k"), I("qa", "QA analyst", "Austin - $90k")),
-            ("Save job", "save"), "saved_jobs", "Saved jobs", per_page=3),
+            I("sre", "Site reliability engineer", "Remote - $150k"), I("qa", "QA analyst", "Austin - $90k"),
+            I("ml", "Machine learning engineer", "Paris - EUR 95k"), I("sec", "Security analyst", "Remote - $130k"),
+            I("devrel", "Developer advocate", "Toronto - CAD 110k"), I("ios", "iOS engineer", "NYC - $145k"),
+            I("writer", "Technical writer", "Remote - $95k"), I("em", "Engineering manager", "London - GBP 110k")),
+            ("Save job", "save"), "saved_jobs", "Saved jobs", per_page=12),  # one long list: it scrolls
         wizard=WizardPart("apply", "Apply", (
             (F("text", "aname", "Name", ("Rosa Diaz",)), F("text", "email", "Email", ("rosa@mail.com",))),
             (F("text", "resume", "Resume file", ("rosa_cv.pdf",)), F("checkbox", "cover", "Include cover letter")),

@@ -32,6 +32,7 @@ class Ctx:
     show_value: Callable[[Element, VarValue | None], str] = lambda el, v: show(v)
     instance: str | None = None  # the event value of one copy of a repeated element
     look: Look = PLAIN  # seeded presentation: icons, pictures, switches
+    inner: Callable[[Element], str] = lambda el: ""  # the HTML of the elements inside a menu or accordion
 
 
 def attrs(el: Element, ctx: Ctx, *extra: str) -> str:
@@ -249,13 +250,25 @@ def render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:
         return _card(el, ctx)
     if kind == "pagination":
         return _pagination(el, ctx)
+    if kind in WIDGET_KINDS:
+        from fsm_sites.render.widgets import RENDERERS  # widgets.py builds on this module
+
+        return RENDERERS[kind](el, ctx)
     return _text(el, ctx)
+
+
+#: The widget kinds (render/widgets.py draws them).
+WIDGET_KINDS = frozenset({"menu", "accordion", "tooltip", "combobox", "stepper"})
+#: The class of the block a run of menus, accordions or steppers forms (tooltips and
+#: comboboxes sit in forms).
+WIDGET_GROUPS = {"menu": "btn-row menus", "accordion": "accordions", "stepper": "steppers"}
 
 
 GROUP_OF_KIND = {
     "button": "buttons", "link": "links", "tab": "tabs", "list_item": "collection", "card": "collection",
     "pagination": "pager", "radio": "radios", "text_input": "form", "select": "form", "checkbox": "form",
-    "text": "text",
+    "text": "text", "menu": "menu", "accordion": "accordion", "tooltip": "form", "combobox": "form",
+    "stepper": "stepper",
 }
 
 
@@ -291,6 +304,8 @@ def render_group(group: str, elements: list[Element], ctx: Ctx, collection_cls: 
         return f'<form class="panel form" onsubmit="return false">{inner}</form>'
     if group == "text" and len(elements) > 1 and all(e.bind for e in elements):
         return f'<div class="stat-tiles">{inner}</div>'
+    if group in WIDGET_GROUPS:
+        return f'<div class="{WIDGET_GROUPS[group]}">{inner}</div>'
     if group == "links":
         return f'<div class="links">{inner}</div>'
     return f'<div class="panel">{inner}</div>'

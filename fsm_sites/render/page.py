@@ -34,9 +34,9 @@ class MachineView(Protocol):
 
 
 #: The stylesheets of every page, in cascade order: the shared one, the page templates'
-#: (templates.css), then the theme families' component styling and the viewport rules
+#: (templates.css), the widgets' (widgets.css), then the theme families' component styling and the viewport rules
 #: (families.css, responsive.css).
-STYLESHEETS = ("site.css", "templates.css", "families.css", "responsive.css")
+STYLESHEETS = ("site.css", "templates.css", "widgets.css", "families.css", "responsive.css")
 
 
 @lru_cache(maxsize=1)
@@ -210,6 +210,20 @@ def _page_frame(spec: SiteSpec, page: Page | None, sections: dict[str, list[Elem
     return f'<div class="shell">{nav if layout.nav == "top" else ""}{frame}{footer}</div>'
 
 
+def _with_inner(ctx: Ctx, shown: list[Element]) -> Ctx:
+    """``ctx`` drawing the shown elements inside a menu or accordion where it draws that one."""
+    children: dict[str, list[Element]] = {}
+    for el in shown:
+        if el.inside is not None:
+            children.setdefault(el.inside, []).append(el)
+
+    def inner(container: Element) -> str:
+        return "".join(render_element(e, ctx) for e in children.get(container.id, ()))
+
+    ctx = replace(ctx, inner=inner)  # ``inner`` draws nested widgets with this same context
+    return ctx
+
+
 def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView) -> str:
     """The full HTML page of ``state`` under layout ``seed``; deterministic in (state, seed).
 
@@ -220,14 +234,15 @@ def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView
     look = choose_look(seed, spec.domain)
     pages = {p.id: p for p in spec.pages}
     page = pages[state.page_id]
-    live_ctx = _make_ctx(state, machine, look, live=True)
     extras = distractors(seed, spec.name, spec.title, layout.distractors)
-    visible = machine.visible_elements(state)
+    shown = machine.visible_elements(state)
+    visible = [e for e in shown if e.inside is None]
+    live_ctx = _with_inner(_make_ctx(state, machine, look, live=True), shown)
     title = machine.text(state, page.title)
     if page.kind == "modal":
         parent = pages.get(page.parent) if page.parent else None
         parent_elements = [e for e in (parent.elements if parent else ())
-                           if machine.element_shown(state, parent.id, e.id)] if parent else []
+                           if e.inside is None and machine.element_shown(state, parent.id, e.id)] if parent else []
         inert_ctx = _make_ctx(state, machine, look, live=False, page=page.parent)
         base = _page_frame(spec, parent, _sections(parent_elements), inert_ctx, layout, extras, state, machine)
         body = _main_groups(visible, live_ctx, layout, state, machine, spec)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsm_sites.client import SessionView, SiteClient
 from fsm_sites.engine import Edge
-from harness.actions import Action, Click, Drag, Key, TypeText, Wait
+from harness.actions import Action, Click, Drag, Key, Move, TypeText, Wait
 from harness.errors import TaskError
 from harness.tasks.base import Task, TaskSetup, Validation, require_desktop
 from harness.tasks.fsm import FSMTask, _library_tasks, _site_call, step_budget
@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from harness.resources import TaskResources
 
 _SHOWN_TIMEOUT_S = 10.0
+#: Where this process's fsm_sites lies: the Tk app runs the same code (not whichever copy
+#: the interpreter would find first, e.g. another checkout's editable install).
+_SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class _DesktopFSMTask(FSMTask):
@@ -123,7 +126,7 @@ class TkFSMTask(_DesktopFSMTask):
         width, height = desktop.config.width, desktop.config.height
         desktop.launch([sys.executable, "-m", "fsm_sites.tkapp", "--control", sites.control_url,
                         "--session", view.id, "--state-file", str(self._state_file),
-                        "--geometry", f"{width - 8}x{height - 28}+0+0"])
+                        "--geometry", f"{width - 8}x{height - 28}+0+0"], env={"PYTHONPATH": _SOURCE_ROOT})
         await self._wait_seq(view.seq, desktop.config.start_timeout_s + _SHOWN_TIMEOUT_S)
         await desktop.wait_for_window(lambda w: bool(w.title), "the Tk app")
         await desktop.settle()
@@ -171,6 +174,10 @@ def _center(box: list[int]) -> Click:
 def tk_action(edge: Edge, elements: list[dict[str, Any]]) -> Action:
     """The one action on the Tk app's widgets that moves toward firing ``edge``."""
     mine = [e for e in elements if e["id"] == edge.element]
+    if edge.event == "hover":  # a tooltip's label sends hover when the pointer enters it
+        for element in mine:
+            x, y, w, h = element["box"]
+            return Move(x=max(0, x + w // 2), y=max(0, y + h // 2))
     if edge.event == "select":
         for element in mine:
             for value, *box in element.get("items", []):

@@ -10,7 +10,12 @@ One edge may take several actions, each returned by its own ``cheat`` call:
   first (it opens the menu in the page; no event), then the element.
 - input: Click the text field, select its old text with ctrl+a if any, TypeText the value,
   then Key(enter).
-- an element outside the viewport: Scroll it into view first.
+- an element outside the viewport: Scroll it into view first (from the middle of the
+  viewport, or from an edge when a tooltip's trigger lies in the middle).
+- widgets: a menu's or an accordion's click clicks its toggle; a tooltip's hover is a
+  Move onto its trigger; close clicks a tooltip's close button, or presses Escape for a
+  menu; a combobox's input types into its field like a text input, and its select
+  clicks the field (which shows the suggestions), then the suggestion.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import json
 from typing import Any
 
 from fsm_sites.engine import Edge
-from harness.actions import Action, Click, Key, Scroll, TypeText, Wait
+from harness.actions import Action, Click, Key, Move, Scroll, TypeText, Wait
 
 # Reads what the oracle needs about one element; returns null while the page is loading.
 _PROBE = """(() => {
@@ -41,18 +46,37 @@ _PROBE = """(() => {
     menuOpen = !!menu && !menu.hidden;
     target = menuOpen ? option : host.querySelector('.dd-toggle');
   }
+  // Widgets: a menu's or an accordion's toggle, a tooltip's trigger (hover) or close button,
+  // a combobox's field (input; select while its suggestions are hidden) or suggestion.
+  let field = host;
+  if (host && host.hasAttribute('data-open') && event !== 'hover') {
+    target = host.querySelector(event === 'close' ? '.tip-close' : ':scope > [data-ev="click"]') || host;
+  }
+  if (host && event === 'hover') target = host.querySelector('.tip-trigger') || host;
+  if (host && host.getAttribute('data-kind') === 'combobox') {
+    field = host.querySelector('input');
+    const list = host.querySelector('.combo-list');
+    menuOpen = !!list && list.getClientRects().length > 0;
+    target = event === 'select' && menuOpen ? option : field;
+  }
   // A link in a collapsed navigation menu (a phone's hamburger) is reached by opening it.
   if (target && !target.getClientRects().length && target.closest('.navmenu')) {
     const toggle = document.querySelector('.hamburger');
     if (toggle && toggle.getClientRects().length) target = toggle;
   }
+  // Where to scroll from: the middle, unless a tooltip's trigger is there (the pointer
+  // moving onto it would show the tip: an event the path does not take).
+  const cx = Math.floor(innerWidth / 2), cy = Math.floor(innerHeight / 2);
+  const anchor = [[cx, cy], [cx, 2], [2, cy], [innerWidth - 3, cy]].find(([x, y]) => {
+    const at = document.elementFromPoint(x, y); return !at || !at.closest('.tip-trigger'); }) || [cx, cy];
   const active = document.activeElement;
   return {page: document.body.getAttribute('data-page'), found: !!target, box: box(target),
-          menuOpen: menuOpen, focused: !!host && active === host,
-          text: host && host.value !== undefined ? host.value : null,
-          selected: !!host && host.value !== undefined && host.value.length > 0 &&
-                    host.selectionStart === 0 && host.selectionEnd === host.value.length,
-          vw: window.innerWidth, vh: window.innerHeight};
+          menuOpen: menuOpen, focused: !!field && active === field,
+          text: field && field.value !== undefined ? field.value : null,
+          selected: !!field && field.value !== undefined && field.value.length > 0 &&
+                    field.selectionStart === 0 && field.selectionEnd === field.value.length,
+          escape: !!host && event === 'close' && host.getAttribute('data-kind') === 'menu',
+          anchor: anchor, vw: window.innerWidth, vh: window.innerHeight};
 })()"""
 
 
@@ -75,7 +99,12 @@ def next_action(edge: Edge, probe: dict[str, Any] | None, current_page: str) -> 
         return Wait(seconds=0.2)  # the page is still loading the new state
     box, vw, vh = probe["box"], int(probe["vw"]), int(probe["vh"])
     if not _in_view(box, vw, vh):
-        return Scroll(x=vw // 2, y=vh // 2, dy=int(box["y"] - vh / 2))
+        x, y = probe.get("anchor") or (vw // 2, vh // 2)
+        return Scroll(x=int(x), y=int(y), dy=int(box["y"] - vh / 2))
+    if edge.event == "hover":
+        return Move(x=max(0, int(box["x"])), y=max(0, int(box["y"])))
+    if edge.event == "close" and probe.get("escape"):
+        return Key(keys=("escape",))
     if edge.event != "input":
         return _click(box)
     wanted = edge.value or ""

@@ -43,7 +43,7 @@ def test_examples_are_valid(data: dict[str, Any], clinic: dict[str, Any]) -> Non
 
 
 def test_shape_error_names_the_item_by_id(data: dict[str, Any]) -> None:
-    _transition(data, "open_lamp")["event"] = "hover"
+    _transition(data, "open_lamp")["event"] = "swipe"
     del data["pages"][1]["title"]
     msgs = _messages(data)
     assert any(m.startswith("transitions.open_lamp.event:") for m in msgs), msgs

@@ -234,4 +234,67 @@
       sendText(t);
     }
   });
+
+  // Widgets (render/widgets.py). A combobox's field sends its text like a text input
+  // (Enter, or `change`), as the combobox's event; typing filters its suggestions in the
+  // page (no event); a suggestion's click sends `select` (its mousedown keeps the field
+  // focused, so the list stays shown). A tooltip sends `hover` when the pointer moves
+  // onto it while it is closed, `close` from its close button; Escape sends `close` to
+  // every open menu and tooltip. Hover follows real pointer moves only (a pointermove at
+  // new coordinates), so a page swapped in under a resting pointer sends nothing.
+  function comboOf(t) {
+    var holder = t && t.closest ? t.closest("[data-kind='combobox']") : null;
+    return holder && t.tagName === "INPUT" ? holder : null;
+  }
+  function sendCombo(field, holder) {
+    sentText.set(field, field.value);
+    send(holder.getAttribute("data-el"), "input", field.value);
+  }
+  document.addEventListener("change", function (e) {
+    var holder = comboOf(e.target);
+    if (holder && sentText.get(e.target) !== e.target.value) sendCombo(e.target, holder);
+  });
+  document.addEventListener("keydown", function (e) {
+    var holder = comboOf(e.target);
+    if (holder && e.key === "Enter") {
+      e.preventDefault();
+      sendCombo(e.target, holder);
+    } else if (e.key === "Escape") {
+      document.querySelectorAll("[data-kind='menu'][data-open='true'], [data-kind='tooltip'][data-open='true']")
+        .forEach(function (w) { send(w.getAttribute("data-el"), "close", null); });
+    }
+  });
+  document.addEventListener("input", function (e) {
+    var holder = comboOf(e.target);
+    if (!holder) return;
+    var typed = e.target.value.trim().toLowerCase();
+    holder.querySelectorAll(".combo-option").forEach(function (o) {
+      o.hidden = typed.length > 0 && o.textContent.toLowerCase().indexOf(typed) < 0;
+    });
+  });
+  document.addEventListener("mousedown", function (e) {
+    if (e.target.closest && e.target.closest(".combo-option")) e.preventDefault();
+  });
+  document.addEventListener("click", function (e) {
+    var option = e.target.closest(".combo-option");
+    var close = e.target.closest(".tip-close");
+    if (!option && !close) return;
+    e.preventDefault();
+    e.stopPropagation();
+    var holder = e.target.closest("[data-el]");
+    if (option) send(holder.getAttribute("data-el"), "select", option.getAttribute("data-value"));
+    else send(holder.getAttribute("data-el"), "close", null);
+  }, true);
+  var lastPointer = null;
+  document.addEventListener("pointermove", function (e) {
+    var at = e.clientX + "," + e.clientY;
+    if (at === lastPointer) return;
+    lastPointer = at;
+    var tip = e.target.closest && e.target.closest(".tip-trigger");
+    var host = tip && tip.closest("[data-kind='tooltip']");
+    if (host && host.getAttribute("data-open") !== "true" && !host.hasAttribute("data-asked")) {
+      host.setAttribute("data-asked", "");
+      send(host.getAttribute("data-el"), "hover", null);
+    }
+  });
 })();
