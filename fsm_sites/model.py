@@ -42,6 +42,7 @@ class ElementModel:
     repeat: Node | None = None
     repeat_type: SeqT | MapT | None = None  # the collection's type
     options: tuple[Option, ...] = ()
+    opened: Node | None = None  # a date picker's `open_when`: its month grid is shown
 
     @property
     def item_type(self) -> VType | None:
@@ -139,7 +140,7 @@ def event_value(model: SiteModel, t: Transition, em: ElementModel, place: str) -
         return (StrT(rtype.keys.values) if isinstance(rtype, MapT) else StrT(None)), None
     if t.values:
         return StrT(t.values), t.values
-    if options and t.event in ("select", "click"):
+    if options and t.event in ("select", "click", "change", "pick"):
         return StrT(options), options
     bound = model.schema.variables.get(el.bind or "")
     if t.event == "input":

@@ -26,7 +26,8 @@ from fsm_sites.model_goals import check_goals, check_starts
 from fsm_sites.model_transitions import check_transition
 from fsm_sites.schema import build_schema
 from fsm_sites.spec import Element, Option, Page, SiteSpec, Transition
-from fsm_sites.types import EnumT, MapT, SeqT
+from fsm_sites.types import EnumT, MapT, SeqT, VType
+from fsm_sites.widgets import WIDGET_KINDS, WidgetError, widget_options
 
 
 def build_model(spec: SiteSpec) -> SiteModel:
@@ -105,7 +106,35 @@ def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
     bound = model.schema.variables.get(el.bind or "")
     if not options and el.kind in ("select", "radio") and isinstance(bound, EnumT) and el.kind == "select":
         options = tuple(Option(value=v, label=bound.show(v) if v != bound.show(v) else None) for v in bound.values)
-    model.elements[(page.id, el.id)] = ElementModel(page.id, el, visible or Lit(True), disabled, repeat, rtype, options)
+    opened = None
+    if el.kind in WIDGET_KINDS:
+        options, opened = _widget(model, el, bound, rtype, env, place)
+    elif el.open_when or el.month:
+        model.problems.append(SpecProblem(f"{place}.open_when", f"expected `open_when` and `month` only on a "
+                                          f"date_picker, got them on a {el.kind}"))
+    model.elements[(page.id, el.id)] = ElementModel(page.id, el, visible or Lit(True), disabled, repeat, rtype,
+                                                    options, opened)
+
+
+def _widget(model: SiteModel, el: Element, bound: VType | None, rtype: SeqT | MapT | None, env: Env,
+            place: str) -> tuple[tuple[Option, ...], Node | None]:
+    """A slider's, date picker's or sortable's accepted values (as options) and when its popup is open."""
+    try:
+        options = widget_options(el, bound, rtype)
+    except WidgetError as exc:
+        at = ".repeat" if el.kind == "sortable" else ".bind"
+        model.problems.append(SpecProblem(place + at, str(exc)))
+        options = ()
+    if el.kind != "date_picker":
+        if el.open_when or el.month:
+            model.problems.append(SpecProblem(f"{place}.open_when", f"expected `open_when` and `month` only on a "
+                                              f"date_picker, got them on a {el.kind}"))
+        return options, None
+    if not el.open_when:
+        model.problems.append(SpecProblem(f"{place}.open_when", "expected `open_when`: the condition (on a variable "
+                                          "its `open` and `pick` transitions set) under which its month grid is open"))
+        return options, None
+    return options, when_node(model, el.open_when, f"{place}.open_when", env)
 
 
 def _repeat(model: SiteModel, el: Element, env: Env, place: str) -> tuple[Node | None, SeqT | MapT | None]:
@@ -118,8 +147,9 @@ def _repeat(model: SiteModel, el: Element, env: Env, place: str) -> tuple[Node |
     if not isinstance(rtype, (SeqT, MapT)):
         model.problems.append(SpecProblem(f"{place}.repeat", f"expected a list, set or map to repeat over, got {rtype.describe()}"))
         return None, None
-    if el.kind not in ("button", "link", "card", "list_item", "text"):
-        model.problems.append(SpecProblem(f"{place}.kind", f"expected a button, link, card, list_item or text to repeat, got {el.kind}"))
+    if el.kind not in ("button", "link", "card", "list_item", "text", "sortable"):
+        model.problems.append(SpecProblem(f"{place}.kind", f"expected a button, link, card, list_item, text or sortable "
+                                          f"to repeat, got {el.kind}"))
     return node, rtype
 
 

@@ -27,8 +27,12 @@ VarValue = Any  # bool | int | str | Rec | tuple; see fsm_sites.types
 ElementKind = Literal[
     "button", "link", "text_input", "select", "checkbox", "radio", "tab",
     "list_item", "card", "pagination", "text",
+    "slider", "date_picker", "sortable",
 ]
-EventKind = Literal["click", "input", "select", "check", "uncheck"]
+EventKind = Literal[
+    "click", "input", "select", "check", "uncheck",
+    "change", "open", "pick", "move",
+]
 ConditionOp = Literal["eq", "ne", "lt", "le", "gt", "ge", "contains", "not_contains", "empty", "nonempty"]
 EffectOp = Literal["set", "clear", "increment", "decrement", "append", "remove"]
 TypeKind = Literal["bool", "int", "enum", "text", "list", "set", "map", "record"]
@@ -39,6 +43,7 @@ EVENTS_BY_KIND: dict[str, tuple[str, ...]] = {
     "card": ("click",), "pagination": ("click",), "radio": ("click",),
     "text_input": ("input",), "select": ("select",), "checkbox": ("check", "uncheck"),
     "text": (),
+    "slider": ("change",), "date_picker": ("open", "pick"), "sortable": ("move",),
 }
 
 VALUE_PLACEHOLDER = "$value"  # in an old-style effect or a description: the event's value
@@ -131,6 +136,9 @@ class Effect(_Model):
     item: ExprText | None = Field(default=None, description="the item added or removed")
     where: str | None = Field(default=None, description="a condition on each item `it`")
     fields: dict[str, ExprText] = Field(default_factory=dict, description="new field values of updated items")
+    move: str | None = Field(
+        default=None, description="a list whose item a sortable's `move` event moves (the event's value, `from>to`)"
+    )
 
 
 class Option(_Model):
@@ -163,8 +171,14 @@ class Element(_Model):
         default=None, description="layout region: nav, header, main, sidebar, footer, modal"
     )
     distractor: bool = Field(default=False, description="decoration with no transition")
+    open_when: When = Field(
+        default=(), description="date_picker: its month grid is shown open when all of these hold (a variable of the spec)"
+    )
+    month: str | None = Field(
+        default=None, description="date_picker bound to an int (a day of the month): the month shown, YYYY-MM"
+    )
 
-    _tuple = field_validator("visible_when", "disabled_when", mode="before")(_as_tuple)
+    _tuple = field_validator("visible_when", "disabled_when", "open_when", mode="before")(_as_tuple)
 
 
 class Param(_Model):

@@ -18,6 +18,7 @@ from typing import Any
 from fsm_sites.render.elements import Ctx, attrs, label, render_element
 from fsm_sites.render.images import picture
 from fsm_sites.render.look import PEOPLE_DOMAINS, PRODUCT_DOMAINS, Look, picture_kind
+from fsm_sites.render.widgets import sortable_rows
 from fsm_sites.spec import Element, SiteSpec, TypeDef
 from fsm_sites.types import Rec
 
@@ -100,6 +101,8 @@ def repeat_html(copies: list[Copy], fields: tuple[tuple[str, str], ...], look: L
     """A repeated block as a table (records of two or more fields) or as rows."""
     if not copies:
         return ""
+    if copies[0].cells[0][0].kind == "sortable":
+        return sortable_rows([(el, c, copy.value) for copy in copies for el, c in copy.cells if el.kind == "sortable"])
     records = len(fields) > 1 and all(isinstance(c.item, Rec) for c in copies)
     return _table(copies, fields, look) if records else _rows(copies, look)
 

@@ -32,6 +32,7 @@ class Ctx:
     show_value: Callable[[Element, VarValue | None], str] = lambda el, v: show(v)
     instance: str | None = None  # the event value of one copy of a repeated element
     look: Look = PLAIN  # seeded presentation: icons, pictures, switches
+    is_open: Callable[[Element], bool] = lambda el: False  # a date picker's month grid is shown
 
 
 def attrs(el: Element, ctx: Ctx, *extra: str) -> str:
@@ -249,6 +250,10 @@ def render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:
         return _card(el, ctx)
     if kind == "pagination":
         return _pagination(el, ctx)
+    if kind in ("slider", "date_picker"):
+        from fsm_sites.render import widgets  # it builds on this module's helpers
+
+        return widgets.slider(el, ctx) if kind == "slider" else widgets.date_picker(el, ctx)
     return _text(el, ctx)
 
 
@@ -256,6 +261,7 @@ GROUP_OF_KIND = {
     "button": "buttons", "link": "links", "tab": "tabs", "list_item": "collection", "card": "collection",
     "pagination": "pager", "radio": "radios", "text_input": "form", "select": "form", "checkbox": "form",
     "text": "text",
+    "slider": "form", "date_picker": "form", "sortable": "collection",
 }
 
 

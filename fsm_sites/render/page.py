@@ -31,12 +31,19 @@ class MachineView(Protocol):
     def options(self, page: str, element: str) -> tuple[Option, ...]: ...
     def toast(self, state: State) -> str | None: ...
     def route(self, state: State) -> str: ...
+    def is_open(self, state: State, element: str) -> bool: ...
 
+
+#: Kinds whose choices are the machine's (a select bound to an enum, a slider's stops, a
+#: date picker's days), not only the spec's ``options``.
+OPTION_KINDS = frozenset({"select", "slider", "date_picker"})
 
 #: The stylesheets of every page, in cascade order: the shared one, the page templates'
 #: (templates.css), then the theme families' component styling and the viewport rules
 #: (families.css, responsive.css).
-STYLESHEETS = ("site.css", "templates.css", "families.css", "responsive.css")
+STYLESHEETS = ("site.css", "templates.css", "families.css", "responsive.css", "widgets.css")
+#: The page's scripts, in order: the event wiring, then the widgets' drags (widgets.js).
+SCRIPTS = ("site.js", "widgets.js")
 
 
 @lru_cache(maxsize=1)
@@ -44,7 +51,7 @@ def _static() -> tuple[str, str]:
     """The page's stylesheets (``STYLESHEETS``, joined) and its script."""
     root = resources.files("fsm_sites.render") / "static"
     css = "\n".join((root / name).read_text(encoding="utf-8") for name in STYLESHEETS)
-    return css, (root / "site.js").read_text(encoding="utf-8")
+    return css, "\n".join((root / name).read_text(encoding="utf-8") for name in SCRIPTS)
 
 
 def _theme_vars(theme: Theme, layout: Layout) -> str:
@@ -87,7 +94,8 @@ def _make_ctx(state: State, machine: MachineView, look: Look, *, live: bool, pag
     return Ctx(value_of=value_of, is_active=is_active, live=live, look=look,
                text=lambda el, s: machine.text(state, s),
                is_disabled=lambda el: live and machine.disabled(state, el),
-               options=lambda el: machine.options(page, el.id) if el.kind == "select" else el.options,
+               options=lambda el: machine.options(page, el.id) if el.kind in OPTION_KINDS else el.options,
+               is_open=lambda el: live and el.kind == "date_picker" and machine.is_open(state, el.id),
                show_value=lambda el, v: machine.text(state, "{" + el.bind + "}") if el.bind else "")
 
 

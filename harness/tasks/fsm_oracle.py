@@ -11,6 +11,10 @@ One edge may take several actions, each returned by its own ``cheat`` call:
 - input: Click the text field, select its old text with ctrl+a if any, TypeText the value,
   then Key(enter).
 - an element outside the viewport: Scroll it into view first.
+- change (a slider): Drag its thumb to the value's place on the track.
+- open / pick (a date picker): Click its field, then (the grid open) the day.
+- move (a sortable list, value ``from>to``): Drag the item's handle to where the other
+  items' middles put it at ``to``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import json
 from typing import Any
 
 from fsm_sites.engine import Edge
-from harness.actions import Action, Click, Key, Scroll, TypeText, Wait
+from harness.actions import Action, Click, Drag, Key, Scroll, TypeText, Wait
 
 # Reads what the oracle needs about one element; returns null while the page is loading.
 _PROBE = """(() => {
@@ -41,13 +45,43 @@ _PROBE = """(() => {
     menuOpen = !!menu && !menu.hidden;
     target = menuOpen ? option : host.querySelector('.dd-toggle');
   }
+  // A date picker's field; a slider's value or a sortable's "from>to": a drag, from the
+  // slider's thumb to the value's place on the track, or from the item's handle to where
+  // the other items' middles put it at the wanted position.
+  let drag = null;
+  if (host && event === 'open') target = host.querySelector('.date-toggle');
+  if (host && event === 'change') {
+    const track = host.querySelector('.slider-track'), thumb = host.querySelector('.slider-thumb');
+    const stops = (host.getAttribute('data-stops') || '').split(','), i = stops.indexOf(value);
+    target = null;
+    if (track && thumb && i >= 0) {
+      const t = track.getBoundingClientRect(), from = box(thumb);
+      drag = {x: from.x, y: from.y, to_x: t.left + t.width * i / Math.max(stops.length - 1, 1), to_y: from.y};
+      target = thumb;
+    }
+  }
+  if (event === 'move' && value !== null) {
+    const [src, dst] = value.split('>').map(Number);
+    const items = [...document.querySelectorAll(sel)];
+    const item = items.find((it) => it.getAttribute('data-value') === String(src));
+    const handle = item && item.querySelector('.drag-handle');
+    const others = items.filter((it) => it !== item);
+    target = null;
+    if (handle && others.length) {
+      const mids = others.map((it) => box(it).y), h = box(others[0]).h, from = box(handle);
+      const toY = dst === 0 ? mids[0] - h / 4 : dst >= others.length ? mids[mids.length - 1] + h / 4
+        : (mids[dst - 1] + mids[dst]) / 2;
+      drag = {x: from.x, y: from.y, to_x: from.x, to_y: toY};
+      target = handle;
+    }
+  }
   // A link in a collapsed navigation menu (a phone's hamburger) is reached by opening it.
   if (target && !target.getClientRects().length && target.closest('.navmenu')) {
     const toggle = document.querySelector('.hamburger');
     if (toggle && toggle.getClientRects().length) target = toggle;
   }
   const active = document.activeElement;
-  return {page: document.body.getAttribute('data-page'), found: !!target, box: box(target),
+  return {page: document.body.getAttribute('data-page'), found: !!target, box: box(target), drag: drag,
           menuOpen: menuOpen, focused: !!host && active === host,
           text: host && host.value !== undefined ? host.value : null,
           selected: !!host && host.value !== undefined && host.value.length > 0 &&
@@ -69,6 +103,17 @@ def _click(box: dict[str, float]) -> Click:
     return Click(x=max(0, int(box["x"])), y=max(0, int(box["y"])))
 
 
+def _drag(drag: dict[str, float] | None, vw: int, vh: int) -> Action:
+    """A slider's or a sortable's drag; the page is still loading without one."""
+    if not drag:
+        return Wait(seconds=0.2)
+
+    def at(value: float, limit: int) -> int:
+        return min(max(0, int(round(value))), limit - 1)
+
+    return Drag(x=at(drag["x"], vw), y=at(drag["y"], vh), to_x=at(drag["to_x"], vw), to_y=at(drag["to_y"], vh))
+
+
 def next_action(edge: Edge, probe: dict[str, Any] | None, current_page: str) -> Action:
     """The one action that moves the page toward firing ``edge`` (see the module docstring)."""
     if not probe or probe.get("page") != current_page or not probe.get("found") or not probe.get("box"):
@@ -76,6 +121,8 @@ def next_action(edge: Edge, probe: dict[str, Any] | None, current_page: str) -> 
     box, vw, vh = probe["box"], int(probe["vw"]), int(probe["vh"])
     if not _in_view(box, vw, vh):
         return Scroll(x=vw // 2, y=vh // 2, dy=int(box["y"] - vh / 2))
+    if edge.event in ("change", "move"):
+        return _drag(probe.get("drag"), vw, vh)
     if edge.event != "input":
         return _click(box)
     wanted = edge.value or ""
