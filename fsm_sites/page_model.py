@@ -51,6 +51,12 @@ def _element(machine: Any, state: State, el: Element, value: str | None, item: A
         options = machine.options(state.page, el.id)
         out["options"] = [{"value": o.value, "label": o.label or o.value} for o in options]
         out["text"] = machine.text(state, "{" + el.bind + "}") if el.bind else ""
+    elif el.kind in ("slider", "date_picker"):  # the accepted values: a slider's stops, a picker's days
+        options = machine.options(state.page, el.id)
+        out["options"] = [{"value": o.value, "label": o.label or o.value} for o in options]
+        out["text"] = "" if bound is None else show(bound)
+        if el.kind == "date_picker":
+            out["open"] = bool(machine.is_open(state, el.id))
     elif el.kind == "radio":
         out["options"] = [{"value": o.value, "label": o.label or o.value} for o in el.options]
         out["checked"] = [o.value for o in el.options if bound is not None and show(bound) == o.value]

@@ -7,7 +7,9 @@ beside) pixels. Two kinds of pages:
 - pages that mark their live elements with ``data-el`` (the FSM sites' renderer, with
   ``data-kind``): each marked element is one entry, named by its visible label (a field's
   label for inputs and dropdowns), with the open dropdown's options and a radio group's
-  options as entries of their own;
+  options as entries of their own; a slider is one entry (its value shown), a date
+  picker its field plus, while open, each day; a sortable list's item is its drag handle
+  (``id=position``), named by the item;
 - any other page: elements by HTML and ARIA semantics (links, buttons, inputs, selects,
   text areas, ``role=button|link|tab|option|radio|checkbox|menuitem|textbox``,
   ``onclick``), plus elements a script made clickable that show the pointer cursor
@@ -71,6 +73,19 @@ ELEMENTS_JS = r"""(() => {
           add(o, id + "=" + o.getAttribute("data-value"), "radio", text(o),
               o.getAttribute("aria-checked") === "true" ? "checked" : null);
         }
+      } else if (kind === "slider") {
+        add(el, id, "slider", fieldLabel(el), el.getAttribute("aria-valuetext"));
+      } else if (kind === "date_picker") {
+        const toggle = el.querySelector(".date-toggle") || el;
+        add(toggle, id, "combobox", fieldLabel(el), text(toggle));
+        for (const o of options) {
+          add(o, id + "=" + o.getAttribute("data-value"), "gridcell", o.getAttribute("aria-label") || text(o),
+              o.getAttribute("aria-pressed") === "true" ? "selected" : null);
+        }
+      } else if (kind === "sortable") {
+        const handle = el.querySelector(".drag-handle") || el, title = el.querySelector(".title");
+        add(handle, id + "=" + el.getAttribute("data-value"), "listitem", text(title || el),
+            "position " + (Number(el.getAttribute("data-value")) + 1));
       } else if (kind === "text_input") {
         add(el, id, "textbox", fieldLabel(el) || el.placeholder, el.value);
       } else if (kind === "checkbox") {

@@ -13,9 +13,11 @@ from fsm_sites.generator.builder import Cond, Guard, SiteBuilder, cond, effect
 
 @dataclass(frozen=True)
 class FieldDef:
-    """A form field: text (accepted values), select/radio (options) or checkbox."""
+    """A form field: text (accepted values), select/radio (options), checkbox, slider
+    (options: the lowest and highest int, then the wanted one, as text) or date (options:
+    the dates one may pick, YYYY-MM-DD in one month, the wanted one last)."""
 
-    kind: Literal["text", "select", "radio", "checkbox"]
+    kind: Literal["text", "select", "radio", "checkbox", "slider", "date"]
     id: str
     label: str
     options: tuple[str, ...] = ()
@@ -39,6 +41,8 @@ def _field_var(b: SiteBuilder, key: str, f: FieldDef) -> str:
         return b.add_var(name, "bool", label=f.label.lower())
     if f.kind == "select":
         return b.add_var(name, "enum", values=list(f.options), label=f.label.lower())
+    if f.kind == "slider":
+        return b.add_var(name, "int", min=int(f.options[0]), max=int(f.options[1]), label=f.label.lower())
     return b.add_var(name, "enum", values=["", *f.options], label=f.label.lower())
 
 
@@ -64,6 +68,9 @@ def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> t
             b.add_element(page, f.id, "radio", f.label, options=opts, bind=var)
             b.add_transition(page, f.id, f"pick '$value' for {label}", effects=[effect("set", var, "$value")])
             required.append(cond(var, op="nonempty"))
+        elif f.kind in ("slider", "date"):
+            variables += _widget_field(b, page, f, var)
+            required += [] if f.kind == "slider" else [cond(var, op="nonempty")]
         else:
             b.add_element(page, f.id, "checkbox", f.label, bind=var)
             b.add_transition(page, f.id, f"tick '{f.label}'", event="check", when=[cond(var, False)],
@@ -71,6 +78,34 @@ def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> t
             b.add_transition(page, f.id, f"untick '{f.label}'", event="uncheck", when=[cond(var, True)],
                              effects=[effect("set", var, False)])
     return variables, required
+
+
+def _widget_field(b: SiteBuilder, page: str, f: FieldDef, var: str) -> list[str]:
+    """A slider (``change`` sets the int) or a date picker (``open`` shows its month grid,
+    ``pick`` sets the date and closes it); returns the extra variables it needs."""
+    label = f.label.lower()
+    if f.kind == "slider":
+        b.add_element(page, f.id, "slider", f.label, bind=var)
+        b.add_transition(page, f.id, f"set the {label} to $value", event="change", effects=[{"set": var, "to": "value"}])
+        return []
+    shown = b.add_var(f"{var}_open", "bool")
+    b.add_element(page, f.id, "date_picker", f.label, bind=var, open_when=shown)
+    b.add_transition(page, f.id, f"open the {label} calendar", event="open", when=[cond(shown, False)],
+                     effects=[effect("set", shown, True)])
+    b.add_transition(page, f.id, f"pick {{{var}}} as the {label}", event="pick",
+                     effects=[{"set": var, "to": "value"}, effect("set", shown, False)])
+    return [shown]
+
+
+def ranking(b: SiteBuilder, key: str, title: str, item_type: str, order: Sequence[str]) -> str:
+    """A page listing ``order``'s items in a list the user reorders by dragging (a sortable);
+    returns the page id."""
+    var = b.add_var(key, "list", item=item_type, max_len=len(order), default=list(order), label=title.lower())
+    page = b.add_page(key, title, body="Drag an item by its handle to change the order.")
+    b.add_element(page, "item", "sortable", "{it}", repeat=var)
+    b.add_transition(page, "item", f"drag {{it}} to another place in {title.lower()}", event="move",
+                     effects=[{"move": var}])
+    return page
 
 
 def catalog(b: SiteBuilder, key: str, title: str, items: list[Item], *, per_page: int = 4,

@@ -18,6 +18,7 @@ from fsm_sites.generator.compose import (
     FoldersPart,
     FormPart,
     ModalPart,
+    RankPart,
     SettingsPart,
     SiteRecipe,
     WizardPart,
@@ -106,6 +107,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
             "book a window seat on the {item} flight for Lee Chen with a checked bag and pay by card",
             from_items=("tyo", "par"), start_label="Book this flight"),
         search={"Paris": ("par",), "Europe": ("lis", "rom")},
+        ranking=RankPart("wishlist", "Wishlist", ("par", "lis", "rom"), (("rom", "par", "lis"), ("rom", "lis", "par"))),
     ),
     SiteRecipe(
         "settings", "Control Center", "settings", "Manage your account and devices.",
@@ -158,9 +160,9 @@ RECIPES: tuple[SiteRecipe, ...] = (
             I("salad", "Greek salad", "15 min")),
             ("Save to cookbook", "save"), "cookbook", "Cookbook"),
         wizard=WizardPart("plan", "Meal plan", (
-            (F("select", "day", "Day", ("saturday", "sunday")), F("radio", "meal", "Meal", ("lunch", "dinner"))),
-            (F("text", "servings", "Servings", ("2", "4")), F("checkbox", "shop", "Add to shopping list"))),
-            "plan dinner for 4 and add it to the shopping list"),
+            (F("date", "day", "Day", ("2026-06-13", "2026-06-14")), F("radio", "meal", "Meal", ("lunch", "dinner"))),
+            (F("slider", "servings", "Servings", ("1", "8", "4")), F("checkbox", "shop", "Add to shopping list"))),
+            "plan Sunday dinner for 4 and add it to the shopping list"),
         search={"vegan": ("soup", "curry"), "quick": ("salad",)},
     ),
     SiteRecipe(

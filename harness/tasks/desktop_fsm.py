@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import fsm_sites
 from fsm_sites.client import SessionView, SiteClient
 from fsm_sites.engine import Edge
 from harness.actions import Action, Click, Drag, Key, TypeText, Wait
@@ -123,7 +124,8 @@ class TkFSMTask(_DesktopFSMTask):
         width, height = desktop.config.width, desktop.config.height
         desktop.launch([sys.executable, "-m", "fsm_sites.tkapp", "--control", sites.control_url,
                         "--session", view.id, "--state-file", str(self._state_file),
-                        "--geometry", f"{width - 8}x{height - 28}+0+0"])
+                        "--geometry", f"{width - 8}x{height - 28}+0+0"],
+                       env={"PYTHONPATH": _CHECKOUT})  # the app runs the fsm_sites this harness runs
         await self._wait_seq(view.seq, desktop.config.start_timeout_s + _SHOWN_TIMEOUT_S)
         await desktop.wait_for_window(lambda w: bool(w.title), "the Tk app")
         await desktop.settle()
@@ -163,6 +165,11 @@ class TkFSMTask(_DesktopFSMTask):
             return None
 
 
+#: The directory holding the ``fsm_sites`` package imported here (a source checkout, or
+#: site-packages): the Tk app process imports the same one, not whichever is installed.
+_CHECKOUT = str(Path(fsm_sites.__file__).resolve().parents[1])
+
+
 def _center(box: list[int]) -> Click:
     x, y, w, h = box
     return Click(x=max(0, x + w // 2), y=max(0, y + h // 2))
@@ -171,7 +178,11 @@ def _center(box: list[int]) -> Click:
 def tk_action(edge: Edge, elements: list[dict[str, Any]]) -> Action:
     """The one action on the Tk app's widgets that moves toward firing ``edge``."""
     mine = [e for e in elements if e["id"] == edge.element]
-    if edge.event == "select":
+    if edge.event in ("change", "move"):
+        drag = _tk_drag(edge, mine)
+        if drag is not None:
+            return drag
+    elif edge.event == "select":
         for element in mine:
             for value, *box in element.get("items", []):
                 if value == edge.value:
@@ -197,6 +208,29 @@ def tk_action(edge: Edge, elements: list[dict[str, Any]]) -> Action:
                 return _center(element["box"])
     raise TaskError(f"expected the Tk app to show element {edge.element!r} for {edge.event}, "
                     f"got elements {sorted({e['id'] for e in elements})}")
+
+
+def _tk_drag(edge: Edge, mine: list[dict[str, Any]]) -> Drag | None:
+    """A slider's scale dragged to the value's stop, or a sortable row's handle dragged to
+    where the other rows' middles put it at ``to`` (``from>to``)."""
+    if edge.event == "change":
+        scale = next((e for e in mine if e["part"] == "slider"), None)
+        stop = next((s for s in scale["stops"] if s[0] == edge.value), None) if scale else None
+        if scale is None or stop is None:
+            return None
+        (x, y), (to_x, to_y) = scale["at"], stop[1:]
+        return Drag(x=x, y=y, to_x=to_x, to_y=to_y)
+    src, _, dst = (edge.value or "").partition(">")
+    rows = sorted((e for e in mine if e["part"] == "handle"), key=lambda e: int(e["value"]))
+    moving = next((r for r in rows if r["value"] == src), None)
+    if moving is None or not dst.isdigit():
+        return None
+    middles = [r["box"][1] + r["box"][3] // 2 for r in rows if r is not moving]
+    to, height = int(dst), moving["box"][3]
+    to_y = (middles[0] - height // 4 if to == 0 else middles[-1] + height // 4 if to >= len(middles)
+            else (middles[to - 1] + middles[to]) // 2)
+    x, y, w, h = moving["box"]
+    return Drag(x=x + w // 2, y=y + h // 2, to_x=x + w // 2, to_y=max(0, to_y))
 
 
 class ChromiumMiniWoBTask(Task):
