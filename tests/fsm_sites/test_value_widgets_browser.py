@@ -1,0 +1,159 @@
+"""Sliders, date pickers and drag-to-reorder lists in real Chromium: a press, drag or click
+sends the widget's event with its value (and nothing when the value stays), the page
+shows the new state, the same state, seed and viewport give the same pixels, a phone gets
+touch-sized parts, and the element list names each part."""
+
+from __future__ import annotations
+
+import pytest
+
+from fsm_sites.render import choose_style
+from fsm_sites.server import SiteServer
+from sandboxes.browser_elements import ELEMENTS_JS
+from sandboxes.viewports import VIEWPORTS
+from tests.fsm_sites.value_widgets_spec import planner_spec
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+SEEDS = (0, next(s for s in range(1, 50) if choose_style(s)[0].family != choose_style(0)[0].family))
+OPEN = 'plan{"back":0,"back_open":false,"budget":3,"day":"2026-06-13","day_open":true,"stars":3,' \
+       '"stops":["rome","paris","lisbon"]}'
+_BOX = "(sel) => { const r = document.querySelector(sel).getBoundingClientRect();" \
+       " return {x: r.left + r.width / 2, y: r.top + r.height / 2, left: r.left, w: r.width, h: r.height}; }"
+
+
+@pytest.fixture(scope="module")
+async def server():
+    async with SiteServer([planner_spec()]) as srv:
+        yield srv
+
+
+async def _open(browser, server, seed: int, viewport: str = "desktop", state: str | None = None):
+    session = server.create_session("planner", goal="trip", seed=seed)
+    if state:
+        server.jump(session.id, state)
+    width, height = VIEWPORTS[viewport]
+    context = await browser.new_context(viewport={"width": width, "height": height})
+    page = await context.new_page()
+    await page.goto(server.session_url(session.id), wait_until="load")
+    return session, context, page
+
+
+async def _settled(page) -> None:
+    await page.evaluate("window.__fsm.idle")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+async def test_dragging_or_pressing_a_slider_sends_the_stop_it_ends_at(browser, server, seed) -> None:
+    session, context, page = await _open(browser, server, seed)
+    try:
+        thumb = await page.evaluate(_BOX, '[data-el="budget"] .slider-thumb')
+        track = await page.evaluate(_BOX, '[data-el="budget"] .slider-track')
+        await page.mouse.move(thumb["x"], thumb["y"])
+        await page.mouse.down()
+        await page.mouse.move(track["left"] + track["w"] * 0.7, thumb["y"], steps=5)
+        await page.mouse.up()
+        await _settled(page)
+        assert server.state(session.id).get("budget") == 7
+        assert await page.get_attribute('[data-el="budget"]', "aria-valuenow") == "7"
+        seq = len(server.events(session.id))
+        thumb = await page.evaluate(_BOX, '[data-el="budget"] .slider-thumb')
+        await page.mouse.click(thumb["x"] + 1, thumb["y"])  # a press where it is: no event
+        await _settled(page)
+        assert len(server.events(session.id)) == seq
+        stars = await page.evaluate(_BOX, '[data-el="stars"] .slider-track')
+        await page.mouse.click(stars["left"] + stars["w"] * 0.45, stars["y"])  # nearest stop: the middle one
+        await _settled(page)
+        assert server.state(session.id).get("stars") == 3
+        await page.focus('[data-el="budget"]')
+        await page.keyboard.press("ArrowLeft")
+        await _settled(page)
+        assert server.state(session.id).get("budget") == 6
+    finally:
+        await context.close()
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+async def test_a_date_picker_opens_on_a_click_and_a_day_click_picks_it(browser, server, viewport) -> None:
+    session, context, page = await _open(browser, server, SEEDS[1], viewport)
+    try:
+        assert await page.locator(".date-grid").count() == 0
+        await page.click('[data-el="day"] .date-toggle')
+        await _settled(page)
+        assert server.state(session.id).get("day_open") is True
+        assert await page.locator('[data-el="day"] button.dg-day').count() == 3  # the days one may pick
+        await page.click('[data-el="day"] [data-value="2026-06-20"]')
+        await _settled(page)
+        state = server.state(session.id)
+        assert state.get("day") == "2026-06-20" and state.get("day_open") is False
+        assert "Sat, Jun 20, 2026" in await page.inner_text('[data-el="day"]')
+        assert [e.event.event for e in server.events(session.id)] == ["open", "pick"]
+    finally:
+        await context.close()
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+async def test_dragging_a_handle_reorders_the_list(browser, server, viewport) -> None:
+    session, context, page = await _open(browser, server, SEEDS[0], viewport)
+    try:
+        await page.locator(".sortable-list").scroll_into_view_if_needed()
+        last = await page.evaluate(_BOX, '[data-el="stop"][data-value="2"] .drag-handle')
+        first = await page.evaluate(_BOX, '[data-el="stop"][data-value="0"]')
+        await page.mouse.move(last["x"], last["y"])
+        await page.mouse.down()
+        await page.mouse.move(last["x"], first["y"] - first["h"] / 4, steps=8)
+        await page.mouse.up()
+        await _settled(page)
+        assert server.state(session.id).get("stops") == ("lisbon", "paris", "rome")
+        assert [e.event.value for e in server.events(session.id)] == ["2>0"]
+        titles = await page.locator(".sortable-item .title").all_inner_texts()
+        assert titles == ["Lisbon", "Paris", "Rome"]
+        await page.locator(".sortable-list").scroll_into_view_if_needed()
+        handle = await page.evaluate(_BOX, '[data-el="stop"][data-value="1"] .drag-handle')
+        await page.mouse.move(handle["x"], handle["y"])
+        await page.mouse.down()
+        await page.mouse.move(handle["x"], handle["y"] + 3, steps=2)  # a wiggle in place: no event
+        await page.mouse.up()
+        await _settled(page)
+        assert len(server.events(session.id)) == 1
+    finally:
+        await context.close()
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+async def test_the_same_state_seed_and_viewport_give_the_same_pixels(browser, server, viewport) -> None:
+    shots = []
+    for _ in range(2):
+        _, context, page = await _open(browser, server, SEEDS[1], viewport, OPEN)
+        try:
+            shots.append(await page.screenshot(full_page=True))
+        finally:
+            await context.close()
+    assert shots[0] == shots[1]
+
+
+async def test_on_a_phone_the_widgets_parts_are_touch_targets(browser, server) -> None:
+    _, context, page = await _open(browser, server, SEEDS[0], "phone", OPEN)
+    try:
+        sizes = await page.evaluate("""() => [...document.querySelectorAll(
+            '.slider[data-el], .date-toggle, button.dg-day, .drag-handle')].map(el => {
+              const r = el.getBoundingClientRect(); return [el.className, r.width, r.height]; })""")
+        assert len(sizes) == 2 + 2 + 3 + 3
+        assert all(h >= 44 for _, _, h in sizes), sizes
+        assert all(w >= 44 for cls, w, _ in sizes if "dg-day" in cls or "drag-handle" in cls), sizes
+        assert await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    finally:
+        await context.close()
+
+
+async def test_the_element_list_names_each_widget_part(browser, server) -> None:
+    _, context, page = await _open(browser, server, SEEDS[0], "desktop", OPEN)
+    try:
+        elements = {e["id"]: e for e in await page.evaluate(ELEMENTS_JS)}
+        assert (elements["budget"]["role"], elements["budget"]["value"]) == ("slider", "3")
+        assert (elements["stars"]["role"], elements["stars"]["value"]) == ("slider", "3 stars")
+        assert elements["day"]["role"] == "combobox" and "Jun 13" in elements["day"]["value"]
+        assert elements["day=2026-06-13"]["value"] == "selected" and elements["day=2026-06-12"]["role"] == "gridcell"
+        assert (elements["stop=0"]["label"], elements["stop=0"]["value"]) == ("Rome", "position 1")
+    finally:
+        await context.close()

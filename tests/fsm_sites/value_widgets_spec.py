@@ -1,0 +1,52 @@
+"""A small trip planner with every value-carrying widget (a slider with every stop, a
+slider with labelled stops, a date picker bound to an enum of dates, one bound to an int
+day of a month, a drag-to-reorder list), shared by the engine, server and browser tests."""
+
+from __future__ import annotations
+
+import yaml
+
+from fsm_sites.spec import SiteSpec
+
+PLANNER_YAML = """
+name: planner
+title: Trip Planner
+domain: travel
+start_page: plan
+variables:
+  - {name: budget, type: int, min: 0, max: 10}
+  - {name: stars, type: int, min: 1, max: 5, default: 1}
+  - {name: day, type: enum, values: ["", "2026-06-12", "2026-06-13", "2026-06-20"]}
+  - {name: day_open, type: bool}
+  - {name: back, type: int, min: 0, max: 30}
+  - {name: back_open, type: bool}
+  - {name: stops, type: list, item: {type: enum, values: [paris, rome, lisbon], labels: {paris: Paris, rome: Rome, lisbon: Lisbon}}, max_len: 3, default: [paris, rome, lisbon]}
+pages:
+  - id: plan
+    title: Plan a trip
+    elements:
+      - {id: budget, kind: slider, label: Budget (hundreds), bind: budget}
+      - {id: stars, kind: slider, label: Hotel class, bind: stars, options: [{value: "1", label: Any}, {value: "3", label: 3 stars}, {value: "5", label: 5 stars}]}
+      - {id: day, kind: date_picker, label: Departure, bind: day, open_when: day_open}
+      - {id: back, kind: date_picker, label: Return, bind: back, month: "2026-07", open_when: back_open}
+      - {id: stop, kind: sortable, label: "{it}", repeat: stops}
+transitions:
+  - {id: set_budget, page: plan, element: budget, event: change, effects: [{set: budget, to: value}], description: "set the budget to {value}00"}
+  - {id: set_stars, page: plan, element: stars, event: change, effects: [{set: stars, to: value}], description: "ask for {value}-star hotels"}
+  - {id: open_day, page: plan, element: day, event: open, when: "not day_open", effects: [{set: day_open, to: true}], description: open the departure calendar}
+  - {id: pick_day, page: plan, element: day, event: pick, effects: [{set: day, to: value}, {set: day_open, to: false}], description: "leave on {day}"}
+  - {id: open_back, page: plan, element: back, event: open, when: "not back_open", effects: [{set: back_open, to: true}], description: open the return calendar}
+  - {id: pick_back, page: plan, element: back, event: pick, effects: [{set: back, to: value}, {set: back_open, to: false}], description: "come back on July {back}"}
+  - {id: move_stop, page: plan, element: stop, event: move, effects: [{move: stops}], description: "drag {it} to another place"}
+goals:
+  - id: trip
+    description: "a budget of 700, leaving on June 13, Rome first"
+    conditions: ["budget == 7", "day == '2026-06-13'", "stops == ['rome', 'paris', 'lisbon']"]
+  - id: back_and_stars
+    description: "3-star hotels, back on July 4, Lisbon first then Paris"
+    conditions: ["stars == 3", "back == 4", "stops == ['lisbon', 'paris', 'rome']"]
+"""
+
+
+def planner_spec() -> SiteSpec:
+    return SiteSpec.model_validate(yaml.safe_load(PLANNER_YAML))
