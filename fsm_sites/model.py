@@ -43,6 +43,7 @@ class ElementModel:
     repeat_type: SeqT | MapT | None = None  # the collection's type
     options: tuple[Option, ...] = ()
     opened: Node | None = None  # a date picker's `open_when`: its month grid is shown
+    invalid: Node | None = None  # a form field's `invalid_when`: shown invalid, with its `error`
 
     @property
     def item_type(self) -> VType | None:

@@ -112,8 +112,28 @@ def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
     elif el.open_when or el.month:
         model.problems.append(SpecProblem(f"{place}.open_when", f"expected `open_when` and `month` only on a "
                                           f"date_picker, got them on a {el.kind}"))
+    invalid = _invalid(model, el, env, place)
     model.elements[(page.id, el.id)] = ElementModel(page.id, el, visible or Lit(True), disabled, repeat, rtype,
-                                                    options, opened)
+                                                    options, opened, invalid)
+
+
+#: Kinds that are form fields: the ones that may be shown invalid with an error beside them.
+FIELD_KINDS = ("text_input", "select", "checkbox", "radio", "slider", "date_picker")
+
+
+def _invalid(model: SiteModel, el: Element, env: Env, place: str) -> Node | None:
+    """A form field's `invalid_when` (checked), its `error` a checked template."""
+    if not el.invalid_when:
+        if el.error:
+            model.problems.append(SpecProblem(f"{place}.error", "expected `invalid_when` with `error` (when the "
+                                              "field shows it), got `error` alone"))
+        return None
+    if el.kind not in FIELD_KINDS:
+        model.problems.append(SpecProblem(f"{place}.invalid_when", f"expected `invalid_when` on a form field "
+                                          f"({', '.join(FIELD_KINDS)}), got it on a {el.kind}"))
+        return None
+    check_template(model, el.error, env, f"{place}.error")
+    return when_node(model, el.invalid_when, f"{place}.invalid_when", env)
 
 
 def _widget(model: SiteModel, el: Element, bound: VType | None, rtype: SeqT | MapT | None, env: Env,

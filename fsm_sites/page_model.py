@@ -43,6 +43,8 @@ def _element(machine: Any, state: State, el: Element, value: str | None, item: A
         "placeholder": el.placeholder or "",
         "disabled": bool(machine.disabled(state, el, value)),
     }
+    if el.invalid_when and machine.invalid(state, el.id):  # shown invalid, with its message
+        out["error"] = machine.text(state, el.error or "Please check this field")
     if el.kind == "text_input":
         out["text"] = "" if bound is None else show(bound)
     elif el.kind == "checkbox":

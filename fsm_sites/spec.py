@@ -178,7 +178,12 @@ class Element(_Model):
         default=None, description="date_picker bound to an int (a day of the month): the month shown, YYYY-MM"
     )
 
-    _tuple = field_validator("visible_when", "disabled_when", "open_when", mode="before")(_as_tuple)
+    invalid_when: When = Field(
+        default=(), description="a form field is shown invalid (with `error` beside it) when all of these hold"
+    )
+    error: str | None = Field(default=None, description="the message an invalid field shows; may show {expr}")
+
+    _tuple = field_validator("visible_when", "disabled_when", "open_when", "invalid_when", mode="before")(_as_tuple)
 
 
 class Param(_Model):

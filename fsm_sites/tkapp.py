@@ -124,6 +124,12 @@ class SiteApp:
         else:
             widget = tk.Label(parent, text=spec["label"], fg=fg, justify="left", wraplength=300)
         self.widgets.append((spec, widget, None))
+        if spec.get("error"):  # an invalid field: its message under it, in red
+            box = tk.Frame(parent)
+            widget.pack(in_=box, fill="x")
+            tk.Label(box, text=spec["error"], fg="#c5221f", anchor="w").pack(fill="x")
+            widget.lift(box)
+            return box
         return widget
 
     def _entry(self, parent: tk.Misc, spec: dict[str, Any]) -> tk.Widget:

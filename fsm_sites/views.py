@@ -72,15 +72,23 @@ class PageViewMixin:
 
     def is_open(self, state: State, element: str) -> bool:
         """Whether a date picker's month grid is open: its ``open_when`` holds."""
+        return self._holds(state, element, "opened")
+
+    def invalid(self, state: State, element: str) -> bool:
+        """Whether a form field is shown invalid: its ``invalid_when`` holds."""
+        return self._holds(state, element, "invalid")
+
+    def _holds(self, state: State, element: str, which: str) -> bool:
         page, vals = self.node(state)
         pid, args = self.full.page_of(page)
         em = self.model.elements.get((pid, element))
-        if em is None or em.opened is None:
+        node = getattr(em, which) if em is not None else None
+        if node is None:
             return False
-        key = ("opened", pid, element)
+        key = (which, pid, element)
         fn = self._conditions.get(key)
         if fn is None:
-            fn = self._conditions[key] = compile_bool(em.opened, self.model.env(pid))
+            fn = self._conditions[key] = compile_bool(node, self.model.env(pid))
         return bool(fn(self.full.canonical(vals), Ctx(args)))
 
     def _repeat_fn(self, pid: str, element: str, repeat: Node) -> Callable:

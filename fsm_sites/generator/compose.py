@@ -58,6 +58,7 @@ class FormPart:
     confirm: bool = True
     needs_collection: bool = False  # entered from the collection page, only when it holds items
     wanted_items: tuple[str, ...] = ()  # with needs_collection: the item ids the goal wants (default: the first)
+    validate: bool = False  # a submit with a required field empty shows each one's message beside it
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,8 @@ def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple
     c = recipe.catalog
     extra = [cond(c.collection_key, op="nonempty")] if part.needs_collection else []
     pages = form_flow(b, part.key, part.title, list(part.fields), submit=part.submit, exit_to="home",
-                      confirm=part.confirm, result_title=f"{part.title}: thank you", extra_when=extra)
+                      confirm=part.confirm, result_title=f"{part.title}: thank you", extra_when=extra,
+                      validate=part.validate)
     conditions: list[Guard] = [_choice(f, part.key) for f in part.fields]
     details = _details(part.fields)
     if part.needs_collection:

@@ -80,6 +80,25 @@ def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> t
     return variables, required
 
 
+def _inline_validation(b: SiteBuilder, form: str, key: str, fields: list[FieldDef], submit: str) -> list[str]:
+    """A submit attempt with required fields empty marks the form tried; each such field then
+    shows its message until it is filled. Returns the form-local variable it adds."""
+    tried = b.add_var(f"{key}_tried", "bool")
+    empty = [f for f in fields if f.kind in ("text", "radio", "date")]
+    if not empty:
+        return [tried]
+    missing = " or ".join(f"{key}_{f.id} == ''" for f in empty)
+    b.add_transition(form, "submit", f"press '{submit}' with a required field empty", when=[missing],
+                     effects=[effect("set", tried, True)])
+    elements = b.pages[form]["elements"]
+    for f in empty:
+        element = next(e for e in elements if e["id"] == f.id)
+        verb = "Enter" if f.kind == "text" else "Choose"
+        element["invalid_when"] = [tried, f"{key}_{f.id} == ''"]
+        element["error"] = f"{verb} {'a' if f.kind != 'text' else 'the'} {f.label.lower()}"
+    return [tried]
+
+
 def _widget_field(b: SiteBuilder, page: str, f: FieldDef, var: str) -> list[str]:
     """A slider (``change`` sets the int) or a date picker (``open`` shows its month grid,
     ``pick`` sets the date and closes it); returns the extra variables it needs."""
@@ -158,10 +177,16 @@ def collection(b: SiteBuilder, page: str, title: str, list_var: str, remove_labe
 
 def form_flow(b: SiteBuilder, key: str, title: str, fields: list[FieldDef], *, submit: str,
               exit_to: str, confirm: bool = True, result_title: str = "Done",
-              extra_when: list[Cond] | None = None, on_done: list[Cond] | None = None) -> dict[str, str]:
-    """Form page -> (confirm modal) -> result page; returns the page ids {form, confirm, result}."""
+              extra_when: list[Cond] | None = None, on_done: list[Cond] | None = None,
+              validate: bool = False) -> dict[str, str]:
+    """Form page -> (confirm modal) -> result page; returns the page ids {form, confirm, result}.
+
+    ``validate``: pressing submit with a required field empty is a transition too, after
+    which each empty required field shows its message beside it (inline validation)."""
     form = b.add_page(key, title)
     variables, required = add_fields(b, form, key, fields)
+    if validate:
+        variables += _inline_validation(b, form, key, fields, submit)
     result = b.add_page(f"{key}_done", result_title, body=f"{title}: done.")
     pages = {"form": form, "result": result}
     b.add_element(form, "submit", "button", submit)

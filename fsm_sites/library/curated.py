@@ -134,7 +134,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
         forms=(FormPart("newpost", "New topic", (
             F("text", "title", "Title", ("Ergonomic mice?",)), F("select", "board", "Board", ("general", "hardware")),
             F("checkbox", "notify", "Email me replies")),
-            "Post", "post 'Ergonomic mice?' to the hardware board and get reply emails"),),
+            "Post", "post 'Ergonomic mice?' to the hardware board and get reply emails", validate=True),),
         search={"keyboard": ("t1",), "setup": ("t3", "t1")},
         modal=ModalPart("Report", "Report this topic?", "reported", "Reported", ("t2", "t4")),
     ),
@@ -174,7 +174,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
         forms=(FormPart("newcontact", "New contact", (
             F("text", "cname", "Name", ("Eva Stone",)), F("text", "company", "Company", ("Hooli",)),
             F("select", "stage", "Stage", ("lead", "qualified", "customer")), F("checkbox", "vip", "VIP")),
-            "Save contact", "add Eva Stone from Hooli as a VIP customer"),),
+            "Save contact", "add Eva Stone from Hooli as a VIP customer", validate=True),),
         settings=SettingsPart("crmset", "Workspace", (
             ("sync", "Sync", (("gmail", "Sync Gmail"), ("cal", "Sync calendar"))),)),
     ),

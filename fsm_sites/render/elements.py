@@ -33,6 +33,7 @@ class Ctx:
     instance: str | None = None  # the event value of one copy of a repeated element
     look: Look = PLAIN  # seeded presentation: icons, pictures, switches
     is_open: Callable[[Element], bool] = lambda el: False  # a date picker's month grid is shown
+    error: Callable[[Element], str | None] = lambda el: None  # an invalid field's message (None: valid)
 
 
 def attrs(el: Element, ctx: Ctx, *extra: str) -> str:
@@ -230,7 +231,23 @@ def _text(el: Element, ctx: Ctx) -> str:
 
 
 def render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:
-    """One element's HTML."""
+    """One element's HTML; a form field the state shows invalid has its message beside it."""
+    html = _render_element(el, ctx, secondary=secondary)
+    message = ctx.error(el) if el.invalid_when else None
+    return with_error(html, message, el.id) if message is not None else html
+
+
+def with_error(html: str, message: str, eid: str) -> str:
+    """A field's HTML (``<div class="field">...</div>``) marked invalid, its message last inside."""
+    if not html.startswith('<div class="field'):
+        return html
+    error_id = f"err-{escape(eid)}"
+    html = html.replace('<div class="field', '<div class="field invalid', 1)
+    html = html.replace(' data-el=', f' aria-invalid="true" aria-describedby="{error_id}" data-el=', 1)
+    return f'{html[:-len("</div>")]}<span class="field-error" id="{error_id}" role="alert">{escape(message)}</span></div>'
+
+
+def _render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:
     kind = el.kind
     if kind == "button":
         return _button(el, ctx, secondary)

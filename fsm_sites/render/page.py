@@ -32,6 +32,7 @@ class MachineView(Protocol):
     def toast(self, state: State) -> str | None: ...
     def route(self, state: State) -> str: ...
     def is_open(self, state: State, element: str) -> bool: ...
+    def invalid(self, state: State, element: str) -> bool: ...
 
 
 #: Kinds whose choices are the machine's (a select bound to an enum, a slider's stops, a
@@ -96,6 +97,8 @@ def _make_ctx(state: State, machine: MachineView, look: Look, *, live: bool, pag
                is_disabled=lambda el: live and machine.disabled(state, el),
                options=lambda el: machine.options(page, el.id) if el.kind in OPTION_KINDS else el.options,
                is_open=lambda el: live and el.kind == "date_picker" and machine.is_open(state, el.id),
+               error=lambda el: (machine.text(state, el.error or "Please check this field")
+                                 if live and machine.invalid(state, el.id) else None),
                show_value=lambda el, v: machine.text(state, "{" + el.bind + "}") if el.bind else "")
 
 

@@ -132,3 +132,41 @@ async def test_an_agents_wrong_drag_or_day_is_a_recorded_step_that_fires_nothing
         record = server.send_event(session.id, UIEvent("plan", "stop", "move", "0>1"))
         assert record.verdict.transition_fired and record.verdict.on_shortest_path
         assert record.verdict.distance_after == record.verdict.distance_before - 1
+
+
+def test_a_submit_with_a_required_field_empty_shows_its_message_beside_it() -> None:
+    from fsm_sites.library import load_machine
+    from fsm_sites.render import render_page
+
+    crm = load_machine("crm")
+    form = next(n for e, n in crm.enabled(crm.initial) if n.page == "newcontact")
+    assert not crm.invalid(form, "cname") and 'class="field invalid' not in _html(crm, form, render_page)
+    _, form = crm.step(form, UIEvent("newcontact", "cname", "input", "Eva Stone"))
+    edge, tried = crm.step(form, UIEvent("newcontact", "submit", "click", None))
+    assert edge.transition_id.startswith("newcontact__submit") and tried.page == "newcontact"
+    assert tried.get("newcontact_tried") is True
+    assert not crm.invalid(tried, "cname") and crm.invalid(tried, "company")
+    html = _html(crm, tried, render_page)
+    assert html.count('class="field invalid"') == 1
+    assert 'aria-invalid="true" aria-describedby="err-company"' in html
+    assert '<span class="field-error" id="err-company" role="alert">Enter the company</span>' in html
+    assert _view(crm, tried, "company")["error"] == "Enter the company" and "error" not in _view(crm, tried, "cname")
+    _, filled = crm.step(tried, UIEvent("newcontact", "company", "input", "Hooli"))
+    assert not crm.invalid(filled, "company") and 'class="field invalid' not in _html(crm, filled, render_page)
+    assert crm.distance(form, "newcontact") == crm.distance(tried, "newcontact")  # a try never helps
+
+
+def _html(machine: Machine, state, render_page) -> str:
+    return render_page(machine.spec, state, seed=0, machine=machine)
+
+
+@pytest.mark.parametrize(("edit", "place", "fragment"), [
+    (lambda d: _element(d, "budget").update(error="Too much"), "elements.budget.error",
+     "expected `invalid_when` with `error`"),
+    (lambda d: _element(d, "stop").update(invalid_when="budget > 3"), "elements.stop.invalid_when",
+     "expected `invalid_when` on a form field"),
+    (lambda d: _element(d, "budget").update(invalid_when="budget > 'x'"), "elements.budget.invalid_when[0]", "expected ints on both sides of '>'"),
+])
+def test_inline_validation_is_checked(edit, place, fragment) -> None:
+    problems = validate_spec(_with(edit))
+    assert any(p.place.endswith(place) and fragment in p.message for p in problems), problems
