@@ -295,11 +295,19 @@ def render_group(group: str, elements: list[Element], ctx: Ctx, collection_cls: 
     inner = "".join(render_element(e, ctx) for e in elements)
     if group == "tabs":
         return f'<div class="tabs" role="tablist">{inner}</div>'
+    if group == "collection" and len(elements) > 1:
+        from fsm_sites.render.widgets import month_calendar  # it builds on this module's helpers
+
+        month = month_calendar(elements, ctx)
+        if month is not None:
+            return month
     days = {weekday(e, ctx) for e in elements if e.kind == "card"} - {None}
     if group == "collection" and len(elements) > 1 and len(days) == len(elements):
         return _week(elements, ctx)
     if group == "collection" and all(sender(ctx.text(e, e.description)) for e in elements):
-        return f'<div class="collection list inbox">{inner}</div>'
+        rows = "".join(render_element(e, ctx).replace('class="card media message"', 'class="card media message active"', 1)
+                       if ctx.is_active(e) else render_element(e, ctx) for e in elements)  # the open message
+        return f'<div class="collection list inbox">{rows}</div>'
     if group == "collection":
         tiles = " tiles" if all(e.kind == "card" and not e.description for e in elements) else ""
         return f'<div class="collection {collection_cls}{tiles}">{inner}</div>'

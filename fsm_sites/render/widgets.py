@@ -11,12 +11,15 @@ plain CSS percentages, so the same state always gives the same pixels.
 
 from __future__ import annotations
 
+import calendar
+import re
+from datetime import date
 from html import escape
 
 from fsm_sites.render.elements import Ctx, attrs, label, show
 from fsm_sites.render.icons import icon_svg
 from fsm_sites.spec import Element
-from fsm_sites.widgets import Month, parse_date, parse_month, picked_day
+from fsm_sites.widgets import Month, WidgetError, parse_date, parse_month, picked_day
 
 WEEKDAY_HEADS = ("Mo", "Tu", "We", "Th", "Fr", "Sa", "Su")
 
@@ -114,3 +117,65 @@ def picker_days(el: Element, ctx: Ctx) -> dict[int, str]:
         out[day] = option.value
     return out
 
+
+
+_MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
+_MONTHS |= {name.lower(): n for n, name in enumerate(calendar.month_abbr) if name}
+_SPELLED = re.compile(r"^(?:[A-Za-z]{3,9},?\s+)?([A-Za-z]{3,9})\.?\s+(\d{1,2}),?\s+(\d{4})$")
+
+
+def card_date(el: Element, ctx: Ctx) -> date | None:
+    """The date a card's label names, if that is all it says: ``2026-06-13``, ``June 13, 2026``
+    or ``Sat, Jun 13, 2026``."""
+    text = ctx.text(el, el.label).strip()
+    try:
+        return parse_date(text)
+    except WidgetError:
+        pass
+    found = _SPELLED.match(text)
+    month = _MONTHS.get(found.group(1).lower()) if found else None
+    if not found or month is None:
+        return None
+    try:
+        return date(int(found.group(3)), month, int(found.group(2)))
+    except ValueError:
+        return None
+
+
+def month_calendar(elements: list[Element], ctx: Ctx) -> str | None:
+    """Cards named by dates of one month as a month calendar: a heading row of weekdays,
+    a cell per day, each card in its day's cell; None when they are not such cards."""
+    days = {}
+    for el in elements:
+        day = card_date(el, ctx) if el.kind == "card" else None
+        if day is None or day.day in days:
+            return None
+        days[day.day] = (el, day)
+    months = {(d.year, d.month) for _, d in days.values()}
+    if len(days) < 2 or len(months) != 1:
+        return None
+    month = Month(*months.pop())
+    heads = "".join(f'<div class="cal-head" aria-hidden="true">{d}</div>' for d in WEEKDAY_HEADS)
+    cells = ['<div class="cal-cell blank"></div>'] * month.first_weekday
+    for n in range(1, month.days + 1):
+        if n not in days:
+            cells.append(f'<div class="cal-cell"><span class="day-num">{n}</span></div>')
+            continue
+        el, _ = days[n]
+        desc = f'<span class="desc">{escape(ctx.text(el, el.description))}</span>' if el.description else ""
+        name = f'aria-label="{label(el, ctx)}"'
+        cells.append(f'<div class="card cal-cell booked"{attrs(el, ctx, name)}><span class="day-num">{n}</span>'
+                     f'{desc}</div>')
+    return (f'<div class="collection calendar-month" role="grid" aria-label="{escape(month.title)}">'
+            f'<div class="cal-title">{escape(month.title)}</div>{heads}{"".join(cells)}</div>')
+
+
+def reading_pane(blocks: list[str]) -> list[str]:
+    """An inbox list followed by more of the page (the open message: its text, its buttons)
+    as a list and a reading pane beside it (stacked on narrow screens); other pages as they are."""
+    start = next((i for i, b in enumerate(blocks) if b.startswith('<div class="collection list inbox')), None)
+    if start is None or start + 1 >= len(blocks):
+        return blocks
+    pane = "".join(blocks[start + 1:])
+    return [*blocks[:start], f'<div class="split-view"><div class="split-list">{blocks[start]}</div>'
+            f'<section class="split-pane panel" aria-label="Reading pane">{pane}</section></div>']

@@ -11,7 +11,7 @@ from fsm_sites.render import choose_style
 from fsm_sites.server import SiteServer
 from sandboxes.browser_elements import ELEMENTS_JS
 from sandboxes.viewports import VIEWPORTS
-from tests.fsm_sites.value_widgets_spec import planner_spec
+from tests.fsm_sites.value_widgets_spec import planner_spec, templates_spec
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -155,5 +155,61 @@ async def test_the_element_list_names_each_widget_part(browser, server) -> None:
         assert elements["day"]["role"] == "combobox" and "Jun 13" in elements["day"]["value"]
         assert elements["day=2026-06-13"]["value"] == "selected" and elements["day=2026-06-12"]["role"] == "gridcell"
         assert (elements["stop=0"]["label"], elements["stop=0"]["value"]) == ("Rome", "position 1")
+    finally:
+        await context.close()
+
+
+@pytest.fixture(scope="module")
+async def templates_server():
+    async with SiteServer([templates_spec()]) as srv:
+        yield srv
+
+
+async def _open_templates(browser, server, viewport: str, state: str):
+    session = server.create_session("templates", goal="star_lunch", seed=SEEDS[0])
+    server.jump(session.id, state)
+    width, height = VIEWPORTS[viewport]
+    context = await browser.new_context(viewport={"width": width, "height": height})
+    page = await context.new_page()
+    await page.goto(server.session_url(session.id), wait_until="load")
+    return session, context, page
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+async def test_an_open_message_reads_in_a_pane_beside_the_inbox_or_under_it_on_a_phone(
+        browser, templates_server, viewport) -> None:
+    session, context, page = await _open_templates(browser, templates_server, viewport, 'inbox{"open_msg":"","starred":[]}')
+    try:
+        assert await page.locator(".split-view").count() == 0  # nothing open: the list alone
+        await page.click('[data-el="m2"]')
+        await _settled(page)
+        assert templates_server.state(session.id).get("open_msg") == "m2"
+        listed = await page.evaluate(_BOX, ".split-list")
+        pane = await page.evaluate(_BOX, ".split-pane")
+        assert "Tacos at noon?" in await page.inner_text(".split-pane")
+        assert await page.get_attribute('[data-el="m2"]', "class") == "card media message active"
+        if viewport == "desktop":
+            assert pane["left"] >= listed["left"] + listed["w"] and abs(pane["y"] - pane["h"] / 2 - (listed["y"] - listed["h"] / 2)) < 2
+        else:
+            assert pane["y"] - pane["h"] / 2 >= listed["y"] + listed["h"] / 2
+    finally:
+        await context.close()
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+async def test_cards_named_by_dates_are_a_month_calendar(browser, templates_server, viewport) -> None:
+    session, context, page = await _open_templates(browser, templates_server, viewport, 'month{"open_msg":"","starred":[]}')
+    try:
+        assert await page.inner_text(".calendar-month .cal-title") == "June 2026"
+        heads = await page.evaluate("() => [...document.querySelectorAll('.calendar-month .cal-head')].map("
+                                    "h => h.getBoundingClientRect().left)")
+        cells = {el: await page.evaluate(_BOX, f'[data-el="{el}"]') for el in ("d3", "d12", "d30")}
+        # June 3, 2026 is a Wednesday, the 12th a Friday, the 30th a Tuesday: each under its weekday
+        for el, column in (("d3", 2), ("d12", 4), ("d30", 1)):
+            assert abs(cells[el]["left"] - heads[column]) < 2, (el, cells[el], heads)
+        assert cells["d12"]["y"] > cells["d3"]["y"] and cells["d12"]["h"] >= 44
+        await page.click('[data-el="d12"]')
+        await _settled(page)
+        assert templates_server.state(session.id).page == "inbox"
     finally:
         await context.close()

@@ -50,3 +50,45 @@ goals:
 
 def planner_spec() -> SiteSpec:
     return SiteSpec.model_validate(yaml.safe_load(PLANNER_YAML))
+
+
+TEMPLATES_YAML = """
+name: templates
+title: Acme Mail
+domain: mail
+start_page: inbox
+variables:
+  - {name: open_msg, type: enum, values: ["", m1, m2]}
+  - {name: starred, type: set, item: {type: enum, values: [m1, m2]}, max_len: 2}
+pages:
+  - id: inbox
+    title: Inbox
+    elements:
+      - {id: go_month, kind: link, label: June, section: nav}
+      - {id: m1, kind: card, label: Quarterly report, description: "From: finance@acme.io"}
+      - {id: m2, kind: card, label: "Lunch on Friday?", description: "From: sam@acme.io"}
+      - {id: body_m1, kind: text, label: "Hi all, the Q2 numbers are in.", visible_when: "open_msg == 'm1'"}
+      - {id: body_m2, kind: text, label: "Tacos at noon?", visible_when: "open_msg == 'm2'"}
+      - {id: star, kind: button, label: Star, visible_when: "open_msg != ''"}
+  - id: month
+    title: June
+    elements:
+      - {id: go_inbox, kind: link, label: Inbox, section: nav}
+      - {id: d3, kind: card, label: "2026-06-03", description: Dentist}
+      - {id: d12, kind: card, label: "Fri, Jun 12, 2026", description: Team offsite}
+      - {id: d30, kind: card, label: "June 30, 2026", description: Rent}
+transitions:
+  - {id: open_m1, page: inbox, element: m1, effects: [{set: open_msg, to: "'m1'"}], description: open the report}
+  - {id: open_m2, page: inbox, element: m2, effects: [{set: open_msg, to: "'m2'"}], description: open the lunch mail}
+  - {id: star_it, page: inbox, element: star, when: "open_msg == 'm1'", effects: [{add: starred, item: "'m1'"}], description: star it}
+  - {id: star_it2, page: inbox, element: star, when: "open_msg == 'm2'", effects: [{add: starred, item: "'m2'"}], description: star it}
+  - {id: to_month, page: inbox, element: go_month, target: month, description: open June}
+  - {id: to_inbox, page: month, element: go_inbox, target: inbox, description: open the inbox}
+  - {id: open_d12, page: month, element: d12, target: inbox, effects: [{set: open_msg, to: "'m1'"}], description: open the offsite day}
+goals:
+  - {id: star_lunch, description: star the lunch mail, conditions: ["'m2' in starred"]}
+"""
+
+
+def templates_spec() -> SiteSpec:
+    return SiteSpec.model_validate(yaml.safe_load(TEMPLATES_YAML))
