@@ -14,7 +14,7 @@ from fsm_sites.render.elements import Ctx, group_of, radio_checked, render_eleme
 from fsm_sites.render.icons import icon_for, icon_svg
 from fsm_sites.render.look import Look, choose_look, split_description
 from fsm_sites.render.themes import Layout, Theme, choose_style
-from fsm_sites.render.widgets import reading_pane
+from fsm_sites.render.widgets import reading_pane, tab_panel
 from fsm_sites.spec import Element, Option, Page, SiteSpec, VarValue
 from fsm_sites.state import Edge, State, UIEvent
 
@@ -161,7 +161,7 @@ def _main_groups(elements: list[Element], ctx: Ctx, layout: Layout, state: State
             run = []
         if el is not None:
             run.append(el)
-    return reading_pane(blocks)
+    return reading_pane(tab_panel(blocks))
 
 
 #: The menu button narrow viewports show instead of the navigation links (responsive.css):

@@ -179,3 +179,14 @@ def reading_pane(blocks: list[str]) -> list[str]:
     pane = "".join(blocks[start + 1:])
     return [*blocks[:start], f'<div class="split-view"><div class="split-list">{blocks[start]}</div>'
             f'<section class="split-pane panel" aria-label="Reading pane">{pane}</section></div>']
+
+
+def tab_panel(blocks: list[str]) -> list[str]:
+    """Tabs in a page's main column (a detail page's Overview / Reviews) with what follows them
+    in one tab panel under the tab bar; other pages as they are."""
+    start = next((i for i, b in enumerate(blocks) if b.startswith('<div class="tabs" role="tablist">')), None)
+    if start is None or start + 1 >= len(blocks):
+        return blocks
+    panel = "".join(blocks[start + 1:])
+    return [*blocks[:start], f'<div class="tabbed">{blocks[start]}'
+            f'<section class="tab-panel panel" role="tabpanel">{panel}</section></div>']

@@ -10,7 +10,7 @@ One edge may take several actions, each returned by its own ``cheat`` call:
   first (it opens the menu in the page; no event), then the element.
 - input: Click the text field, select its old text with ctrl+a if any, TypeText the value,
   then Key(enter).
-- an element outside the viewport: Scroll it into view first.
+- an element outside the viewport: Scroll it into view first (for a drag: both its ends).
 - change (a slider): Drag its thumb to the value's place on the track.
 - open / pick (a date picker): Click its field, then (the grid open) the day.
 - move (a sortable list, value ``from>to``): Drag the item's handle to where the other
@@ -121,8 +121,11 @@ def next_action(edge: Edge, probe: dict[str, Any] | None, current_page: str) -> 
     box, vw, vh = probe["box"], int(probe["vw"]), int(probe["vh"])
     if not _in_view(box, vw, vh):
         return Scroll(x=vw // 2, y=vh // 2, dy=int(box["y"] - vh / 2))
+    drag = probe.get("drag")
+    if edge.event in ("change", "move") and drag and not _in_view({"x": drag["to_x"], "y": drag["to_y"]}, vw, vh):
+        return Scroll(x=vw // 2, y=vh // 2, dy=int((drag["y"] + drag["to_y"]) / 2 - vh / 2))  # both ends in view
     if edge.event in ("change", "move"):
-        return _drag(probe.get("drag"), vw, vh)
+        return _drag(drag, vw, vh)
     if edge.event != "input":
         return _click(box)
     wanted = edge.value or ""

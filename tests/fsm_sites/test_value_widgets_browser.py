@@ -213,3 +213,40 @@ async def test_cards_named_by_dates_are_a_month_calendar(browser, templates_serv
         assert templates_server.state(session.id).page == "inbox"
     finally:
         await context.close()
+
+
+async def test_tabs_on_a_detail_page_hold_their_content_in_a_panel_under_them(browser, templates_server) -> None:
+    state = 'report(q2){"open_msg":"","starred":[],"tab":"numbers"}'
+    _, context, page = await _open_templates(browser, templates_server, "desktop", state)
+    try:
+        assert await page.locator(".detail-head .hero").count() == 1
+        tabs = await page.evaluate(_BOX, ".tabbed > .tabs")
+        panel = await page.evaluate(_BOX, ".tabbed > .tab-panel")
+        assert await page.inner_text(".tab-panel") == "Revenue $4.2M, costs $3.1M"
+        assert abs((panel["y"] - panel["h"] / 2) - (tabs["y"] + tabs["h"] / 2)) < 2  # the panel starts where the bar ends
+    finally:
+        await context.close()
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+async def test_the_oracle_solves_every_goal_that_needs_a_widget_or_template(provider, viewport) -> None:
+    """Every goal of the planner (each widget) and of the templates site, replayed by the
+    oracle in a real browser at two layout seeds, reaches its goal with every
+    event-sending step on a shortest path."""
+    from fsm_sites.client import LocalSiteClient
+    from harness.fsm_tasks_cli import verify_one
+    from harness.tasks.fsm import goal_tasks
+
+    width, height = VIEWPORTS[viewport]
+    verdicts = []
+    async with SiteServer([planner_spec(), templates_spec()]) as server:
+        sandbox = await provider.new_browser(viewport_width=width, viewport_height=height)
+        try:
+            for spec in (planner_spec(), templates_spec()):
+                for seed in SEEDS:
+                    for task in goal_tasks(spec):
+                        verdicts.append(await verify_one(task, LocalSiteClient(server), sandbox, seed=seed))
+        finally:
+            await sandbox.close()
+    assert len(verdicts) == 2 * 4
+    assert [(v.task_id, v.reason) for v in verdicts if not v.kept] == []

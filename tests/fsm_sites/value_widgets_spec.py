@@ -57,7 +57,10 @@ name: templates
 title: Acme Mail
 domain: mail
 start_page: inbox
+types:
+  - {name: report, type: enum, values: [q2, q3], labels: {q2: Q2 report, q3: Q3 report}}
 variables:
+  - {name: tab, type: enum, values: [overview, numbers]}
   - {name: open_msg, type: enum, values: ["", m1, m2]}
   - {name: starred, type: set, item: {type: enum, values: [m1, m2]}, max_len: 2}
 pages:
@@ -77,6 +80,16 @@ pages:
       - {id: d3, kind: card, label: "2026-06-03", description: Dentist}
       - {id: d12, kind: card, label: "Fri, Jun 12, 2026", description: Team offsite}
       - {id: d30, kind: card, label: "June 30, 2026", description: Rent}
+      - {id: q2, kind: button, label: Open the Q2 report}
+  - id: report
+    title: "{item}"
+    params: [{name: item, type: report}]
+    elements:
+      - {id: back, kind: link, label: Back to June, section: header}
+      - {id: t_over, kind: tab, label: Overview}
+      - {id: t_num, kind: tab, label: Numbers}
+      - {id: over, kind: text, label: "Revenue grew in every region.", visible_when: "tab == 'overview'"}
+      - {id: nums, kind: text, label: "Revenue $4.2M, costs $3.1M", visible_when: "tab == 'numbers'"}
 transitions:
   - {id: open_m1, page: inbox, element: m1, effects: [{set: open_msg, to: "'m1'"}], description: open the report}
   - {id: open_m2, page: inbox, element: m2, effects: [{set: open_msg, to: "'m2'"}], description: open the lunch mail}
@@ -84,9 +97,14 @@ transitions:
   - {id: star_it2, page: inbox, element: star, when: "open_msg == 'm2'", effects: [{add: starred, item: "'m2'"}], description: star it}
   - {id: to_month, page: inbox, element: go_month, target: month, description: open June}
   - {id: to_inbox, page: month, element: go_inbox, target: inbox, description: open the inbox}
+  - {id: open_q2, page: month, element: q2, target: report, args: {item: "'q2'"}, description: open the Q2 report}
+  - {id: report_back, page: report, element: back, target: month, effects: [{clear: tab}], description: go back to June}
+  - {id: tab_over, page: report, element: t_over, effects: [{set: tab, to: "'overview'"}], description: show the overview}
+  - {id: tab_num, page: report, element: t_num, effects: [{set: tab, to: "'numbers'"}], description: show the numbers}
   - {id: open_d12, page: month, element: d12, target: inbox, effects: [{set: open_msg, to: "'m1'"}], description: open the offsite day}
 goals:
   - {id: star_lunch, description: star the lunch mail, conditions: ["'m2' in starred"]}
+  - {id: q2_numbers, description: see the Q2 report's numbers, page: report(q2), conditions: ["tab == 'numbers'"]}
 """
 
 
