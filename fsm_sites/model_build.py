@@ -26,7 +26,7 @@ from fsm_sites.model_goals import check_goals, check_starts
 from fsm_sites.model_transitions import check_transition
 from fsm_sites.schema import build_schema
 from fsm_sites.spec import Element, Option, Page, SiteSpec, Transition
-from fsm_sites.types import EnumT, MapT, SeqT, VType
+from fsm_sites.types import EnumT, MapT, RecordT, SeqT, VType
 from fsm_sites.widgets import WIDGET_KINDS, WidgetError, widget_options
 
 
@@ -113,8 +113,27 @@ def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
         model.problems.append(SpecProblem(f"{place}.open_when", f"expected `open_when` and `month` only on a "
                                           f"date_picker, got them on a {el.kind}"))
     invalid = _invalid(model, el, env, place)
+    if el.sort:
+        _check_sort(model, el, rtype, place)
     model.elements[(page.id, el.id)] = ElementModel(page.id, el, visible or Lit(True), disabled, repeat, rtype,
                                                     options, opened, invalid)
+
+
+def _check_sort(model: SiteModel, el: Element, rtype: SeqT | MapT | None, place: str) -> None:
+    """`sort` names an enum variable of the records' field names (`-name`: descending)."""
+    item = rtype.item if isinstance(rtype, SeqT) else None
+    if not isinstance(item, RecordT):
+        got = rtype.describe() if rtype is not None else "no `repeat`"
+        model.problems.append(SpecProblem(f"{place}.sort", f"expected `sort` on an element repeated over a list or set "
+                                          f"of records (a data table), got {got}"))
+        return
+    order = model.schema.variables.get(el.sort or "")
+    fields = [n for n, _ in item.fields]
+    bad = [v for v in order.values if v.lstrip("-") not in fields] if isinstance(order, EnumT) else None
+    if bad is None or bad:
+        got = f"{bad!r}" if bad else f"{el.sort!r}, {order.describe() if order else 'not a variable'}"
+        model.problems.append(SpecProblem(f"{place}.sort", f"expected an enum variable whose values are the records' "
+                                          f"fields {fields} (or -field, descending), got {got}"))
 
 
 #: Kinds that are form fields: the ones that may be shown invalid with an error beside them.

@@ -16,13 +16,13 @@ from fsm_sites.model import (
     when_node,
 )
 from fsm_sites.schema import TOAST_VAR
-from fsm_sites.spec import EVENTS_BY_KIND, VALUE_PLACEHOLDER, Transition
+from fsm_sites.spec import EVENTS_BY_KIND, SORT_EVENT, VALUE_PLACEHOLDER, Transition
 from fsm_sites.types import TextT
 
 
 def check_transition(model: SiteModel, index: int, t: Transition, em: ElementModel, place: str) -> None:
     el = em.element
-    allowed = EVENTS_BY_KIND[el.kind]
+    allowed = EVENTS_BY_KIND[el.kind] + ((SORT_EVENT,) if el.sort else ())
     if t.event not in allowed:
         model.problems.append(SpecProblem(f"{place}.event", f"a {el.kind} sends {list(allowed) or 'no events'}, got {t.event!r}"))
     if el.distractor:

@@ -27,6 +27,14 @@ def describe_page(machine: Any, state: State) -> dict[str, Any]:
         if el.repeat:
             for value, item in machine.instances(state, el.id):
                 elements.append(_element(machine, state, el, value, item))
+            if el.sort:  # the table's sortable headings, as one choice
+                order = next(v for v in machine.spec.variables if v.name == el.sort)
+                values = order.values
+                elements.append({"id": el.id, "kind": "sort", "value": None, "section": el.section or "main",
+                                 "label": "Sort by", "description": "", "placeholder": "", "disabled": False,
+                                 "text": show(state.get(el.sort)),
+                                 "options": [{"value": v, "label": v.lstrip("-").replace("_", " ").capitalize()
+                                              + (" (descending)" if v.startswith("-") else "")} for v in values]})
         else:
             elements.append(_element(machine, state, el, None, None))
     return {"page": state.page, "kind": page.kind, "site": machine.spec.title,

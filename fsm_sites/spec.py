@@ -31,7 +31,7 @@ ElementKind = Literal[
 ]
 EventKind = Literal[
     "click", "input", "select", "check", "uncheck",
-    "change", "open", "pick", "move",
+    "change", "open", "pick", "move", "sort",
 ]
 ConditionOp = Literal["eq", "ne", "lt", "le", "gt", "ge", "contains", "not_contains", "empty", "nonempty"]
 EffectOp = Literal["set", "clear", "increment", "decrement", "append", "remove"]
@@ -45,6 +45,8 @@ EVENTS_BY_KIND: dict[str, tuple[str, ...]] = {
     "text": (),
     "slider": ("change",), "date_picker": ("open", "pick"), "sortable": ("move",),
 }
+#: A repeated element with `sort` also sends `sort` (a click on its table's column heading).
+SORT_EVENT = "sort"
 
 VALUE_PLACEHOLDER = "$value"  # in an old-style effect or a description: the event's value
 ExprText = str | int | bool  # an expression (text) or a literal
@@ -182,6 +184,10 @@ class Element(_Model):
         default=(), description="a form field is shown invalid (with `error` beside it) when all of these hold"
     )
     error: str | None = Field(default=None, description="the message an invalid field shows; may show {expr}")
+    sort: str | None = Field(
+        default=None, description="a repeated element over records: an enum variable whose values are field names "
+        "(`-field`: descending) ordering the rows; its table's headings send `sort` with the field"
+    )
 
     _tuple = field_validator("visible_when", "disabled_when", "open_when", "invalid_when", mode="before")(_as_tuple)
 

@@ -121,6 +121,8 @@ class SiteApp:
             widget = self._slider(parent, spec)
         elif kind == "date_picker":
             widget = self._date_picker(parent, spec)
+        elif kind == "sort":
+            widget = self._choices(parent, spec, "sort")
         else:
             widget = tk.Label(parent, text=spec["label"], fg=fg, justify="left", wraplength=300)
         self.widgets.append((spec, widget, None))
@@ -216,6 +218,17 @@ class SiteApp:
                 button = tk.Button(days, text=option["label"], command=self._sender(spec["id"], "pick", option["value"]))
                 button.grid(row=n // 2, column=n % 2, sticky="we")
                 self.widgets.append((spec, button, "option:" + option["value"]))
+        return box
+
+    def _choices(self, parent: tk.Misc, spec: dict[str, Any], event: str) -> tk.Widget:
+        """A label and a button per option, each sending ``event`` with its value (a table's sort)."""
+        box = tk.Frame(parent)
+        tk.Label(box, text=f"{spec['label']}:", anchor="w").pack(side="left")
+        for option in spec.get("options", []):
+            button = tk.Button(box, text=option["label"], command=self._sender(spec["id"], event, option["value"]),
+                               relief="sunken" if option["value"] == spec.get("text") else "raised")
+            button.pack(side="left", padx=1)
+            self.widgets.append((spec, button, "option:" + option["value"]))
         return box
 
     def _sortable(self, parent: tk.Misc, copies: list[dict[str, Any]]) -> tk.Widget:

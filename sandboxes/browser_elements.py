@@ -9,7 +9,8 @@ beside) pixels. Two kinds of pages:
   label for inputs and dropdowns), with the open dropdown's options and a radio group's
   options as entries of their own; a slider is one entry (its value shown), a date
   picker its field plus, while open, each day; a sortable list's item is its drag handle
-  (``id=position``), named by the item;
+  (``id=position``), named by the item; a sortable table's heading is a button
+  (``id=order``, "Sort by Day", its ``aria-sort`` as the value);
 - any other page: elements by HTML and ARIA semantics (links, buttons, inputs, selects,
   text areas, ``role=button|link|tab|option|radio|checkbox|menuitem|textbox``,
   ``onclick``), plus elements a script made clickable that show the pointer cursor
@@ -86,6 +87,9 @@ ELEMENTS_JS = r"""(() => {
         const handle = el.querySelector(".drag-handle") || el, title = el.querySelector(".title");
         add(handle, id + "=" + el.getAttribute("data-value"), "listitem", text(title || el),
             "position " + (Number(el.getAttribute("data-value")) + 1));
+      } else if (kind === "sort") {
+        add(el, id + "=" + el.getAttribute("data-value"), "button", "Sort by " + text(el).replace(/[▲▼↕]/g, ""),
+            el.closest("th") ? el.closest("th").getAttribute("aria-sort") : null);
       } else if (kind === "text_input") {
         add(el, id, "textbox", fieldLabel(el) || el.placeholder, el.value);
       } else if (kind === "checkbox") {

@@ -14,8 +14,8 @@ from fsm_sites.render.elements import Ctx, group_of, radio_checked, render_eleme
 from fsm_sites.render.icons import icon_for, icon_svg
 from fsm_sites.render.look import Look, choose_look, split_description
 from fsm_sites.render.themes import Layout, Theme, choose_style
-from fsm_sites.render.widgets import reading_pane, tab_panel
-from fsm_sites.spec import Element, Option, Page, SiteSpec, VarValue
+from fsm_sites.render.widgets import reading_pane, sort_rows, tab_panel
+from fsm_sites.spec import Element, Option, Page, SiteSpec, TypeDef, VarValue
 from fsm_sites.state import Edge, State, UIEvent
 
 
@@ -130,7 +130,22 @@ def _repeat_block(block: list[Element], ctx: Ctx, state: State, machine: Machine
             items.setdefault(value, item)
     rows = [Copy(value, item, tuple((el, c) for el in block for v, _, c in copies[el.id] if v == value))
             for value, item in items.items()]
-    return repeat_html(rows, record_fields(spec, block[0].repeat or ""), ctx.look)
+    sorter = next((el for el in block if el.sort), None)
+    if sorter is None or sorter.sort is None:
+        return repeat_html(rows, record_fields(spec, block[0].repeat or ""), ctx.look)
+    named: dict[str, TypeDef] = {t.name: t for t in spec.types}
+    var = next(v for v in spec.variables if v.name == block[0].repeat)
+    item = var.item
+    for _ in range(len(named) + 1):  # a named type may name another
+        ref = item if isinstance(item, str) else item.type if isinstance(item, TypeDef) else None
+        if ref not in named:
+            break
+        item = named[ref]
+    item = item if isinstance(item, TypeDef) else None
+    order = next(v for v in spec.variables if v.name == sorter.sort)
+    rows = sort_rows(rows, state.get(sorter.sort), item, named)
+    return repeat_html(rows, record_fields(spec, block[0].repeat or ""), ctx.look,
+                       (sorter, ctx, order.values, state.get(sorter.sort)))
 
 
 def _sections(elements: list[Element]) -> dict[str, list[Element]]:

@@ -15,10 +15,11 @@ import calendar
 import re
 from datetime import date
 from html import escape
+from typing import Any
 
 from fsm_sites.render.elements import Ctx, attrs, label, show
 from fsm_sites.render.icons import icon_svg
-from fsm_sites.spec import Element
+from fsm_sites.spec import Element, TypeDef
 from fsm_sites.widgets import Month, WidgetError, parse_date, parse_month, picked_day
 
 WEEKDAY_HEADS = ("Mo", "Tu", "We", "Th", "Fr", "Sa", "Su")
@@ -190,3 +191,42 @@ def tab_panel(blocks: list[str]) -> list[str]:
     panel = "".join(blocks[start + 1:])
     return [*blocks[:start], f'<div class="tabbed">{blocks[start]}'
             f'<section class="tab-panel panel" role="tabpanel">{panel}</section></div>']
+
+
+def sort_rows(rows: list, order: object, item: TypeDef | None, named: dict[str, TypeDef]) -> list:
+    """A data table's rows (``Copy``s of records) in the order a sort variable names:
+    ``field`` ascending, ``-field`` descending; an enum field by its values' order."""
+    if not isinstance(order, str) or not order:
+        return rows
+    name = order.lstrip("-")
+    ftype: TypeDef | str | None = next((f for f in (item.fields if item is not None else ()) if f.name == name), None)
+    for _ in range(len(named) + 1):  # a field's type may be a named type
+        ref = ftype.type if isinstance(ftype, TypeDef) else ftype
+        if isinstance(ref, str) and ref in named:
+            ftype = named[ref]
+        else:
+            break
+    values = list(ftype.values) if isinstance(ftype, TypeDef) and ftype.type == "enum" else None
+
+    def key(row: Any) -> Any:
+        value = row.item.get(name) if hasattr(row.item, "get") else None
+        return values.index(value) if values is not None and value in values else value
+
+    return sorted(rows, key=key, reverse=order.startswith("-"))
+
+
+def sort_heading(title: str, field: str, sorter: tuple[Element, Ctx, tuple[str, ...], object] | None) -> str:
+    """A column heading; with a sort variable that can order by ``field``, a button sending
+    ``sort`` (the other direction when the rows are in this one already)."""
+    if sorter is None:
+        return f'<th scope="col">{escape(title)}</th>'
+    el, ctx, values, current = sorter
+    if field not in values and f"-{field}" not in values:
+        return f'<th scope="col">{escape(title)}</th>'
+    state = "ascending" if current == field else "descending" if current == f"-{field}" else "none"
+    wanted = f"-{field}" if state == "ascending" and f"-{field}" in values else field if field in values else f"-{field}"
+    arrow = {"ascending": "▲", "descending": "▼", "none": "↕"}[state]
+    wiring = (f' data-el="{escape(el.id)}" data-kind="sort" data-ev="sort" data-value="{escape(wanted)}"'
+              if ctx.live else "")
+    return (f'<th scope="col" aria-sort="{state}"><button type="button" class="th-sort"{wiring}>'
+            f'{escape(title)}<span class="sort-mark" aria-hidden="true">{arrow}</span></button></th>')

@@ -16,7 +16,7 @@ from fsm_sites.server import SiteServer
 from fsm_sites.spec import SiteSpec
 from fsm_sites.state import UIEvent
 from fsm_sites.validate import validate_spec
-from tests.fsm_sites.value_widgets_spec import PLANNER_YAML, planner_spec
+from tests.fsm_sites.value_widgets_spec import PLANNER_YAML, TEMPLATES_YAML, planner_spec
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +170,30 @@ def _html(machine: Machine, state, render_page) -> str:
 def test_inline_validation_is_checked(edit, place, fragment) -> None:
     problems = validate_spec(_with(edit))
     assert any(p.place.endswith(place) and fragment in p.message for p in problems), problems
+
+
+def test_a_tables_sort_event_carries_the_order_and_is_checked() -> None:
+    from tests.fsm_sites.value_widgets_spec import templates_spec
+
+    machine = Machine(templates_spec())
+    _, page = machine.step(machine.initial, UIEvent("inbox", "go_meetings", "click", None))
+    assert _values(machine, page, "sort_meetings") == ["day", "-day", "time"]
+    _, after = machine.step(page, UIEvent("meetings", "row", "sort", "-day"))
+    assert after.get("order") == "-day" and after.get("meetings") == page.get("meetings")  # the order shown only
+    assert machine.step(page, UIEvent("meetings", "row", "sort", "room")) is None
+    sort = next(e for e in describe_page(machine, page)["elements"] if e["kind"] == "sort")
+    assert [o["label"] for o in sort["options"]] == ["Day", "Day (descending)", "Time"] and sort["text"] == "day"
+
+    def bad(edit):
+        data = yaml.safe_load(TEMPLATES_YAML)
+        edit(data)
+        return validate_spec(SiteSpec.model_validate(data))
+
+    def meetings_row(d):
+        return next(e for p in d["pages"] if p["id"] == "meetings" for e in p["elements"] if e["id"] == "row")
+
+    problems = bad(lambda d: next(v for v in d["variables"] if v["name"] == "order").update(values=["day", "room"]))
+    assert any(p.place.endswith("row.sort") and "['room']" in p.message for p in problems), problems
+    problems = bad(lambda d: meetings_row(d).update(repeat=None, label="Meetings"))
+    assert any(p.place.endswith("row.sort") and "expected `sort` on an element repeated" in p.message
+               for p in problems), problems

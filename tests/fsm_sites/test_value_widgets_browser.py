@@ -248,5 +248,29 @@ async def test_the_oracle_solves_every_goal_that_needs_a_widget_or_template(prov
                         verdicts.append(await verify_one(task, LocalSiteClient(server), sandbox, seed=seed))
         finally:
             await sandbox.close()
-    assert len(verdicts) == 2 * 4
+    assert len(verdicts) == 2 * (2 + 3)
     assert [(v.task_id, v.reason) for v in verdicts if not v.kept] == []
+
+
+async def test_a_tables_headings_sort_its_rows_and_each_row_keeps_its_own_item(browser, templates_server) -> None:
+    state = ('meetings{"meetings":[{"day":"wed","time":"09:00"},{"day":"mon","time":"14:00"},{"day":"tue","time":"09:00"}],'
+             '"open_msg":"","order":"day","starred":[],"tab":"overview"}')
+    session, context, page = await _open_templates(browser, templates_server, "desktop", state)
+    try:
+        days = "() => [...document.querySelectorAll('.data-table tbody tr td:first-child')].map(td => td.innerText)"
+        assert await page.evaluate(days) == ["Monday", "Tuesday", "Wednesday"]  # stored: Wed, Mon, Tue
+        assert await page.get_attribute("th:has(.th-sort[data-value='-day'])", "aria-sort") == "ascending"
+        listed = {e["id"]: e for e in await page.evaluate(ELEMENTS_JS)}
+        assert (listed["row=-day"]["label"], listed["row=-day"]["value"]) == ("Sort by Day", "ascending")
+        await page.click(".th-sort[data-value='-day']")
+        await _settled(page)
+        assert templates_server.state(session.id).get("order") == "-day"
+        assert await page.evaluate(days) == ["Wednesday", "Tuesday", "Monday"]
+        await page.click(".th-sort[data-value='time']")
+        await _settled(page)
+        assert await page.evaluate(days) == ["Wednesday", "Tuesday", "Monday"]  # 09:00, 09:00 (stored order), 14:00
+        await page.click(".data-table tbody tr:last-child [data-el='cancel']")  # Monday's, stored second
+        await _settled(page)
+        assert [r.get("day") for r in templates_server.state(session.id).get("meetings")] == ["wed", "tue"]
+    finally:
+        await context.close()

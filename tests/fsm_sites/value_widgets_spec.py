@@ -61,6 +61,16 @@ types:
   - {name: report, type: enum, values: [q2, q3], labels: {q2: Q2 report, q3: Q3 report}}
 variables:
   - {name: tab, type: enum, values: [overview, numbers]}
+  - name: meetings
+    type: list
+    max_len: 3
+    item:
+      type: record
+      fields:
+        - {name: day, type: enum, values: [mon, tue, wed], labels: {mon: Monday, tue: Tuesday, wed: Wednesday}}
+        - {name: time, type: enum, values: ["09:00", "14:00"]}
+    default: [{day: wed, time: "09:00"}, {day: mon, time: "14:00"}, {day: tue, time: "09:00"}]
+  - {name: order, type: enum, values: [day, -day, time]}
   - {name: open_msg, type: enum, values: ["", m1, m2]}
   - {name: starred, type: set, item: {type: enum, values: [m1, m2]}, max_len: 2}
 pages:
@@ -68,6 +78,7 @@ pages:
     title: Inbox
     elements:
       - {id: go_month, kind: link, label: June, section: nav}
+      - {id: go_meetings, kind: link, label: Meetings, section: nav}
       - {id: m1, kind: card, label: Quarterly report, description: "From: finance@acme.io"}
       - {id: m2, kind: card, label: "Lunch on Friday?", description: "From: sam@acme.io"}
       - {id: body_m1, kind: text, label: "Hi all, the Q2 numbers are in.", visible_when: "open_msg == 'm1'"}
@@ -81,6 +92,12 @@ pages:
       - {id: d12, kind: card, label: "Fri, Jun 12, 2026", description: Team offsite}
       - {id: d30, kind: card, label: "June 30, 2026", description: Rent}
       - {id: q2, kind: button, label: Open the Q2 report}
+  - id: meetings
+    title: "Meetings ({count(meetings)})"
+    elements:
+      - {id: back_inbox, kind: link, label: Inbox, section: nav}
+      - {id: row, kind: text, label: "{it.day} at {it.time}", repeat: meetings, sort: order}
+      - {id: cancel, kind: button, label: Cancel, repeat: meetings}
   - id: report
     title: "{item}"
     params: [{name: item, type: report}]
@@ -101,9 +118,14 @@ transitions:
   - {id: report_back, page: report, element: back, target: month, effects: [{clear: tab}], description: go back to June}
   - {id: tab_over, page: report, element: t_over, effects: [{set: tab, to: "'overview'"}], description: show the overview}
   - {id: tab_num, page: report, element: t_num, effects: [{set: tab, to: "'numbers'"}], description: show the numbers}
+  - {id: to_meetings, page: inbox, element: go_meetings, target: meetings, description: open the meetings}
+  - {id: meetings_back, page: meetings, element: back_inbox, target: inbox, description: open the inbox}
+  - {id: sort_meetings, page: meetings, element: row, event: sort, effects: [{set: order, to: value}], description: "sort the meetings by {value}"}
+  - {id: cancel_meeting, page: meetings, element: cancel, effects: [{remove: meetings, item: it}], description: "cancel {it.day}'s meeting"}
   - {id: open_d12, page: month, element: d12, target: inbox, effects: [{set: open_msg, to: "'m1'"}], description: open the offsite day}
 goals:
   - {id: star_lunch, description: star the lunch mail, conditions: ["'m2' in starred"]}
+  - {id: latest_first, description: list the meetings latest day first, page: meetings, conditions: ["order == '-day'"]}
   - {id: q2_numbers, description: see the Q2 report's numbers, page: report(q2), conditions: ["tab == 'numbers'"]}
 """
 
