@@ -17,7 +17,7 @@ from fsm_sites.check import CheckError, Ctx, Env, compile_bool, compile_expr, co
 from fsm_sites.expr import Attr, Binary, ExprSyntaxError, Index, Lit, Name, Node, parse_expr
 from fsm_sites.spec import VALUE_PLACEHOLDER, Effect
 from fsm_sites.types import IntT, MapT, RecordT, SeqT, VType
-from fsm_sites.widgets import move_positions, moved
+from fsm_sites.value_widgets import move_positions, moved
 
 Apply = Callable[[list, Ctx], None]
 

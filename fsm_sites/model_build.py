@@ -27,7 +27,7 @@ from fsm_sites.model_transitions import check_transition
 from fsm_sites.schema import build_schema
 from fsm_sites.spec import Element, Option, Page, SiteSpec, Transition
 from fsm_sites.types import EnumT, MapT, RecordT, SeqT, VType
-from fsm_sites.widgets import WIDGET_KINDS, WidgetError, widget_options
+from fsm_sites.value_widgets import WIDGET_KINDS, WidgetError, widget_options
 
 
 def build_model(spec: SiteSpec) -> SiteModel:

@@ -18,7 +18,7 @@ from fsm_sites.model import ElementModel, SiteModel, TransitionModel
 from fsm_sites.model_goals import page_string, parse_arg, split_page
 from fsm_sites.schema import TOAST_VAR
 from fsm_sites.types import MapT, TextT
-from fsm_sites.widgets import move_values
+from fsm_sites.value_widgets import move_values
 
 Node = tuple[str, tuple]  # (page instance, values in layout order)
 _SUCCESSOR_CACHE = 100_000  # states whose successors are kept (cleared when full)

@@ -32,7 +32,7 @@ from fsm_sites.generator.templates import (
     wizard,
 )
 from fsm_sites.spec import SiteSpec
-from fsm_sites.widgets import date_label, parse_date
+from fsm_sites.value_widgets import date_label, parse_date
 
 
 @dataclass(frozen=True)

@@ -268,7 +268,7 @@ def _render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:
     if kind == "pagination":
         return _pagination(el, ctx)
     if kind in ("slider", "date_picker"):
-        from fsm_sites.render import widgets  # it builds on this module's helpers
+        from fsm_sites.render import value_widgets as widgets  # it builds on this module's helpers
 
         return widgets.slider(el, ctx) if kind == "slider" else widgets.date_picker(el, ctx)
     return _text(el, ctx)
@@ -296,7 +296,9 @@ def render_group(group: str, elements: list[Element], ctx: Ctx, collection_cls: 
     if group == "tabs":
         return f'<div class="tabs" role="tablist">{inner}</div>'
     if group == "collection" and len(elements) > 1:
-        from fsm_sites.render.widgets import month_calendar  # it builds on this module's helpers
+        from fsm_sites.render.value_widgets import (
+            month_calendar,  # it builds on this module's helpers
+        )
 
         month = month_calendar(elements, ctx)
         if month is not None:

@@ -14,7 +14,7 @@ from fsm_sites.render.elements import Ctx, group_of, radio_checked, render_eleme
 from fsm_sites.render.icons import icon_for, icon_svg
 from fsm_sites.render.look import Look, choose_look, split_description
 from fsm_sites.render.themes import Layout, Theme, choose_style
-from fsm_sites.render.widgets import reading_pane, sort_rows, tab_panel
+from fsm_sites.render.value_widgets import reading_pane, sort_rows, tab_panel
 from fsm_sites.spec import Element, Option, Page, SiteSpec, TypeDef, VarValue
 from fsm_sites.state import Edge, State, UIEvent
 
@@ -43,9 +43,9 @@ OPTION_KINDS = frozenset({"select", "slider", "date_picker"})
 #: The stylesheets of every page, in cascade order: the shared one, the page templates'
 #: (templates.css), then the theme families' component styling and the viewport rules
 #: (families.css, responsive.css).
-STYLESHEETS = ("site.css", "templates.css", "families.css", "responsive.css", "widgets.css")
-#: The page's scripts, in order: the event wiring, then the widgets' drags (widgets.js).
-SCRIPTS = ("site.js", "widgets.js")
+STYLESHEETS = ("site.css", "templates.css", "families.css", "responsive.css", "value_widgets.css")
+#: The page's scripts, in order: the event wiring, then the widgets' drags (value_widgets.js).
+SCRIPTS = ("site.js", "value_widgets.js")
 
 
 @lru_cache(maxsize=1)

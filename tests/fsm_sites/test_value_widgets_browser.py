@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from fsm_sites.engine import Machine
 from fsm_sites.render import choose_style
 from fsm_sites.server import SiteServer
+from fsm_sites.state import State
 from sandboxes.browser_elements import ELEMENTS_JS
 from sandboxes.viewports import VIEWPORTS
 from tests.fsm_sites.value_widgets_spec import planner_spec, templates_spec
@@ -165,6 +167,12 @@ async def templates_server():
         yield srv
 
 
+def _templates_state(page: str, **changed) -> str:
+    """The key of a state of the templates site: its initial variables, some changed."""
+    initial = Machine(templates_spec()).initial
+    return State(page, tuple((name, changed.get(name, value)) for name, value in initial.vars)).key()
+
+
 async def _open_templates(browser, server, viewport: str, state: str):
     session = server.create_session("templates", goal="star_lunch", seed=SEEDS[0])
     server.jump(session.id, state)
@@ -178,7 +186,7 @@ async def _open_templates(browser, server, viewport: str, state: str):
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 async def test_an_open_message_reads_in_a_pane_beside_the_inbox_or_under_it_on_a_phone(
         browser, templates_server, viewport) -> None:
-    session, context, page = await _open_templates(browser, templates_server, viewport, 'inbox{"open_msg":"","starred":[]}')
+    session, context, page = await _open_templates(browser, templates_server, viewport, _templates_state("inbox"))
     try:
         assert await page.locator(".split-view").count() == 0  # nothing open: the list alone
         await page.click('[data-el="m2"]')
@@ -198,7 +206,7 @@ async def test_an_open_message_reads_in_a_pane_beside_the_inbox_or_under_it_on_a
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 async def test_cards_named_by_dates_are_a_month_calendar(browser, templates_server, viewport) -> None:
-    session, context, page = await _open_templates(browser, templates_server, viewport, 'month{"open_msg":"","starred":[]}')
+    session, context, page = await _open_templates(browser, templates_server, viewport, _templates_state("month"))
     try:
         assert await page.inner_text(".calendar-month .cal-title") == "June 2026"
         heads = await page.evaluate("() => [...document.querySelectorAll('.calendar-month .cal-head')].map("
@@ -216,7 +224,7 @@ async def test_cards_named_by_dates_are_a_month_calendar(browser, templates_serv
 
 
 async def test_tabs_on_a_detail_page_hold_their_content_in_a_panel_under_them(browser, templates_server) -> None:
-    state = 'report(q2){"open_msg":"","starred":[],"tab":"numbers"}'
+    state = _templates_state("report(q2)", tab="numbers")
     _, context, page = await _open_templates(browser, templates_server, "desktop", state)
     try:
         assert await page.locator(".detail-head .hero").count() == 1
@@ -253,8 +261,7 @@ async def test_the_oracle_solves_every_goal_that_needs_a_widget_or_template(prov
 
 
 async def test_a_tables_headings_sort_its_rows_and_each_row_keeps_its_own_item(browser, templates_server) -> None:
-    state = ('meetings{"meetings":[{"day":"wed","time":"09:00"},{"day":"mon","time":"14:00"},{"day":"tue","time":"09:00"}],'
-             '"open_msg":"","order":"day","starred":[],"tab":"overview"}')
+    state = _templates_state("meetings")  # stored: Wed, Mon, Tue
     session, context, page = await _open_templates(browser, templates_server, "desktop", state)
     try:
         days = "() => [...document.querySelectorAll('.data-table tbody tr td:first-child')].map(td => td.innerText)"

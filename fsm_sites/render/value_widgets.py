@@ -1,7 +1,7 @@
-"""HTML of the value-carrying widgets (``fsm_sites.widgets``): a slider, a date picker with
+"""HTML of the value-carrying widgets (``fsm_sites.value_widgets``): a slider, a date picker with
 its month grid, and a list whose items are reordered by dragging a handle.
 
-Every part an agent acts on is in the DOM with its wiring (``static/widgets.js`` turns a
+Every part an agent acts on is in the DOM with its wiring (``static/value_widgets.js`` turns a
 press, drag or click into the widget's event): the slider's track (``data-stops``, the
 accepted values in order, spread evenly over it), the picker's field (``data-ev="open"``)
 and, while the state says the grid is open, its days (``data-ev="pick"`` with the value),
@@ -20,7 +20,7 @@ from typing import Any
 from fsm_sites.render.elements import Ctx, attrs, label, show
 from fsm_sites.render.icons import icon_svg
 from fsm_sites.spec import Element, TypeDef
-from fsm_sites.widgets import Month, WidgetError, parse_date, parse_month, picked_day
+from fsm_sites.value_widgets import Month, WidgetError, parse_date, parse_month, picked_day
 
 WEEKDAY_HEADS = ("Mo", "Tu", "We", "Th", "Fr", "Sa", "Su")
 

@@ -1,4 +1,4 @@
-// The value-carrying widgets (fsm_sites/render/widgets.py): each interaction becomes one
+// The value-carrying widgets (fsm_sites/render/value_widgets.py): each interaction becomes one
 // event of the machine, sent through site.js (window.__fsm.send).
 //   slider     a press on the track or a drag of its thumb; on release the nearest stop of
 //              `data-stops` (spread evenly over the track) is sent as `change` if it differs
