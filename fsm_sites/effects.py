@@ -17,6 +17,7 @@ from fsm_sites.check import CheckError, Ctx, Env, compile_bool, compile_expr, co
 from fsm_sites.expr import Attr, Binary, ExprSyntaxError, Index, Lit, Name, Node, parse_expr
 from fsm_sites.spec import VALUE_PLACEHOLDER, Effect
 from fsm_sites.types import IntT, MapT, RecordT, SeqT, VType
+from fsm_sites.value_widgets import move_positions, moved
 
 Apply = Callable[[list, Ctx], None]
 
@@ -25,7 +26,7 @@ Apply = Callable[[list, Ctx], None]
 class Plan:
     """One effect in a uniform shape."""
 
-    kind: str  # set | clear | add | remove | remove_where | update
+    kind: str  # set | clear | add | remove | remove_where | update | move
     target: Node  # Name, or Attr/Index of a Name for `set`
     expr: Node | None = None
     where: Node | None = None
@@ -61,9 +62,11 @@ def _var(name: str | None, at: str) -> Name:
 
 def plan_of(effect: Effect) -> Plan:
     """The uniform plan of an effect; ``CheckError`` if it mixes forms or misses a part."""
-    forms = [k for k in ("op", "set", "clear", "add", "remove", "update") if getattr(effect, k) is not None]
+    forms = [k for k in ("op", "set", "clear", "add", "remove", "update", "move") if getattr(effect, k) is not None]
     if len(forms) != 1:
-        raise CheckError(f"expected exactly one of op/set/clear/add/remove/update, got {forms or 'none'}")
+        raise CheckError(f"expected exactly one of op/set/clear/add/remove/update/move, got {forms or 'none'}")
+    if effect.move is not None:
+        return Plan("move", _var(effect.move, ".move"), Name("value"))
     if effect.op is not None:
         return _older(effect)
     if effect.set is not None:
@@ -118,7 +121,25 @@ def compile_plan(plan: Plan, env: Env) -> Apply:
     if not isinstance(vtype, SeqT):
         verb = {"add": "append", "remove": "remove"}.get(plan.kind, plan.kind)
         raise CheckError(f"{verb!r} needs a list variable, got {vtype.kind} {name!r}", at=".op")
+    if plan.kind == "move":
+        return _compile_move(env, pos, vtype, name)
     return _compile_items(plan, env, pos, vtype)
+
+
+def _compile_move(env: Env, pos: int, vtype: SeqT, name: str) -> Apply:
+    """A sortable's drag: the event's value ``from>to`` moves one item; any other value
+    (not two distinct positions of the list) changes nothing."""
+    if not vtype.ordered:
+        raise CheckError(f"'move' needs a list (a set keeps its own order), got a set {name!r}", at=".move")
+    if env.value is None:
+        raise CheckError("'move' takes the event's value: use it in a sortable's `move` transition", at=".move")
+
+    def move(w: list, c: Ctx) -> None:
+        where = move_positions(c.value, len(w[pos]))
+        if where is not None:
+            w[pos] = moved(w[pos], *where)
+
+    return move
 
 
 def _compile_set(plan: Plan, env: Env, pos: int, vtype: VType) -> Apply:

@@ -28,7 +28,7 @@ from fsm_sites.expr import (
 )
 from fsm_sites.schema import Schema
 from fsm_sites.spec import Element, Option, Page, SiteSpec, Transition, When
-from fsm_sites.types import MapT, SeqT, TextT, VType
+from fsm_sites.types import EnumT, MapT, SeqT, TextT, VType
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
@@ -42,6 +42,8 @@ class ElementModel:
     repeat: Node | None = None
     repeat_type: SeqT | MapT | None = None  # the collection's type
     options: tuple[Option, ...] = ()
+    opened: Node | None = None  # a date picker's `open_when`: its month grid is shown
+    invalid: Node | None = None  # a form field's `invalid_when`: shown invalid, with its `error`
 
     @property
     def item_type(self) -> VType | None:
@@ -134,12 +136,16 @@ def event_value(model: SiteModel, t: Transition, em: ElementModel, place: str) -
     """What `value` is in the transition's expressions, and its edge values (None: per state)."""
     el = em.element
     options = tuple(o.value for o in em.options)
+    if t.event == "sort":  # a column heading: the sort variable's values
+        order = model.schema.variables.get(el.sort or "")
+        values = order.values if isinstance(order, EnumT) else ()
+        return StrT(values), values
     if em.repeat_type is not None:
         rtype = em.repeat_type
         return (StrT(rtype.keys.values) if isinstance(rtype, MapT) else StrT(None)), None
     if t.values:
         return StrT(t.values), t.values
-    if options and t.event in ("select", "click"):
+    if options and t.event in ("select", "click", "change", "pick"):
         return StrT(options), options
     bound = model.schema.variables.get(el.bind or "")
     if t.event == "input":

@@ -27,7 +27,8 @@ from fsm_sites.model_transitions import check_transition
 from fsm_sites.model_widgets import widget_conditions
 from fsm_sites.schema import build_schema
 from fsm_sites.spec import Element, Option, Page, SiteSpec, Transition
-from fsm_sites.types import EnumT, MapT, SeqT
+from fsm_sites.types import EnumT, MapT, RecordT, SeqT, VType
+from fsm_sites.value_widgets import WIDGET_KINDS, WidgetError, widget_options
 
 
 def build_model(spec: SiteSpec) -> SiteModel:
@@ -107,7 +108,74 @@ def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
     bound = model.schema.variables.get(el.bind or "")
     if not options and el.kind in ("select", "radio") and isinstance(bound, EnumT) and el.kind == "select":
         options = tuple(Option(value=v, label=bound.show(v) if v != bound.show(v) else None) for v in bound.values)
-    model.elements[(page.id, el.id)] = ElementModel(page.id, el, visible or Lit(True), disabled, repeat, rtype, options)
+    opened = None
+    if el.kind in WIDGET_KINDS:
+        options, opened = _widget(model, el, bound, rtype, env, place)
+    elif el.open_when or el.month:
+        model.problems.append(SpecProblem(f"{place}.open_when", f"expected `open_when` and `month` only on a "
+                                          f"date_picker, got them on a {el.kind}"))
+    invalid = _invalid(model, el, env, place)
+    if el.sort:
+        _check_sort(model, el, rtype, place)
+    model.elements[(page.id, el.id)] = ElementModel(page.id, el, visible or Lit(True), disabled, repeat, rtype,
+                                                    options, opened, invalid)
+
+
+def _check_sort(model: SiteModel, el: Element, rtype: SeqT | MapT | None, place: str) -> None:
+    """`sort` names an enum variable of the records' field names (`-name`: descending)."""
+    item = rtype.item if isinstance(rtype, SeqT) else None
+    if not isinstance(item, RecordT):
+        got = rtype.describe() if rtype is not None else "no `repeat`"
+        model.problems.append(SpecProblem(f"{place}.sort", f"expected `sort` on an element repeated over a list or set "
+                                          f"of records (a data table), got {got}"))
+        return
+    order = model.schema.variables.get(el.sort or "")
+    fields = [n for n, _ in item.fields]
+    bad = [v for v in order.values if v.lstrip("-") not in fields] if isinstance(order, EnumT) else None
+    if bad is None or bad:
+        got = f"{bad!r}" if bad else f"{el.sort!r}, {order.describe() if order else 'not a variable'}"
+        model.problems.append(SpecProblem(f"{place}.sort", f"expected an enum variable whose values are the records' "
+                                          f"fields {fields} (or -field, descending), got {got}"))
+
+
+#: Kinds that are form fields: the ones that may be shown invalid with an error beside them.
+FIELD_KINDS = ("text_input", "select", "checkbox", "radio", "slider", "date_picker")
+
+
+def _invalid(model: SiteModel, el: Element, env: Env, place: str) -> Node | None:
+    """A form field's `invalid_when` (checked), its `error` a checked template."""
+    if not el.invalid_when:
+        if el.error:
+            model.problems.append(SpecProblem(f"{place}.error", "expected `invalid_when` with `error` (when the "
+                                              "field shows it), got `error` alone"))
+        return None
+    if el.kind not in FIELD_KINDS:
+        model.problems.append(SpecProblem(f"{place}.invalid_when", f"expected `invalid_when` on a form field "
+                                          f"({', '.join(FIELD_KINDS)}), got it on a {el.kind}"))
+        return None
+    check_template(model, el.error, env, f"{place}.error")
+    return when_node(model, el.invalid_when, f"{place}.invalid_when", env)
+
+
+def _widget(model: SiteModel, el: Element, bound: VType | None, rtype: SeqT | MapT | None, env: Env,
+            place: str) -> tuple[tuple[Option, ...], Node | None]:
+    """A slider's, date picker's or sortable's accepted values (as options) and when its popup is open."""
+    try:
+        options = widget_options(el, bound, rtype)
+    except WidgetError as exc:
+        at = ".repeat" if el.kind == "sortable" else ".bind"
+        model.problems.append(SpecProblem(place + at, str(exc)))
+        options = ()
+    if el.kind != "date_picker":
+        if el.open_when or el.month:
+            model.problems.append(SpecProblem(f"{place}.open_when", f"expected `open_when` and `month` only on a "
+                                              f"date_picker, got them on a {el.kind}"))
+        return options, None
+    if not el.open_when:
+        model.problems.append(SpecProblem(f"{place}.open_when", "expected `open_when`: the condition (on a variable "
+                                          "its `open` and `pick` transitions set) under which its month grid is open"))
+        return options, None
+    return options, when_node(model, el.open_when, f"{place}.open_when", env)
 
 
 def _repeat(model: SiteModel, el: Element, env: Env, place: str) -> tuple[Node | None, SeqT | MapT | None]:
@@ -120,8 +188,9 @@ def _repeat(model: SiteModel, el: Element, env: Env, place: str) -> tuple[Node |
     if not isinstance(rtype, (SeqT, MapT)):
         model.problems.append(SpecProblem(f"{place}.repeat", f"expected a list, set or map to repeat over, got {rtype.describe()}"))
         return None, None
-    if el.kind not in ("button", "link", "card", "list_item", "text"):
-        model.problems.append(SpecProblem(f"{place}.kind", f"expected a button, link, card, list_item or text to repeat, got {el.kind}"))
+    if el.kind not in ("button", "link", "card", "list_item", "text", "sortable"):
+        model.problems.append(SpecProblem(f"{place}.kind", f"expected a button, link, card, list_item, text or sortable "
+                                          f"to repeat, got {el.kind}"))
     return node, rtype
 
 

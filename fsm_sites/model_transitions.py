@@ -16,13 +16,13 @@ from fsm_sites.model import (
     when_node,
 )
 from fsm_sites.schema import TOAST_VAR
-from fsm_sites.spec import EVENTS_BY_KIND, VALUE_PLACEHOLDER, Transition
+from fsm_sites.spec import EVENTS_BY_KIND, SORT_EVENT, VALUE_PLACEHOLDER, Transition
 from fsm_sites.types import TextT
 
 
 def check_transition(model: SiteModel, index: int, t: Transition, em: ElementModel, place: str) -> None:
     el = em.element
-    allowed = EVENTS_BY_KIND[el.kind]
+    allowed = EVENTS_BY_KIND[el.kind] + ((SORT_EVENT,) if el.sort else ())
     if t.event not in allowed:
         model.problems.append(SpecProblem(f"{place}.event", f"a {el.kind} sends {list(allowed) or 'no events'}, got {t.event!r}"))
     if el.distractor:
@@ -39,10 +39,17 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
     args = convert_args(model, t, env, place)
     for text, where in ((t.toast, "toast"), (t.description.replace(VALUE_PLACEHOLDER, "value"), "description")):
         check_template(model, text, _after_env(model, t, env), f"{place}.{where}")
+    for k, plan in enumerate(plans):
+        if plan.kind == "move" and (el.kind != "sortable" or t.event != "move" or plan.var != el.repeat):
+            model.problems.append(SpecProblem(f"{place}.effects[{k}].move", "expected `move` only in the `move` "
+                                              f"transition of a sortable, naming the list it repeats over "
+                                              f"({el.repeat!r}), got it on a {el.kind}'s {t.event!r} moving {plan.var!r}"))
     if guard is None or len(plans) != len(t.effects):
         return
     params = {p for p, _ in model.schema.params.get(t.page, ())}
-    full_guard = all_of([n for n in (em.visible, guard) if not (isinstance(n, Lit) and n.value is True)])
+    opened = em.opened if t.event == "pick" else None  # a date picker's days are there only while it is open
+    full_guard = all_of([n for n in (em.visible, opened, guard)
+                         if n is not None and not (isinstance(n, Lit) and n.value is True)])
     guard_reads = reads_of(full_guard, params) | reads_of(em.repeat, params)
     for _, node in args:
         guard_reads |= reads_of(node, params)

@@ -27,6 +27,14 @@ def describe_page(machine: Any, state: State) -> dict[str, Any]:
         if el.repeat:
             for value, item in machine.instances(state, el.id):
                 elements.append(_element(machine, state, el, value, item))
+            if el.sort:  # the table's sortable headings, as one choice
+                order = next(v for v in machine.spec.variables if v.name == el.sort)
+                values = order.values
+                elements.append({"id": el.id, "kind": "sort", "value": None, "section": el.section or "main",
+                                 "label": "Sort by", "description": "", "placeholder": "", "disabled": False,
+                                 "text": show(state.get(el.sort)),
+                                 "options": [{"value": v, "label": v.lstrip("-").replace("_", " ").capitalize()
+                                              + (" (descending)" if v.startswith("-") else "")} for v in values]})
         else:
             elements.append(_element(machine, state, el, None, None))
     return {"page": state.page, "kind": page.kind, "site": machine.spec.title,
@@ -45,6 +53,8 @@ def _element(machine: Any, state: State, el: Element, value: str | None, item: A
     }
     if el.inside is not None:
         out["inside"] = el.inside
+    if el.invalid_when and machine.invalid(state, el.id):  # shown invalid, with its message
+        out["error"] = machine.text(state, el.error or "Please check this field")
     if el.kind == "text_input":
         out["text"] = "" if bound is None else show(bound)
     elif el.kind == "checkbox":
@@ -62,6 +72,12 @@ def _element(machine: Any, state: State, el: Element, value: str | None, item: A
     elif el.kind == "stepper":
         out["options"] = [{"value": o.value, "label": o.label or o.value} for o in el.options]
         out["current"] = el.current
+    elif el.kind in ("slider", "date_picker"):  # the accepted values: a slider's stops, a picker's days
+        options = machine.options(state.page, el.id)
+        out["options"] = [{"value": o.value, "label": o.label or o.value} for o in options]
+        out["text"] = "" if bound is None else show(bound)
+        if el.kind == "date_picker":
+            out["open"] = bool(machine.is_open(state, el.id))
     elif el.kind == "radio":
         out["options"] = [{"value": o.value, "label": o.label or o.value} for o in el.options]
         out["checked"] = [o.value for o in el.options if bound is not None and show(bound) == o.value]

@@ -250,4 +250,7 @@ def step_order(step: Step) -> tuple[int, int]:
         return ct.tm.index, ct.values.index(value) if value in ct.values else 0
     if ct.repeat_keys is not None:
         return ct.tm.index, ct.repeat_keys.index(value)
+    if ct.event == "move":  # a sortable's "from>to", in the order move_values lists them
+        src, _, dst = value.partition(">")
+        return ct.tm.index, int(src) * 1000 + int(dst)
     return ct.tm.index, int(value)

@@ -28,8 +28,12 @@ ElementKind = Literal[
     "button", "link", "text_input", "select", "checkbox", "radio", "tab",
     "list_item", "card", "pagination", "text",
     "menu", "accordion", "tooltip", "combobox", "stepper",
+    "slider", "date_picker", "sortable",
 ]
-EventKind = Literal["click", "input", "select", "check", "uncheck", "hover", "close"]
+EventKind = Literal[
+    "click", "input", "select", "check", "uncheck", "hover", "close",
+    "change", "open", "pick", "move", "sort",
+]
 ConditionOp = Literal["eq", "ne", "lt", "le", "gt", "ge", "contains", "not_contains", "empty", "nonempty"]
 EffectOp = Literal["set", "clear", "increment", "decrement", "append", "remove"]
 TypeKind = Literal["bool", "int", "enum", "text", "list", "set", "map", "record"]
@@ -43,11 +47,14 @@ EVENTS_BY_KIND: dict[str, tuple[str, ...]] = {
     # Widgets (docs/fsm_spec.md, "Widgets"): every interaction is an event of the machine.
     "menu": ("click", "close"), "accordion": ("click",), "tooltip": ("hover", "close"),
     "combobox": ("input", "select"), "stepper": (),
+    "slider": ("change",), "date_picker": ("open", "pick"), "sortable": ("move",),
 }
 #: Widget kinds whose ``bind`` must be a bool variable: whether the widget is open.
 OPENABLE_KINDS = ("menu", "accordion", "tooltip")
 #: Widget kinds that hold other elements (those whose ``inside`` names them).
 CONTAINER_KINDS = ("menu", "accordion")
+#: A repeated element with `sort` also sends `sort` (a click on its table's column heading).
+SORT_EVENT = "sort"
 
 VALUE_PLACEHOLDER = "$value"  # in an old-style effect or a description: the event's value
 ExprText = str | int | bool  # an expression (text) or a literal
@@ -139,6 +146,9 @@ class Effect(_Model):
     item: ExprText | None = Field(default=None, description="the item added or removed")
     where: str | None = Field(default=None, description="a condition on each item `it`")
     fields: dict[str, ExprText] = Field(default_factory=dict, description="new field values of updated items")
+    move: str | None = Field(
+        default=None, description="a list whose item a sortable's `move` event moves (the event's value, `from>to`)"
+    )
 
 
 class Option(_Model):
@@ -175,8 +185,23 @@ class Element(_Model):
         default=None, description="a menu or accordion of the same page: the element is drawn in it, shown only while it is open"
     )
     current: str | None = Field(default=None, description="a stepper: the value of the step this page is on")
+    open_when: When = Field(
+        default=(), description="date_picker: its month grid is shown open when all of these hold (a variable of the spec)"
+    )
+    month: str | None = Field(
+        default=None, description="date_picker bound to an int (a day of the month): the month shown, YYYY-MM"
+    )
 
-    _tuple = field_validator("visible_when", "disabled_when", mode="before")(_as_tuple)
+    invalid_when: When = Field(
+        default=(), description="a form field is shown invalid (with `error` beside it) when all of these hold"
+    )
+    error: str | None = Field(default=None, description="the message an invalid field shows; may show {expr}")
+    sort: str | None = Field(
+        default=None, description="a repeated element over records: an enum variable whose values are field names "
+        "(`-field`: descending) ordering the rows; its table's headings send `sort` with the field"
+    )
+
+    _tuple = field_validator("visible_when", "disabled_when", "open_when", "invalid_when", mode="before")(_as_tuple)
 
 
 class Param(_Model):

@@ -18,6 +18,7 @@ from fsm_sites.model import ElementModel, SiteModel, TransitionModel
 from fsm_sites.model_goals import page_string, parse_arg, split_page
 from fsm_sites.schema import TOAST_VAR
 from fsm_sites.types import MapT, TextT
+from fsm_sites.value_widgets import move_values
 
 Node = tuple[str, tuple]  # (page instance, values in layout order)
 _SUCCESSOR_CACHE = 100_000  # states whose successors are kept (cleared when full)
@@ -50,6 +51,9 @@ class CTrans:
         if self.repeat_keys is not None:
             for key in self.repeat_keys:
                 yield key, key
+        elif self.event == "move":  # a sortable's drag: `it` is the item that moves
+            for value in move_values(len(coll)):
+                yield value, coll[int(value.partition(">")[0])]
         else:
             for i, item in enumerate(coll):
                 yield str(i), item

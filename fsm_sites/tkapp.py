@@ -11,9 +11,12 @@ page of the state the server answers with.
 Widgets: buttons, links, tabs, cards, list items and pagination are buttons (click);
 a text input is an entry that sends its text on Enter (like the web page); a checkbox
 sends check/uncheck; a select is a list box (select with the item's value); a radio
-group is radio buttons (click with the option's value). Widgets: a menu or an accordion
-is a toggle button (click), a tooltip a label that sends hover when the pointer enters
-it, a combobox an entry (input on Enter) over a list box of suggestions (select); a
+group is radio buttons (click with the option's value); a slider is a scale (its release
+sends ``change`` with the stop it is at); a date picker is a button (``open``) and, while
+open, a button per day (``pick``); a sortable list is a column of rows whose handles are
+dragged (``move`` with "from>to", the same rule as the web page). Widgets: a menu or an
+accordion is a toggle button (click), a tooltip a label that sends hover when the pointer
+enters it, a combobox an entry (input on Enter) over a list box of suggestions (select); a
 stepper is text.
 
 ``--state-file`` is the app's own state, rewritten (atomically) after every render,
@@ -93,9 +96,9 @@ class SiteApp:
                 self._widget(bar, spec).pack(side="left", padx=2)
         grid = tk.Frame(frame)
         grid.pack(fill="both", expand=True)
-        for index, spec in enumerate(rest):
-            self._widget(grid, spec).grid(row=index // COLUMNS, column=index % COLUMNS, sticky="nw",
-                                          padx=4, pady=3)
+        for index, spec in enumerate(_runs(rest)):
+            widget = self._sortable(grid, spec) if isinstance(spec, list) else self._widget(grid, spec)
+            widget.grid(row=index // COLUMNS, column=index % COLUMNS, sticky="nw", padx=4, pady=3)
         self.root.update_idletasks()
         self.root.after_idle(self.write_state)
 
@@ -119,9 +122,21 @@ class SiteApp:
             widget = self._radios(parent, spec)
         elif kind in ("menu", "accordion", "tooltip", "combobox"):
             widget = self._widget_kind(parent, spec, fg)
+        elif kind == "slider":
+            widget = self._slider(parent, spec)
+        elif kind == "date_picker":
+            widget = self._date_picker(parent, spec)
+        elif kind == "sort":
+            widget = self._choices(parent, spec, "sort")
         else:
             widget = tk.Label(parent, text=spec["label"], fg=fg, justify="left", wraplength=300)
         self.widgets.append((spec, widget, None))
+        if spec.get("error"):  # an invalid field: its message under it, in red
+            box = tk.Frame(parent)
+            widget.pack(in_=box, fill="x")
+            tk.Label(box, text=spec["error"], fg="#c5221f", anchor="w").pack(fill="x")
+            widget.lift(box)
+            return box
         return widget
 
     def _entry(self, parent: tk.Misc, spec: dict[str, Any]) -> tk.Widget:
@@ -193,6 +208,81 @@ class SiteApp:
         self._listbox(box, spec).pack(fill="x")
         return box
 
+    def _slider(self, parent: tk.Misc, spec: dict[str, Any]) -> tk.Widget:
+        """A scale over the stops' places; releasing it sends the stop it is at (if new)."""
+        box = tk.Frame(parent)
+        stops = spec.get("options", [])
+        values = [o["value"] for o in stops]
+        at = values.index(spec["text"]) if spec["text"] in values else 0
+        tk.Label(box, text=f"{spec['label']}: {stops[at]['label'] if stops else ''}", anchor="w").pack(fill="x")
+        scale = tk.Scale(box, from_=0, to=max(len(values) - 1, 0), orient="horizontal", showvalue=False,
+                         length=240, resolution=1)
+        scale.set(at)
+        scale.pack(fill="x")
+
+        def released(_event: object) -> None:
+            index = int(scale.get())
+            if 0 <= index < len(values) and index != at:
+                self.send(spec["id"], "change", values[index])
+
+        scale.bind("<ButtonRelease-1>", released)
+        self.widgets.append((spec, scale, "slider"))
+        return box
+
+    def _date_picker(self, parent: tk.Misc, spec: dict[str, Any]) -> tk.Widget:
+        """The field (a button: ``open``) and, while open, a button per day one may pick."""
+        box = tk.Frame(parent)
+        tk.Label(box, text=spec["label"], anchor="w").pack(fill="x")
+        chosen = next((o["label"] for o in spec.get("options", []) if o["value"] == spec["text"]), "Choose a date")
+        field = tk.Button(box, text=chosen, command=self._sender(spec["id"], "open", None))
+        field.pack(fill="x")
+        self.widgets.append((spec, field, None))
+        if spec.get("open"):
+            days = tk.Frame(box)
+            days.pack(fill="x")
+            for n, option in enumerate(spec.get("options", [])):
+                button = tk.Button(days, text=option["label"], command=self._sender(spec["id"], "pick", option["value"]))
+                button.grid(row=n // 2, column=n % 2, sticky="we")
+                self.widgets.append((spec, button, "option:" + option["value"]))
+        return box
+
+    def _choices(self, parent: tk.Misc, spec: dict[str, Any], event: str) -> tk.Widget:
+        """A label and a button per option, each sending ``event`` with its value (a table's sort)."""
+        box = tk.Frame(parent)
+        tk.Label(box, text=f"{spec['label']}:", anchor="w").pack(side="left")
+        for option in spec.get("options", []):
+            button = tk.Button(box, text=option["label"], command=self._sender(spec["id"], event, option["value"]),
+                               relief="sunken" if option["value"] == spec.get("text") else "raised")
+            button.pack(side="left", padx=1)
+            self.widgets.append((spec, button, "option:" + option["value"]))
+        return box
+
+    def _sortable(self, parent: tk.Misc, copies: list[dict[str, Any]]) -> tk.Widget:
+        """A sortable list's copies as rows in one column; dragging a row's handle and
+        releasing it sends ``move`` with "from>to" (``to``: the other rows whose middle is
+        above the release point), as the web page does."""
+        box = tk.Frame(parent)
+        handles: list[tk.Label] = []
+        for index, spec in enumerate(copies):
+            row = tk.Frame(box, relief="groove", borderwidth=1)
+            row.pack(fill="x", pady=1)
+            handle = tk.Label(row, text="::", cursor="fleur", width=3)
+            handle.pack(side="left")
+            tk.Label(row, text=spec["label"], anchor="w").pack(side="left", fill="x")
+            handle.bind("<ButtonRelease-1>", self._dropper(copies, handles, index))
+            handles.append(handle)
+            self.widgets.append((spec, handle, "handle"))
+        return box
+
+    def _dropper(self, copies: list[dict[str, Any]], handles: list[tk.Label], src: int) -> Any:
+        return lambda event: self._dropped(copies, handles, src, event.y_root)
+
+    def _dropped(self, copies: list[dict[str, Any]], handles: list[tk.Label], src: int, y_root: int) -> None:
+        middles = [h.master.winfo_rooty() + h.master.winfo_height() // 2 for h in handles]
+        dst = sum(1 for i, middle in enumerate(middles) if i != src and middle < y_root)
+        if dst != src:
+            self.send(copies[src]["id"], "move", f"{src}>{dst}")
+
     def _sender(self, element: str, event: str, value: str | None) -> Any:
         return lambda: self.send(element, event, value)
 
@@ -209,6 +299,9 @@ class SiteApp:
                 entry["text"] = widget.get()  # type: ignore[attr-defined]
                 entry["focused"] = widget is focus
                 entry["selected"] = bool(widget.selection_present())  # type: ignore[attr-defined]
+            if part == "slider":
+                entry["stops"] = [[o["value"], *_scale_point(widget, i)] for i, o in enumerate(spec.get("options", []))]
+                entry["at"] = _scale_point(widget, int(widget.get()))  # type: ignore[attr-defined]
             if part == "listbox":
                 entry["items"] = [[o["value"], *_item_box(widget, i)]
                                   for i, o in enumerate(spec.get("options", []))]
@@ -223,6 +316,24 @@ class SiteApp:
 
 def _box(widget: tk.Widget) -> list[int]:
     return [widget.winfo_rootx(), widget.winfo_rooty(), widget.winfo_width(), widget.winfo_height()]
+
+
+def _runs(specs: list[dict[str, Any]]) -> list[dict[str, Any] | list[dict[str, Any]]]:
+    """The page's elements, the copies of each sortable list gathered into one list."""
+    out: list[dict[str, Any] | list[dict[str, Any]]] = []
+    for spec in specs:
+        last = out[-1] if out else None
+        if spec["kind"] == "sortable" and isinstance(last, list) and last[0]["id"] == spec["id"]:
+            last.append(spec)
+        else:
+            out.append([spec] if spec["kind"] == "sortable" else spec)
+    return out
+
+
+def _scale_point(scale: Any, index: int) -> list[int]:
+    """Root coordinates of a scale's slider when it is at ``index``."""
+    x, y = scale.coords(index)
+    return [scale.winfo_rootx() + int(x), scale.winfo_rooty() + int(y)]
 
 
 def _item_box(listbox: Any, index: int) -> list[int]:

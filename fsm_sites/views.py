@@ -50,6 +50,8 @@ class PageViewMixin:
         if em.repeat is None:
             return self.full.visible(em, node[0], vals)
         copies = self.instances(state, element)
+        if value is not None and em.element.kind == "sortable":
+            value = value.partition(">")[0]  # a drag names the copy it moved first
         return bool(copies) if value is None else any(v == value for v, _ in copies)
 
     def instances(self, state: State, element: str) -> list[tuple[str, Any]]:
@@ -67,6 +69,27 @@ class PageViewMixin:
         else:
             pairs = [(str(i), item) for i, item in enumerate(coll)]
         return [(v, it) for v, it in pairs if self.full.visible(em, page, vals, it)]
+
+    def is_open(self, state: State, element: str) -> bool:
+        """Whether a date picker's month grid is open: its ``open_when`` holds."""
+        return self._holds(state, element, "opened")
+
+    def invalid(self, state: State, element: str) -> bool:
+        """Whether a form field is shown invalid: its ``invalid_when`` holds."""
+        return self._holds(state, element, "invalid")
+
+    def _holds(self, state: State, element: str, which: str) -> bool:
+        page, vals = self.node(state)
+        pid, args = self.full.page_of(page)
+        em = self.model.elements.get((pid, element))
+        node = getattr(em, which) if em is not None else None
+        if node is None:
+            return False
+        key = (which, pid, element)
+        fn = self._conditions.get(key)
+        if fn is None:
+            fn = self._conditions[key] = compile_bool(node, self.model.env(pid))
+        return bool(fn(self.full.canonical(vals), Ctx(args)))
 
     def _repeat_fn(self, pid: str, element: str, repeat: Node) -> Callable:
         key = ("repeat", pid, element)

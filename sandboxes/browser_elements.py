@@ -8,7 +8,11 @@ beside) pixels. Two kinds of pages:
   ``data-kind``): each marked element is one entry, named by its visible label (a field's
   label for inputs and dropdowns), with the open dropdown's options and a radio group's
   options as entries of their own (a combobox's shown suggestions too; a menu, accordion or
-  tooltip is its toggle or trigger, with "expanded" or the tip's text as its value);
+  tooltip is its toggle or trigger, with "expanded" or the tip's text as its value); a
+  slider is one entry (its value shown), a date
+  picker its field plus, while open, each day; a sortable list's item is its drag handle
+  (``id=position``), named by the item; a sortable table's heading is a button
+  (``id=order``, "Sort by Day", its ``aria-sort`` as the value);
 - any other page: elements by HTML and ARIA semantics (links, buttons, inputs, selects,
   text areas, ``role=button|link|tab|option|radio|checkbox|menuitem|textbox``,
   ``onclick``), plus elements a script made clickable that show the pointer cursor
@@ -84,6 +88,22 @@ ELEMENTS_JS = r"""(() => {
         const field = el.querySelector("input");
         add(field, id, "combobox", fieldLabel(el), field.value);
         for (const o of options) add(o, id + "=" + o.getAttribute("data-value"), "option", text(o), null);
+      } else if (kind === "slider") {
+        add(el, id, "slider", fieldLabel(el), el.getAttribute("aria-valuetext"));
+      } else if (kind === "date_picker") {
+        const toggle = el.querySelector(".date-toggle") || el;
+        add(toggle, id, "combobox", fieldLabel(el), text(toggle));
+        for (const o of options) {
+          add(o, id + "=" + o.getAttribute("data-value"), "gridcell", o.getAttribute("aria-label") || text(o),
+              o.getAttribute("aria-pressed") === "true" ? "selected" : null);
+        }
+      } else if (kind === "sortable") {
+        const handle = el.querySelector(".drag-handle") || el, title = el.querySelector(".title");
+        add(handle, id + "=" + el.getAttribute("data-value"), "listitem", text(title || el),
+            "position " + (Number(el.getAttribute("data-value")) + 1));
+      } else if (kind === "sort") {
+        add(el, id + "=" + el.getAttribute("data-value"), "button", "Sort by " + text(el).replace(/[▲▼↕]/g, ""),
+            el.closest("th") ? el.closest("th").getAttribute("aria-sort") : null);
       } else if (kind === "text_input") {
         add(el, id, "textbox", fieldLabel(el) || el.placeholder, el.value);
       } else if (kind === "checkbox") {

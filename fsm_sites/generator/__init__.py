@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import replace
 from typing import Literal
 
 from fsm_sites.generator.compose import (
@@ -21,6 +22,7 @@ from fsm_sites.generator.compose import (
     CatalogPart,
     FormPart,
     ModalPart,
+    RankPart,
     SettingsPart,
     SiteRecipe,
     WizardPart,
@@ -96,6 +98,10 @@ def draw_recipe(rng: random.Random, seed: int, difficulty: str, shrink: int = 0)
         pool = _draw_fields(rng, vocab, 2 * steps - 1, small=True)
         wizard = WizardPart("wiz", vocab.wizard[0], tuple(tuple(pool[i::steps]) for i in range(steps)),
                             vocab.wizard[1])
+    # Widgets are drawn from their own generator, so the rest of a seed's site stays as it was.
+    widgets = random.Random(f"fsm-widgets-{seed}-{difficulty}-{shrink}")
+    if widgets.random() < 0.5:
+        form = replace(form, fields=(*form.fields, _draw_widget_field(widgets)))
     return SiteRecipe(
         name=f"{vocab.domain}_{difficulty}_{seed}",
         title=rng.choice(vocab.brands),
@@ -111,7 +117,24 @@ def draw_recipe(rng: random.Random, seed: int, difficulty: str, shrink: int = 0)
         bookings=_draw_bookings(rng, vocab) if difficulty == "hard" else None,
         menu=menu,
         faq=faq,
+        ranking=_draw_ranking(widgets, items, vocab) if difficulty == "hard" and shrink == 0 else None,
     )
+
+
+def _draw_widget_field(rng: random.Random) -> FieldDef:
+    """A slider (a small int range, one value wanted) or a date picker (two days of July 2026)."""
+    if rng.random() < 0.5:
+        label = rng.choice(("Quantity", "Guests", "Rating", "Priority"))
+        return FieldDef("slider", slug(label), label, ("1", "4", str(rng.randint(2, 4))))
+    days = sorted(rng.sample(range(1, 32), 2))
+    label = rng.choice(("Date", "Delivery date", "Start date", "Due date"))
+    return FieldDef("date", slug(label), label, tuple(f"2026-07-{d:02d}" for d in rng.sample(days, 2)))
+
+
+def _draw_ranking(rng: random.Random, items: tuple[Item, ...], vocab: DomainVocab) -> RankPart:
+    """Three catalog items to put in order by dragging; the goal wants the last one first."""
+    first = tuple(i.id for i in rng.sample(items, 3))
+    return RankPart("ranking", f"Top {vocab.catalog.lower()}", first, ((first[2], first[0], first[1]),))
 
 
 _MENU = MenuPart("account", "Account", (("profile", "Profile", "Your name, email and photo."),

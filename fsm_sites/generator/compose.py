@@ -26,12 +26,14 @@ from fsm_sites.generator.templates import (
     form_flow,
     modal_action,
     option_label,
+    ranking,
     search,
     settings,
     wizard,
 )
 from fsm_sites.generator.widgets import FaqPart, MenuPart, account_menu, faq
 from fsm_sites.spec import SiteSpec
+from fsm_sites.value_widgets import date_label, parse_date
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class FormPart:
     confirm: bool = True
     needs_collection: bool = False  # entered from the collection page, only when it holds items
     wanted_items: tuple[str, ...] = ()  # with needs_collection: the item ids the goal wants (default: the first)
+    validate: bool = False  # a submit with a required field empty shows each one's message beside it
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,16 @@ class ModalPart:
 
 
 @dataclass(frozen=True)
+class RankPart:
+    """A list of catalog items the user puts in order by dragging (a sortable list)."""
+
+    key: str
+    title: str
+    order: tuple[str, ...]  # catalog item ids, in their first order
+    wanted: tuple[tuple[str, ...], ...]  # one goal per order wanted, each a permutation of `order`
+
+
+@dataclass(frozen=True)
 class SiteRecipe:
     name: str
     title: str
@@ -104,6 +117,7 @@ class SiteRecipe:
     menu: MenuPart | None = None  # a dropdown menu in the home page's header
     faq: FaqPart | None = None  # a help page of accordions
     max_states: int | None = None
+    ranking: RankPart | None = None
 
 
 def compose(recipe: SiteRecipe) -> SiteSpec:
@@ -124,6 +138,8 @@ def compose(recipe: SiteRecipe) -> SiteSpec:
         nav += _folders_part(b, recipe, detail)
     if recipe.bookings:
         nav += _bookings_part(b, recipe.bookings)
+    if recipe.ranking:
+        nav += _rank_part(b, recipe.catalog, recipe.ranking)
     if recipe.search:
         items = {i.id: i for i in recipe.catalog.items}
         queries = {q: [(items[i].label, detail, i) for i in ids] for q, ids in recipe.search.items()}
@@ -182,6 +198,17 @@ def _catalog_part(b: SiteBuilder, recipe: SiteRecipe) -> tuple[list[tuple[str, s
     return [(c.key, c.title), (ck, c.collection_title)], detail
 
 
+def _rank_part(b: SiteBuilder, c: CatalogPart, part: RankPart) -> list[tuple[str, str]]:
+    page = ranking(b, part.key, part.title, f"{c.key}_item", part.order)
+    for n, order in enumerate(part.wanted):
+        if sorted(order) != sorted(part.order):
+            raise ValueError(f"expected ranking {part.key!r}'s wanted orders to reorder {part.order}, got {order}")
+        names = ", ".join(_item(c, i).label for i in order)
+        listed = ", ".join(f"'{i}'" for i in order)
+        b.add_goal(f"{part.key}_{n + 1}", f"order {part.title.lower()} as {names}", conditions=[f"{part.key} == [{listed}]"])
+    return [(page, part.title)]
+
+
 def _has(c: CatalogPart, item: str) -> str:
     """The collection holds the item (one or more of it, for a cart with quantities)."""
     return f"{c.collection_key}['{item}'] > 0" if c.quantities else f"'{item}' in {c.collection_key}"
@@ -191,7 +218,8 @@ def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple
     c = recipe.catalog
     extra = [cond(c.collection_key, op="nonempty")] if part.needs_collection else []
     pages = form_flow(b, part.key, part.title, list(part.fields), submit=part.submit, exit_to="home",
-                      confirm=part.confirm, result_title=f"{part.title}: thank you", extra_when=extra)
+                      confirm=part.confirm, result_title=f"{part.title}: thank you", extra_when=extra,
+                      validate=part.validate)
     wanted_fields = [f for f in part.fields if f.kind != "tooltip"]
     conditions: list[Guard] = [_choice(f, part.key) for f in wanted_fields]
     details = _details(wanted_fields)
@@ -214,9 +242,16 @@ def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple
 def _details(fields: tuple[FieldDef, ...] | list[FieldDef]) -> str:
     """The wanted field values in words, so an instruction names everything the goal checks."""
     words = [f"tick '{f.label}'" if f.kind == "checkbox"
-             else f"{f.label.lower()} '{f.options[-1] if f.kind in ('text', 'combobox') else option_label(f.options[-1])}'"
+             else f"{f.label.lower()} '{_wanted_text(f)}'"
              for f in fields]
     return ", ".join(words)
+
+
+def _wanted_text(f: FieldDef) -> str:
+    """A field's wanted value as the page shows it."""
+    if f.kind == "date":
+        return date_label(parse_date(f.options[-1]))
+    return f.options[-1] if f.kind in ("text", "combobox", "slider") else option_label(f.options[-1])
 
 
 def _choice(f: FieldDef, key: str) -> Cond:
@@ -224,6 +259,8 @@ def _choice(f: FieldDef, key: str) -> Cond:
     var = f"{key}_{f.id}"
     if f.kind == "checkbox":
         return cond(var, True)
+    if f.kind == "slider":
+        return cond(var, int(f.options[-1]))
     return cond(var, f.options[-1])
 
 

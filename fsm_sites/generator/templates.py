@@ -14,9 +14,11 @@ from fsm_sites.generator.widgets import add_stepper, add_widget_field, field_var
 
 @dataclass(frozen=True)
 class FieldDef:
-    """A form field: text (accepted values), select/radio (options) or checkbox."""
+    """A form field: text (accepted values), select/radio (options), checkbox, slider
+    (options: the lowest and highest int, then the wanted one, as text) or date (options:
+    the dates one may pick, YYYY-MM-DD in one month, the wanted one last)."""
 
-    kind: Literal["text", "select", "radio", "checkbox", "combobox", "tooltip"]  # tooltip: options[0] is the tip
+    kind: Literal["text", "select", "radio", "checkbox", "combobox", "tooltip", "slider", "date"]  # tooltip: options[0] is the tip
     id: str
     label: str
     options: tuple[str, ...] = ()
@@ -42,6 +44,8 @@ def _field_var(b: SiteBuilder, key: str, f: FieldDef) -> str:
         return b.add_var(name, "bool", label=f.label.lower())
     if f.kind == "select":
         return b.add_var(name, "enum", values=list(f.options), label=f.label.lower())
+    if f.kind == "slider":
+        return b.add_var(name, "int", min=int(f.options[0]), max=int(f.options[1]), label=f.label.lower())
     return b.add_var(name, "enum", values=["", *f.options], label=f.label.lower())
 
 
@@ -69,6 +73,9 @@ def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> t
             b.add_element(page, f.id, "radio", f.label, options=opts, bind=var)
             b.add_transition(page, f.id, f"pick '$value' for {label}", effects=[effect("set", var, "$value")])
             required.append(cond(var, op="nonempty"))
+        elif f.kind in ("slider", "date"):
+            variables += _widget_field(b, page, f, var)
+            required += [] if f.kind == "slider" else [cond(var, op="nonempty")]
         else:
             b.add_element(page, f.id, "checkbox", f.label, bind=var)
             b.add_transition(page, f.id, f"tick '{f.label}'", event="check", when=[cond(var, False)],
@@ -76,6 +83,53 @@ def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> t
             b.add_transition(page, f.id, f"untick '{f.label}'", event="uncheck", when=[cond(var, True)],
                              effects=[effect("set", var, False)])
     return variables, required
+
+
+def _inline_validation(b: SiteBuilder, form: str, key: str, fields: list[FieldDef], submit: str) -> list[str]:
+    """A submit attempt with required fields empty marks the form tried; each such field then
+    shows its message until it is filled. Returns the form-local variable it adds."""
+    tried = b.add_var(f"{key}_tried", "bool")
+    empty = [f for f in fields if f.kind in ("text", "combobox", "radio", "date")]
+    if not empty:
+        return [tried]
+    missing = " or ".join(f"{key}_{f.id} == ''" for f in empty)
+    b.add_transition(form, "submit", f"press '{submit}' with a required field empty", when=[missing],
+                     effects=[effect("set", tried, True)])
+    elements = b.pages[form]["elements"]
+    for f in empty:
+        element = next(e for e in elements if e["id"] == f.id)
+        typed = f.kind in ("text", "combobox")
+        element["invalid_when"] = [tried, f"{key}_{f.id} == ''"]
+        element["error"] = f"{'Enter the' if typed else 'Choose a'} {f.label.lower()}"
+    return [tried]
+
+
+def _widget_field(b: SiteBuilder, page: str, f: FieldDef, var: str) -> list[str]:
+    """A slider (``change`` sets the int) or a date picker (``open`` shows its month grid,
+    ``pick`` sets the date and closes it); returns the extra variables it needs."""
+    label = f.label.lower()
+    if f.kind == "slider":
+        b.add_element(page, f.id, "slider", f.label, bind=var)
+        b.add_transition(page, f.id, f"set the {label} to $value", event="change", effects=[{"set": var, "to": "value"}])
+        return []
+    shown = b.add_var(f"{var}_open", "bool")
+    b.add_element(page, f.id, "date_picker", f.label, bind=var, open_when=shown)
+    b.add_transition(page, f.id, f"open the {label} calendar", event="open", when=[cond(shown, False)],
+                     effects=[effect("set", shown, True)])
+    b.add_transition(page, f.id, f"pick {{{var}}} as the {label}", event="pick",
+                     effects=[{"set": var, "to": "value"}, effect("set", shown, False)])
+    return [shown]
+
+
+def ranking(b: SiteBuilder, key: str, title: str, item_type: str, order: Sequence[str]) -> str:
+    """A page listing ``order``'s items in a list the user reorders by dragging (a sortable);
+    returns the page id."""
+    var = b.add_var(key, "list", item=item_type, max_len=len(order), default=list(order), label=title.lower())
+    page = b.add_page(key, title, body="Drag an item by its handle to change the order.")
+    b.add_element(page, "item", "sortable", "{it}", repeat=var)
+    b.add_transition(page, "item", f"drag {{it}} to another place in {title.lower()}", event="move",
+                     effects=[{"move": var}])
+    return page
 
 
 def catalog(b: SiteBuilder, key: str, title: str, items: list[Item], *, per_page: int = 4,
@@ -128,10 +182,16 @@ def collection(b: SiteBuilder, page: str, title: str, list_var: str, remove_labe
 
 def form_flow(b: SiteBuilder, key: str, title: str, fields: list[FieldDef], *, submit: str,
               exit_to: str, confirm: bool = True, result_title: str = "Done",
-              extra_when: list[Cond] | None = None, on_done: list[Cond] | None = None) -> dict[str, str]:
-    """Form page -> (confirm modal) -> result page; returns the page ids {form, confirm, result}."""
+              extra_when: list[Cond] | None = None, on_done: list[Cond] | None = None,
+              validate: bool = False) -> dict[str, str]:
+    """Form page -> (confirm modal) -> result page; returns the page ids {form, confirm, result}.
+
+    ``validate``: pressing submit with a required field empty is a transition too, after
+    which each empty required field shows its message beside it (inline validation)."""
     form = b.add_page(key, title)
     variables, required = add_fields(b, form, key, fields)
+    if validate:
+        variables += _inline_validation(b, form, key, fields, submit)
     result = b.add_page(f"{key}_done", result_title, body=f"{title}: done.")
     pages = {"form": form, "result": result}
     b.add_element(form, "submit", "button", submit)

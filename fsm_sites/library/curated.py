@@ -18,6 +18,7 @@ from fsm_sites.generator.compose import (
     FoldersPart,
     FormPart,
     ModalPart,
+    RankPart,
     SettingsPart,
     SiteRecipe,
     WizardPart,
@@ -116,6 +117,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
             ("change", "Can I change my flight?", "Changes are free up to 24 hours before departure."),
             ("refund", "How do I get a refund?", "Refunds take 5-7 days; our team handles each one.")),
             "Contact support"),
+        ranking=RankPart("wishlist", "Wishlist", ("par", "lis", "rom"), (("rom", "par", "lis"), ("rom", "lis", "par"))),
     ),
     SiteRecipe(
         "settings", "Control Center", "settings", "Manage your account and devices.",
@@ -142,7 +144,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
         forms=(FormPart("newpost", "New topic", (
             F("text", "title", "Title", ("Ergonomic mice?",)), F("select", "board", "Board", ("general", "hardware")),
             F("checkbox", "notify", "Email me replies")),
-            "Post", "post 'Ergonomic mice?' to the hardware board and get reply emails"),),
+            "Post", "post 'Ergonomic mice?' to the hardware board and get reply emails", validate=True),),
         search={"keyboard": ("t1",), "setup": ("t3", "t1")},
         modal=ModalPart("Report", "Report this topic?", "reported", "Reported", ("t2", "t4")),
     ),
@@ -168,9 +170,9 @@ RECIPES: tuple[SiteRecipe, ...] = (
             I("salad", "Greek salad", "15 min")),
             ("Save to cookbook", "save"), "cookbook", "Cookbook"),
         wizard=WizardPart("plan", "Meal plan", (
-            (F("select", "day", "Day", ("saturday", "sunday")), F("radio", "meal", "Meal", ("lunch", "dinner"))),
-            (F("text", "servings", "Servings", ("2", "4")), F("checkbox", "shop", "Add to shopping list"))),
-            "plan dinner for 4 and add it to the shopping list"),
+            (F("date", "day", "Day", ("2026-06-13", "2026-06-14")), F("radio", "meal", "Meal", ("lunch", "dinner"))),
+            (F("slider", "servings", "Servings", ("1", "8", "4")), F("checkbox", "shop", "Add to shopping list"))),
+            "plan Sunday dinner for 4 and add it to the shopping list"),
         search={"vegan": ("soup", "curry"), "quick": ("salad",)},
     ),
     SiteRecipe(
@@ -182,7 +184,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
         forms=(FormPart("newcontact", "New contact", (
             F("text", "cname", "Name", ("Eva Stone",)), F("combobox", "company", "Company", ("Globex", "Initech", "Hooli")),
             F("select", "stage", "Stage", ("lead", "qualified", "customer")), F("checkbox", "vip", "VIP")),
-            "Save contact", "add Eva Stone from Hooli as a VIP customer"),),
+            "Save contact", "add Eva Stone from Hooli as a VIP customer", validate=True),),
         settings=SettingsPart("crmset", "Workspace", (
             ("sync", "Sync", (("gmail", "Sync Gmail"), ("cal", "Sync calendar"))),)),
     ),

@@ -18,6 +18,7 @@ from typing import Any
 from fsm_sites.render.elements import Ctx, attrs, label, render_element
 from fsm_sites.render.images import picture
 from fsm_sites.render.look import PEOPLE_DOMAINS, PRODUCT_DOMAINS, Look, picture_kind
+from fsm_sites.render.value_widgets import sort_heading, sortable_rows
 from fsm_sites.spec import Element, SiteSpec, TypeDef
 from fsm_sites.types import Rec
 
@@ -57,13 +58,13 @@ def _only_fields(text: str) -> bool:
     return bool(holes) and all(re.fullmatch(r"\s*it\.\w+\s*", h) for h in holes)
 
 
-def _table(copies: list[Copy], fields: tuple[tuple[str, str], ...], look: Look) -> str:
+def _table(copies: list[Copy], fields: tuple[tuple[str, str], ...], look: Look, sorter: Any = None) -> str:
     """Records as a data table: a heading per field, the buttons in a last column. A text
     element that only shows fields marks the row itself (its label is the row's name)."""
     block = [el for el, _ in copies[0].cells]
     row_texts = [el for el in block if el.kind == "text" and _only_fields(el.label)]
     shown = [el for el in block if el not in row_texts and el.kind == "text"]
-    heads = [f'<th scope="col">{escape(title)}</th>' for _, title in fields]
+    heads = [sort_heading(title, name, sorter) for name, title in fields]
     heads += ['<th scope="col"></th>' for _ in shown]
     heads.append('<th scope="col"><span class="visually-hidden">Actions</span></th>')
     rows = []
@@ -96,12 +97,15 @@ def _rows(copies: list[Copy], look: Look) -> str:
     return f'<div class="collection list repeat">{"".join(rows)}</div>'
 
 
-def repeat_html(copies: list[Copy], fields: tuple[tuple[str, str], ...], look: Look) -> str:
-    """A repeated block as a table (records of two or more fields) or as rows."""
+def repeat_html(copies: list[Copy], fields: tuple[tuple[str, str], ...], look: Look, sorter: Any = None) -> str:
+    """A repeated block as a table (records of two or more fields) or as rows; ``sorter``
+    (element, context, the sort variable's values, its value) makes the headings sort it."""
     if not copies:
         return ""
+    if copies[0].cells[0][0].kind == "sortable":
+        return sortable_rows([(el, c, copy.value) for copy in copies for el, c in copy.cells if el.kind == "sortable"])
     records = len(fields) > 1 and all(isinstance(c.item, Rec) for c in copies)
-    return _table(copies, fields, look) if records else _rows(copies, look)
+    return _table(copies, fields, look, sorter) if records else _rows(copies, look)
 
 
 def hero_html(title: str, look: Look, *, priced: bool) -> str:

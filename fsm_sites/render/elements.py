@@ -33,6 +33,8 @@ class Ctx:
     instance: str | None = None  # the event value of one copy of a repeated element
     look: Look = PLAIN  # seeded presentation: icons, pictures, switches
     inner: Callable[[Element], str] = lambda el: ""  # the HTML of the elements inside a menu or accordion
+    is_open: Callable[[Element], bool] = lambda el: False  # a date picker's month grid is shown
+    error: Callable[[Element], str | None] = lambda el: None  # an invalid field's message (None: valid)
 
 
 def attrs(el: Element, ctx: Ctx, *extra: str) -> str:
@@ -230,7 +232,23 @@ def _text(el: Element, ctx: Ctx) -> str:
 
 
 def render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:
-    """One element's HTML."""
+    """One element's HTML; a form field the state shows invalid has its message beside it."""
+    html = _render_element(el, ctx, secondary=secondary)
+    message = ctx.error(el) if el.invalid_when else None
+    return with_error(html, message, el.id) if message is not None else html
+
+
+def with_error(html: str, message: str, eid: str) -> str:
+    """A field's HTML (``<div class="field">...</div>``) marked invalid, its message last inside."""
+    if not html.startswith('<div class="field'):
+        return html
+    error_id = f"err-{escape(eid)}"
+    html = html.replace('<div class="field', '<div class="field invalid', 1)
+    html = html.replace(' data-el=', f' aria-invalid="true" aria-describedby="{error_id}" data-el=', 1)
+    return f'{html[:-len("</div>")]}<span class="field-error" id="{error_id}" role="alert">{escape(message)}</span></div>'
+
+
+def _render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:
     kind = el.kind
     if kind == "button":
         return _button(el, ctx, secondary)
@@ -254,6 +272,10 @@ def render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:
         from fsm_sites.render.widgets import RENDERERS  # widgets.py builds on this module
 
         return RENDERERS[kind](el, ctx)
+    if kind in ("slider", "date_picker"):
+        from fsm_sites.render import value_widgets as widgets  # it builds on this module's helpers
+
+        return widgets.slider(el, ctx) if kind == "slider" else widgets.date_picker(el, ctx)
     return _text(el, ctx)
 
 
@@ -268,7 +290,7 @@ GROUP_OF_KIND = {
     "button": "buttons", "link": "links", "tab": "tabs", "list_item": "collection", "card": "collection",
     "pagination": "pager", "radio": "radios", "text_input": "form", "select": "form", "checkbox": "form",
     "text": "text", "menu": "menu", "accordion": "accordion", "tooltip": "form", "combobox": "form",
-    "stepper": "stepper",
+    "stepper": "stepper", "slider": "form", "date_picker": "form", "sortable": "collection",
 }
 
 
@@ -285,11 +307,21 @@ def render_group(group: str, elements: list[Element], ctx: Ctx, collection_cls: 
     inner = "".join(render_element(e, ctx) for e in elements)
     if group == "tabs":
         return f'<div class="tabs" role="tablist">{inner}</div>'
+    if group == "collection" and len(elements) > 1:
+        from fsm_sites.render.value_widgets import (
+            month_calendar,  # it builds on this module's helpers
+        )
+
+        month = month_calendar(elements, ctx)
+        if month is not None:
+            return month
     days = {weekday(e, ctx) for e in elements if e.kind == "card"} - {None}
     if group == "collection" and len(elements) > 1 and len(days) == len(elements):
         return _week(elements, ctx)
     if group == "collection" and all(sender(ctx.text(e, e.description)) for e in elements):
-        return f'<div class="collection list inbox">{inner}</div>'
+        rows = "".join(render_element(e, ctx).replace('class="card media message"', 'class="card media message active"', 1)
+                       if ctx.is_active(e) else render_element(e, ctx) for e in elements)  # the open message
+        return f'<div class="collection list inbox">{rows}</div>'
     if group == "collection":
         tiles = " tiles" if all(e.kind == "card" and not e.description for e in elements) else ""
         return f'<div class="collection {collection_cls}{tiles}">{inner}</div>'

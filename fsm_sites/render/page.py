@@ -14,7 +14,8 @@ from fsm_sites.render.elements import Ctx, group_of, radio_checked, render_eleme
 from fsm_sites.render.icons import icon_for, icon_svg
 from fsm_sites.render.look import Look, choose_look, split_description
 from fsm_sites.render.themes import Layout, Theme, choose_style
-from fsm_sites.spec import Element, Option, Page, SiteSpec, VarValue
+from fsm_sites.render.value_widgets import reading_pane, sort_rows, tab_panel
+from fsm_sites.spec import Element, Option, Page, SiteSpec, TypeDef, VarValue
 from fsm_sites.state import Edge, State, UIEvent
 
 
@@ -31,12 +32,20 @@ class MachineView(Protocol):
     def options(self, page: str, element: str) -> tuple[Option, ...]: ...
     def toast(self, state: State) -> str | None: ...
     def route(self, state: State) -> str: ...
+    def is_open(self, state: State, element: str) -> bool: ...
+    def invalid(self, state: State, element: str) -> bool: ...
 
+
+#: Kinds whose choices are the machine's (a select bound to an enum, a slider's stops, a
+#: date picker's days), not only the spec's ``options``.
+OPTION_KINDS = frozenset({"select", "slider", "date_picker"})
 
 #: The stylesheets of every page, in cascade order: the shared one, the page templates'
 #: (templates.css), the widgets' (widgets.css), then the theme families' component styling and the viewport rules
 #: (families.css, responsive.css).
-STYLESHEETS = ("site.css", "templates.css", "widgets.css", "families.css", "responsive.css")
+STYLESHEETS = ("site.css", "templates.css", "widgets.css", "families.css", "responsive.css", "value_widgets.css")
+#: The page's scripts, in order: the event wiring, then the widgets' drags (value_widgets.js).
+SCRIPTS = ("site.js", "value_widgets.js")
 
 
 @lru_cache(maxsize=1)
@@ -44,7 +53,7 @@ def _static() -> tuple[str, str]:
     """The page's stylesheets (``STYLESHEETS``, joined) and its script."""
     root = resources.files("fsm_sites.render") / "static"
     css = "\n".join((root / name).read_text(encoding="utf-8") for name in STYLESHEETS)
-    return css, (root / "site.js").read_text(encoding="utf-8")
+    return css, "\n".join((root / name).read_text(encoding="utf-8") for name in SCRIPTS)
 
 
 def _theme_vars(theme: Theme, layout: Layout) -> str:
@@ -87,7 +96,10 @@ def _make_ctx(state: State, machine: MachineView, look: Look, *, live: bool, pag
     return Ctx(value_of=value_of, is_active=is_active, live=live, look=look,
                text=lambda el, s: machine.text(state, s),
                is_disabled=lambda el: live and machine.disabled(state, el),
-               options=lambda el: machine.options(page, el.id) if el.kind == "select" else el.options,
+               options=lambda el: machine.options(page, el.id) if el.kind in OPTION_KINDS else el.options,
+               is_open=lambda el: live and el.kind == "date_picker" and machine.is_open(state, el.id),
+               error=lambda el: (machine.text(state, el.error or "Please check this field")
+                                 if live and machine.invalid(state, el.id) else None),
                show_value=lambda el, v: machine.text(state, "{" + el.bind + "}") if el.bind else "")
 
 
@@ -118,7 +130,22 @@ def _repeat_block(block: list[Element], ctx: Ctx, state: State, machine: Machine
             items.setdefault(value, item)
     rows = [Copy(value, item, tuple((el, c) for el in block for v, _, c in copies[el.id] if v == value))
             for value, item in items.items()]
-    return repeat_html(rows, record_fields(spec, block[0].repeat or ""), ctx.look)
+    sorter = next((el for el in block if el.sort), None)
+    if sorter is None or sorter.sort is None:
+        return repeat_html(rows, record_fields(spec, block[0].repeat or ""), ctx.look)
+    named: dict[str, TypeDef] = {t.name: t for t in spec.types}
+    var = next(v for v in spec.variables if v.name == block[0].repeat)
+    item = var.item
+    for _ in range(len(named) + 1):  # a named type may name another
+        ref = item if isinstance(item, str) else item.type if isinstance(item, TypeDef) else None
+        if ref not in named:
+            break
+        item = named[ref]
+    item = item if isinstance(item, TypeDef) else None
+    order = next(v for v in spec.variables if v.name == sorter.sort)
+    rows = sort_rows(rows, state.get(sorter.sort), item, named)
+    return repeat_html(rows, record_fields(spec, block[0].repeat or ""), ctx.look,
+                       (sorter, ctx, order.values, state.get(sorter.sort)))
 
 
 def _sections(elements: list[Element]) -> dict[str, list[Element]]:
@@ -149,7 +176,7 @@ def _main_groups(elements: list[Element], ctx: Ctx, layout: Layout, state: State
             run = []
         if el is not None:
             run.append(el)
-    return blocks
+    return reading_pane(tab_panel(blocks))
 
 
 #: The menu button narrow viewports show instead of the navigation links (responsive.css):

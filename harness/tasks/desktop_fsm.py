@@ -178,7 +178,11 @@ def tk_action(edge: Edge, elements: list[dict[str, Any]]) -> Action:
         for element in mine:
             x, y, w, h = element["box"]
             return Move(x=max(0, x + w // 2), y=max(0, y + h // 2))
-    if edge.event == "select":
+    if edge.event in ("change", "move"):
+        drag = _tk_drag(edge, mine)
+        if drag is not None:
+            return drag
+    elif edge.event == "select":
         for element in mine:
             for value, *box in element.get("items", []):
                 if value == edge.value:
@@ -204,6 +208,29 @@ def tk_action(edge: Edge, elements: list[dict[str, Any]]) -> Action:
                 return _center(element["box"])
     raise TaskError(f"expected the Tk app to show element {edge.element!r} for {edge.event}, "
                     f"got elements {sorted({e['id'] for e in elements})}")
+
+
+def _tk_drag(edge: Edge, mine: list[dict[str, Any]]) -> Drag | None:
+    """A slider's scale dragged to the value's stop, or a sortable row's handle dragged to
+    where the other rows' middles put it at ``to`` (``from>to``)."""
+    if edge.event == "change":
+        scale = next((e for e in mine if e["part"] == "slider"), None)
+        stop = next((s for s in scale["stops"] if s[0] == edge.value), None) if scale else None
+        if scale is None or stop is None:
+            return None
+        (x, y), (to_x, to_y) = scale["at"], stop[1:]
+        return Drag(x=x, y=y, to_x=to_x, to_y=to_y)
+    src, _, dst = (edge.value or "").partition(">")
+    rows = sorted((e for e in mine if e["part"] == "handle"), key=lambda e: int(e["value"]))
+    moving = next((r for r in rows if r["value"] == src), None)
+    if moving is None or not dst.isdigit():
+        return None
+    middles = [r["box"][1] + r["box"][3] // 2 for r in rows if r is not moving]
+    to, height = int(dst), moving["box"][3]
+    to_y = (middles[0] - height // 4 if to == 0 else middles[-1] + height // 4 if to >= len(middles)
+            else (middles[to - 1] + middles[to]) // 2)
+    x, y, w, h = moving["box"]
+    return Drag(x=x + w // 2, y=y + h // 2, to_x=x + w // 2, to_y=max(0, to_y))
 
 
 class ChromiumMiniWoBTask(Task):

@@ -11,11 +11,16 @@ One edge may take several actions, each returned by its own ``cheat`` call:
 - input: Click the text field, select its old text with ctrl+a if any, TypeText the value,
   then Key(enter).
 - an element outside the viewport: Scroll it into view first (from the middle of the
-  viewport, or from an edge when a tooltip's trigger lies in the middle).
+  viewport, or from an edge when a tooltip's trigger lies in the middle; for a drag: both
+  its ends).
 - widgets: a menu's or an accordion's click clicks its toggle; a tooltip's hover is a
   Move onto its trigger; close clicks a tooltip's close button, or presses Escape for a
   menu; a combobox's input types into its field like a text input, and its select
   clicks the field (which shows the suggestions), then the suggestion.
+- change (a slider): Drag its thumb to the value's place on the track.
+- open / pick (a date picker): Click its field, then (the grid open) the day.
+- move (a sortable list, value ``from>to``): Drag the item's handle to where the other
+  items' middles put it at ``to``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import json
 from typing import Any
 
 from fsm_sites.engine import Edge
-from harness.actions import Action, Click, Key, Move, Scroll, TypeText, Wait
+from harness.actions import Action, Click, Drag, Key, Move, Scroll, TypeText, Wait
 
 # Reads what the oracle needs about one element; returns null while the page is loading.
 _PROBE = """(() => {
@@ -59,6 +64,36 @@ _PROBE = """(() => {
     menuOpen = !!list && list.getClientRects().length > 0;
     target = event === 'select' && menuOpen ? option : field;
   }
+  // A date picker's field; a slider's value or a sortable's "from>to": a drag, from the
+  // slider's thumb to the value's place on the track, or from the item's handle to where
+  // the other items' middles put it at the wanted position.
+  let drag = null;
+  if (host && event === 'open') target = host.querySelector('.date-toggle');
+  if (host && event === 'change') {
+    const track = host.querySelector('.slider-track'), thumb = host.querySelector('.slider-thumb');
+    const stops = (host.getAttribute('data-stops') || '').split(','), i = stops.indexOf(value);
+    target = null;
+    if (track && thumb && i >= 0) {
+      const t = track.getBoundingClientRect(), from = box(thumb);
+      drag = {x: from.x, y: from.y, to_x: t.left + t.width * i / Math.max(stops.length - 1, 1), to_y: from.y};
+      target = thumb;
+    }
+  }
+  if (event === 'move' && value !== null) {
+    const [src, dst] = value.split('>').map(Number);
+    const items = [...document.querySelectorAll(sel)];
+    const item = items.find((it) => it.getAttribute('data-value') === String(src));
+    const handle = item && item.querySelector('.drag-handle');
+    const others = items.filter((it) => it !== item);
+    target = null;
+    if (handle && others.length) {
+      const mids = others.map((it) => box(it).y), h = box(others[0]).h, from = box(handle);
+      const toY = dst === 0 ? mids[0] - h / 4 : dst >= others.length ? mids[mids.length - 1] + h / 4
+        : (mids[dst - 1] + mids[dst]) / 2;
+      drag = {x: from.x, y: from.y, to_x: from.x, to_y: toY};
+      target = handle;
+    }
+  }
   // A link in a collapsed navigation menu (a phone's hamburger) is reached by opening it.
   if (target && !target.getClientRects().length && target.closest('.navmenu')) {
     const toggle = document.querySelector('.hamburger');
@@ -70,7 +105,7 @@ _PROBE = """(() => {
   const anchor = [[cx, cy], [cx, 2], [2, cy], [innerWidth - 3, cy]].find(([x, y]) => {
     const at = document.elementFromPoint(x, y); return !at || !at.closest('.tip-trigger'); }) || [cx, cy];
   const active = document.activeElement;
-  return {page: document.body.getAttribute('data-page'), found: !!target, box: box(target),
+  return {page: document.body.getAttribute('data-page'), found: !!target, box: box(target), drag: drag,
           menuOpen: menuOpen, focused: !!field && active === field,
           text: field && field.value !== undefined ? field.value : null,
           selected: !!field && field.value !== undefined && field.value.length > 0 &&
@@ -93,6 +128,17 @@ def _click(box: dict[str, float]) -> Click:
     return Click(x=max(0, int(box["x"])), y=max(0, int(box["y"])))
 
 
+def _drag(drag: dict[str, float] | None, vw: int, vh: int) -> Action:
+    """A slider's or a sortable's drag; the page is still loading without one."""
+    if not drag:
+        return Wait(seconds=0.2)
+
+    def at(value: float, limit: int) -> int:
+        return min(max(0, int(round(value))), limit - 1)
+
+    return Drag(x=at(drag["x"], vw), y=at(drag["y"], vh), to_x=at(drag["to_x"], vw), to_y=at(drag["to_y"], vh))
+
+
 def next_action(edge: Edge, probe: dict[str, Any] | None, current_page: str) -> Action:
     """The one action that moves the page toward firing ``edge`` (see the module docstring)."""
     if not probe or probe.get("page") != current_page or not probe.get("found") or not probe.get("box"):
@@ -101,6 +147,12 @@ def next_action(edge: Edge, probe: dict[str, Any] | None, current_page: str) -> 
     if not _in_view(box, vw, vh):
         x, y = probe.get("anchor") or (vw // 2, vh // 2)
         return Scroll(x=int(x), y=int(y), dy=int(box["y"] - vh / 2))
+    drag = probe.get("drag")
+    if edge.event in ("change", "move") and drag and not _in_view({"x": drag["to_x"], "y": drag["to_y"]}, vw, vh):
+        x, y = probe.get("anchor") or (vw // 2, vh // 2)
+        return Scroll(x=int(x), y=int(y), dy=int((drag["y"] + drag["to_y"]) / 2 - vh / 2))  # both ends in view
+    if edge.event in ("change", "move"):
+        return _drag(drag, vw, vh)
     if edge.event == "hover":
         return Move(x=max(0, int(box["x"])), y=max(0, int(box["y"])))
     if edge.event == "close" and probe.get("escape"):

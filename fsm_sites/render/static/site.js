@@ -35,6 +35,7 @@
   };
   var shownCount = 0;  // pages swapped in so far: a prefetch answer is for the one it asked about
   window.__softNavigate = function (url, html) { return fsm.show(url, html); };
+  fsm.send = function (el, event, value) { send(el, event, value); };  // for value_widgets.js
   // A full load shows the route of its page too (the server serves every route of a session).
   if (document.body.hasAttribute("data-route")) {
     history.replaceState(null, "", shown(location.href, document.body));
