@@ -76,7 +76,8 @@ def plain_tree(out: Path, commit: str) -> tuple[Path, bool]:
     return tree, True
 
 
-def collect(side: str, out: Path, seeds: int, plain_commit: str, stages: dict[str, Any]) -> None:
+def collect(side: str, out: Path, tasks: list[str], seeds: int, plain_commit: str,
+            stages: dict[str, Any]) -> None:
     """One oracle episode per curated goal and layout seed into ``out/store-SIDE``, with this
     tree's code (realistic) or ``plain_commit``'s (plain, from a worktree made and removed here)."""
     from trainers.training.collect import store_is_empty
@@ -85,16 +86,17 @@ def collect(side: str, out: Path, seeds: int, plain_commit: str, stages: dict[st
     if not store_is_empty(store):
         stages[f"collect-{side}"] = {"reused": str(store)}
         return
-    args = ["eval", "--suite", "+".join(collect_tasks()), "--agent", "oracle", "--elements",
+    args = ["eval", "--suite", "+".join(tasks), "--agent", "oracle", "--elements",
             "--store", str(store), "--episodes", str(seeds), "--seed", "0", "--concurrency", "3",
             "--out", str(out / f"collect-{side}")]
     tree, made = plain_tree(out, plain_commit) if side == "plain" else (REPO, False)
     try:
+        commit = _commit(tree)
         seconds = cua(args, tree=tree, log=out / f"collect-{side}.log")
     finally:
         if made:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=True)
-    stages[f"collect-{side}"] = {"seconds": round(seconds, 1), "commit": _commit(tree),
+    stages[f"collect-{side}"] = {"seconds": round(seconds, 1), "commit": commit,
                                  "command": "cua " + shlex.join(args)}
 
 
@@ -124,6 +126,7 @@ def evaluate(model: str, out: Path, suite: str, seed: int, episodes: int, stages
     folder = out / "eval" / f"{model}-s{seed}"
     if (folder / "summary.json").is_file():
         return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
     common = ["--episodes", str(episodes), "--seed", str(seed), "--concurrency", "4", "--max-steps", "10"]
     if model == "rules":  # in-process: the same runner settings as cua eval's
         from harness.evaluation.summary import write_summary
@@ -172,6 +175,21 @@ def step_stats(folders: list[Path]) -> dict[str, dict[str, float | int]]:
     return tasks
 
 
+def data_overlap(out: Path) -> dict[str, Any]:
+    """What the two SFT exports hold: rows, distinct (prompt text, target) pairs, and how many
+    of those the two sides share (element mode sees labels, not pictures or themes)."""
+    from trainers.training.data import read_export
+
+    distinct = {}
+    for side in ("realistic", "plain"):
+        rows = read_export(out / f"sft-{side}" / "data" / "sft.parquet")
+        distinct[side] = (len(rows), {f"{row['prompt'][-1]['content'][-1]['text']}\n=> {row['target']}"
+                                      for row in rows})
+    (n_real, real), (n_plain, plain) = distinct["realistic"], distinct["plain"]
+    return {"rows": {"realistic": n_real, "plain": n_plain},
+            "distinct": {"realistic": len(real), "plain": len(plain)}, "shared": len(real & plain)}
+
+
 def in_domain(run: Path) -> dict[str, Any] | None:
     """The run's own after-training evaluation on FSM goals (unseen layout seed)."""
     metrics = run / "metrics.jsonl"
@@ -188,7 +206,7 @@ def in_domain(run: Path) -> dict[str, Any] | None:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 tasks, 1 seed, 20 SFT steps, 2 episodes")
+    parser.add_argument("--quick", action="store_true", help="6 goals on 1 seed, 20 SFT steps, 3 MiniWoB tasks x 2 episodes")
     parser.add_argument("--out", type=Path, default=None, help="run folder (default runs/transfer)")
     parser.add_argument("--plain-commit", default=PLAIN_COMMIT, help="the commit of the plain renderer")
     parser.add_argument("--episodes", type=int, default=10, help="episodes per task and agent")
@@ -200,12 +218,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     names = list(TRANSFER_TASKS)[:3] if args.quick else list(TRANSFER_TASKS)
     episodes = 2 if args.quick else args.episodes
     rounds = 1 if args.quick else args.rounds
-    overrides = ["--set", "train.max_steps=20", "--set", "eval.episodes=1"] if args.quick else []
+    collected = collect_tasks()[:6] if args.quick else collect_tasks()
+    overrides = ["--set", "train.max_steps=20", "--set", "eval.after=false"] if args.quick else []
     stages: dict[str, Any] = {}
     load = {"start": machine()["load_average"]}
 
     for side in ("realistic", "plain"):
-        collect(side, out, 1 if args.quick else 3, args.plain_commit, stages)
+        collect(side, out, collected, 1 if args.quick else 3, args.plain_commit, stages)
     load["collected"] = machine()["load_average"]
     for side in ("realistic", "plain"):
         train(side, out, overrides, stages)
@@ -224,13 +243,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     table = {m: step_stats(f) for m, f in folders.items()}
     result = {
-        "plan": {"tasks": {n: TRANSFER_TASKS[n] for n in names}, "not_expressible": NOT_EXPRESSIBLE,
+        "plan": {"collected": collected, "tasks": {n: TRANSFER_TASKS[n] for n in names}, "not_expressible": NOT_EXPRESSIBLE,
                  "episodes_per_task": per_round * rounds, "rounds": rounds, "max_steps": 10,
                  "concurrency": 4, "agents": {m: agent_spec(m, out) for m in MODELS} | {"rules": "RuleAgent"},
                  "config": str(CONFIG.relative_to(REPO)), "overrides": overrides,
                  "plain_commit": args.plain_commit},
         "stages": stages, "load_average": load,
         "in_domain": {side: in_domain(out / f"sft-{side}") for side in ("realistic", "plain")},
+        "data": data_overlap(out),
         "results": table,
     }
     rows = []
