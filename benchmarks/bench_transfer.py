@@ -201,7 +201,8 @@ def in_domain(run: Path) -> dict[str, Any] | None:
     return {"eval_after": after[-1] if after else None,
             "first_loss": train_lines[0]["loss"] if train_lines else None,
             "last_loss": train_lines[-1]["loss"] if train_lines else None,
-            "last_token_accuracy": train_lines[-1].get("mean_token_accuracy") if train_lines else None}
+            "last_token_accuracy": train_lines[-1].get("mean_token_accuracy") if train_lines else None,
+            "train_wall_s": train_lines[-1].get("wall_s") if train_lines else None}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
