@@ -127,7 +127,6 @@ def evaluate(model: str, out: Path, suite: str, seed: int, episodes: int, stages
     if (folder / "summary.json").is_file():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    common = ["--episodes", str(episodes), "--seed", str(seed), "--concurrency", "4", "--max-steps", "10"]
     if model == "rules":  # in-process: the same runner settings as cua eval's
         from harness.evaluation.summary import write_summary
         from harness.records import EpisodeSpec
@@ -139,7 +138,8 @@ def evaluate(model: str, out: Path, suite: str, seed: int, episodes: int, stages
                                out_dir=folder)
         write_summary(folder / "summary.json", asyncio.run(runner.run(specs)))
         return folder
-    args = ["eval", "--suite", suite, "--agent", agent_spec(model, out), *common, "--out", str(folder)]
+    args = ["eval", "--suite", suite, "--agent", agent_spec(model, out), "--episodes", str(episodes),
+            "--seed", str(seed), "--concurrency", "4", "--max-steps", "10", "--out", str(folder)]
     stages.setdefault("eval_commands", []).append("cua " + shlex.join(args))
     cua(args, log=folder.with_suffix(".log"))
     return folder

@@ -6,8 +6,8 @@ ceiling row, ``bench_transfer``).
 MiniWoB++") lists them with the FSM widget that teaches the skill. ``RuleAgent`` reads the
 names a task's instruction asks for (``targets``) and clicks the elements with those labels
 by ``click_element``, exploring (clicking a tab or folder it has not opened yet) while a
-name is not on screen. It sees what a model in
-the ``elements`` observation mode sees, nothing of the page beyond it.
+name is not on screen. It sees what a model in the ``elements`` observation mode sees,
+nothing of the page beyond it.
 """
 
 from __future__ import annotations
