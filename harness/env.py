@@ -364,15 +364,18 @@ class _Capture:
 def resolve_element_action(action: AgentAction | None,
                            obs: Observation) -> tuple[Action | None, str | None]:
     """(the pixel action to execute, an agent error): an element action becomes a click at
-    its element's centre, matched by label (whitespace and case ignored), then by id."""
+    its element's centre, matched by label (whitespace ignored; a label written in the same
+    case first, then one in any case), then by id."""
     if not isinstance(action, ClickElement):
         return action, None
     if obs.elements is None:
         return None, ("click_element needs an element list, and this observation has none; "
                       "act by coordinates or observe elements")
-    wanted = " ".join(action.element.split()).casefold().strip("\"'")
-    matches = [e for e in obs.elements if " ".join(e.label.split()).casefold() == wanted]
-    matches = matches or [e for e in obs.elements if e.id.casefold() == wanted]
+    wanted = " ".join(action.element.split()).strip("\"'")
+    # MiniWoB's links "eget" and "Eget" are two elements: the name as written picks its own.
+    matches = [e for e in obs.elements if " ".join(e.label.split()) == wanted]
+    matches = matches or [e for e in obs.elements if " ".join(e.label.split()).casefold() == wanted.casefold()]
+    matches = matches or [e for e in obs.elements if e.id.casefold() == wanted.casefold()]
     if not matches:
         labels = [e.label for e in obs.elements if e.label]
         close = difflib.get_close_matches(action.element, labels, n=3, cutoff=0.5)

@@ -162,7 +162,8 @@ def element_lines(elements: Sequence[UIElement | dict[str, Any]] | None) -> str:
 def as_element_action(action: AgentAction,
                       elements: Sequence[UIElement | dict[str, Any]]) -> AgentAction:
     """A click inside an element's box as the element action that names it (its label, or
-    its id where an earlier element has the same label); any other action as it is."""
+    its id where an earlier element has the same label, case and all: the env resolves a
+    label written in the same case first); any other action as it is."""
     if not isinstance(action, Click):
         return action
     listed = [e if isinstance(e, UIElement) else UIElement.model_validate(e) for e in elements]
@@ -170,10 +171,10 @@ def as_element_action(action: AgentAction,
     if not inside:
         return action
     target = min(inside, key=lambda e: e.width * e.height)
-    first_with_label = next(e for e in listed if _same(e.label, target.label))
+    first_with_label = next(e for e in listed if _words(e.label) == _words(target.label))
     name = target.label if target.label.strip() and first_with_label is target else target.id
     return ClickElement(element=name)
 
 
-def _same(a: str, b: str) -> bool:
-    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+def _words(label: str) -> str:
+    return " ".join(label.split())

@@ -9,7 +9,8 @@ from fsm_sites.client import LocalSiteClient
 from fsm_sites.server import SiteServer
 from harness.actions import Click, ClickElement, Done, TypeText
 from harness.codecs import get_codec
-from harness.env import AsyncEnv
+from harness.env import AsyncEnv, resolve_element_action
+from harness.observation import Observation
 from harness.prompts import PromptBuilder, PromptConfig, as_element_action
 from harness.tasks.fsm import FSMTask, goal_tasks
 from harness.tasks.registry import make_task
@@ -136,6 +137,23 @@ def test_clicks_become_element_actions_only_on_an_element() -> None:
     assert as_element_action(Click(x=30, y=15), elements) == ClickElement(element="Big")
     assert as_element_action(Click(x=300, y=15), elements) == Click(x=300, y=15)
     assert as_element_action(TypeText(text="x"), elements) == TypeText(text="x")
+
+
+def test_labels_that_differ_only_in_case_name_their_own_element() -> None:
+    """MiniWoB's click-link lists "eget" before the "Eget" it asks for: the name as written
+    resolves to its own element (any case only when none matches exactly), and a click on
+    either is exported as the name that resolves back to it."""
+    elements = (_element("eget", 0, id_="l1"), _element("Eget", 50, id_="l2"),
+                _element("Cart", 100, id_="c1"), _element("Cart", 150, id_="c2"))
+    obs = Observation(screenshot=b"", image_format="png", width=200, height=40,
+                      instruction="Click on the link \"Eget\".", step=0, elements=elements)
+    for element in elements:
+        center = Click(x=element.x + 20, y=20)
+        named = as_element_action(center, elements)
+        assert resolve_element_action(named, obs) == (center, None)
+    assert as_element_action(Click(x=70, y=20), elements) == ClickElement(element="Eget")
+    assert resolve_element_action(ClickElement(element="EGET"), obs) == (Click(x=20, y=20), None)
+    assert resolve_element_action(ClickElement(element="cart"), obs) == (Click(x=120, y=20), None)
 
 
 @pytest.mark.parametrize("codec", ["json", "qwen", "uitars", "pyautogui"])
