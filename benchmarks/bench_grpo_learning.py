@@ -6,13 +6,13 @@
         --set 'eval.tasks=[fsm:benchmarks/data/learning_heldout.jsonl]' --set eval.episodes=1 --set eval.max_steps=6
     .venv/bin/python -m benchmarks.bench_grpo_learning --model runs/sft-learning/model [--seeds 0 1 2] [--updates 12]
 
-**The split** (``benchmarks/data/learning_*.jsonl``): ``cua tasks synth --seed 1 --n 30
---no-verify`` on the shop, settings and mail sites, the tasks of shortest-path length 1 to 4
-(47: named goals, exact target states whose instruction lists the steps, and goals over
+**The split** (``benchmarks/data/learning_*.jsonl``, written by ``--make-split``): ``cua
+tasks synth --seed 1 --n 30 --no-verify`` on the shop, settings and mail sites, the tasks of
+shortest-path length 1 to 4 (named goals, exact target states whose instruction lists the steps, and goals over
 structured state such as "make sure your cart holds exactly 2 Coffee mug"), split by a hash
-of the task id into 10 **held-out** tasks and 37 **training** tasks. SFT sees only the
-training tasks of length 1-2 (``learning_sft.jsonl``, 17, one oracle episode per layout
-0-2); GRPO trains on all 37 (lengths 1-4) at layouts 0-2; evaluation is on the held-out
+of the task id into a quarter of **held-out** tasks and the **training** tasks. SFT sees
+only the training tasks of length 1-2 (``learning_sft.jsonl``, one oracle episode per
+layout 0-2); GRPO trains on all training tasks (lengths 1-4) at layouts 0-2; evaluation is on the held-out
 tasks (goals absent from all training, lengths 2-4) at the unseen layouts 100+, plus the
 first ``--seen`` training tasks at layout 100 (seen goals, unseen layouts).
 
@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +50,28 @@ from benchmarks.common import console, print_table, write_results
 
 CONFIG = Path("trainers/configs/grpo-tiny.yaml")
 TASKS = "benchmarks/data/learning_{}.jsonl"  # sft, train, heldout: see the module docstring
+SITES = ("shop", "settings", "mail")
 VARIANTS = {
     "outcome": ["reward=outcome", "advantage.step_weight=0", "tree.branch_states=0"],
     "step": ["reward=step", "advantage.step_weight=1", "tree.branch_states=0"],
     "step+tree": ["reward=step", "advantage.step_weight=1", "tree.branch_states=1"],
 }
 COLORS = {"outcome": "#9aa5b1", "step": "#2f7ed8", "step+tree": "#d8572f"}
+
+
+def make_split(folder: Path) -> dict[str, int]:
+    """Write ``learning_{sft,train,heldout}.jsonl`` into ``folder`` from today's curated specs
+    (``cua tasks synth --seed 1 --n 30`` on each site, the tasks of length 1-4, split by a
+    hash of the task id: a quarter held out; SFT takes the training tasks of length 1-2)."""
+    from fsm_sites.library import load_site
+    from fsm_sites.tasks import save_tasks, synthesize_tasks
+
+    tasks = [t for site in SITES for t in synthesize_tasks(load_site(site), n=30, seed=1) if t.difficulty <= 4]
+    held = [t for t in tasks if zlib.crc32(t.id.encode()) % 4 == 0]
+    train = [t for t in tasks if t not in held]
+    parts = {"heldout": held, "train": train, "sft": [t for t in train if t.difficulty <= 2]}
+    folder.mkdir(parents=True, exist_ok=True)
+    return {name: save_tasks(part, folder / f"learning_{name}.jsonl") for name, part in parts.items()}
 
 
 def load() -> float:
@@ -164,7 +181,9 @@ def main(argv: list[str] | None = None) -> None:
     from trainers.training.config import task_ids
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True, help="the SFT model to start from")
+    parser.add_argument("--model", help="the SFT model to start from")
+    parser.add_argument("--make-split", action="store_true",
+                        help="write benchmarks/data/learning_*.jsonl from today's specs and stop")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--updates", type=int, default=12)
     parser.add_argument("--eval-every", type=int, default=4)
@@ -176,6 +195,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", default=None, help="keep the runs' directories here (default: a temp dir)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    if args.make_split:
+        console.print(make_split(Path(TASKS).parent))
+        return
+    if not args.model:
+        parser.error("--model is required (the SFT model to start from)")
     held_out = task_ids([f"fsm:{TASKS.format('heldout')}"])
     seen = task_ids([f"fsm:{TASKS.format('train')}"])[:args.seen]
     runs = []
