@@ -139,7 +139,7 @@ def _check_sort(model: SiteModel, el: Element, rtype: SeqT | MapT | None, place:
 
 
 #: Kinds that are form fields: the ones that may be shown invalid with an error beside them.
-FIELD_KINDS = ("text_input", "select", "checkbox", "radio", "slider", "date_picker")
+FIELD_KINDS = ("text_input", "combobox", "select", "checkbox", "radio", "slider", "date_picker")
 
 
 def _invalid(model: SiteModel, el: Element, env: Env, place: str) -> Node | None:

@@ -19,7 +19,7 @@ import asyncio
 import difflib
 import time
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -361,11 +361,22 @@ class _Capture:
     elements: tuple[UIElement, ...] | None
 
 
+def _numbered(elements: Sequence[UIElement], wanted: str) -> list[UIElement]:
+    """``"label #k"``: the k-th element with that label (same case first, then any case)."""
+    base, sep, k = wanted.rpartition(" #")
+    if not sep or not k.isdigit() or int(k) < 1:
+        return []
+    same = [e for e in elements if " ".join(e.label.split()) == base]
+    same = same or [e for e in elements if " ".join(e.label.split()).casefold() == base.casefold()]
+    return same[int(k) - 1:int(k)]
+
+
 def resolve_element_action(action: AgentAction | None,
                            obs: Observation) -> tuple[Action | None, str | None]:
     """(the pixel action to execute, an agent error): an element action becomes a click at
     its element's centre, matched by label (whitespace ignored; a label written in the same
-    case first, then one in any case), then by id."""
+    case first, then one in any case), then as the prompt numbers a repeated label
+    (``"Mailbox #2"``: the second element labelled "Mailbox"), then by id."""
     if not isinstance(action, ClickElement):
         return action, None
     if obs.elements is None:
@@ -375,6 +386,7 @@ def resolve_element_action(action: AgentAction | None,
     # MiniWoB's links "eget" and "Eget" are two elements: the name as written picks its own.
     matches = [e for e in obs.elements if " ".join(e.label.split()) == wanted]
     matches = matches or [e for e in obs.elements if " ".join(e.label.split()).casefold() == wanted.casefold()]
+    matches = matches or _numbered(obs.elements, wanted)
     matches = matches or [e for e in obs.elements if e.id.casefold() == wanted.casefold()]
     if not matches:
         labels = [e.label for e in obs.elements if e.label]

@@ -142,15 +142,30 @@ class PromptBuilder:
         return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
 
 
+def shown_labels(elements: Sequence[UIElement]) -> list[str]:
+    """Each element's name as the prompt shows it: its label, or ``"label #k"`` for the k-th
+    element (k >= 2) with the same label (words, case and all), so that two elements named
+    alike (a nav link and a card "Mailbox") each have a name the model can copy and the env
+    resolves (``harness.env.resolve_element_action``)."""
+    seen: dict[str, int] = {}
+    out = []
+    for element in elements:
+        words = _words(element.label)
+        seen[words] = seen.get(words, 0) + 1
+        out.append(element.label if seen[words] == 1 or not words else f"{words} #{seen[words]}")
+    return out
+
+
 def element_lines(elements: Sequence[UIElement | dict[str, Any]] | None) -> str:
-    """The element list as the prompt shows it: one ``- role "label"`` line per element,
-    its value (``= "text"``) and ``(disabled)`` where they apply."""
+    """The element list as the prompt shows it: one ``- role "label"`` line per element
+    (a repeated label numbered: ``"Mailbox #2"``), its value (``= "text"``) and
+    ``(disabled)`` where they apply."""
     if not elements:
         return "(none)"
     lines = []
-    for item in elements:
-        element = item if isinstance(item, UIElement) else UIElement.model_validate(item)
-        line = f"- {element.role} {json.dumps(element.label, ensure_ascii=False)}"
+    listed = [e if isinstance(e, UIElement) else UIElement.model_validate(e) for e in elements]
+    for element, label in zip(listed, shown_labels(listed), strict=True):
+        line = f"- {element.role} {json.dumps(label, ensure_ascii=False)}"
         if element.value:
             line += f" = {json.dumps(element.value, ensure_ascii=False)}"
         if not element.enabled:
@@ -161,18 +176,17 @@ def element_lines(elements: Sequence[UIElement | dict[str, Any]] | None) -> str:
 
 def as_element_action(action: AgentAction,
                       elements: Sequence[UIElement | dict[str, Any]]) -> AgentAction:
-    """A click inside an element's box as the element action that names it (its label, or
-    its id where an earlier element has the same label, case and all: the env resolves a
-    label written in the same case first); any other action as it is."""
+    """A click inside an element's box as the element action that names it as the prompt
+    shows it (its label, ``"label #k"`` for a repeated label; its id where it has no label);
+    any other action as it is."""
     if not isinstance(action, Click):
         return action
     listed = [e if isinstance(e, UIElement) else UIElement.model_validate(e) for e in elements]
-    inside = [e for e in listed if e.x <= action.x < e.x + e.width and e.y <= action.y < e.y + e.height]
+    inside = [i for i, e in enumerate(listed) if e.x <= action.x < e.x + e.width and e.y <= action.y < e.y + e.height]
     if not inside:
         return action
-    target = min(inside, key=lambda e: e.width * e.height)
-    first_with_label = next(e for e in listed if _words(e.label) == _words(target.label))
-    name = target.label if target.label.strip() and first_with_label is target else target.id
+    target = min(inside, key=lambda i: listed[i].width * listed[i].height)
+    name = shown_labels(listed)[target] if listed[target].label.strip() else listed[target].id
     return ClickElement(element=name)
 
 

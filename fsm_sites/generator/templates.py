@@ -89,7 +89,7 @@ def _inline_validation(b: SiteBuilder, form: str, key: str, fields: list[FieldDe
     """A submit attempt with required fields empty marks the form tried; each such field then
     shows its message until it is filled. Returns the form-local variable it adds."""
     tried = b.add_var(f"{key}_tried", "bool")
-    empty = [f for f in fields if f.kind in ("text", "radio", "date")]  # a combobox shows no message (yet)
+    empty = [f for f in fields if f.kind in ("text", "combobox", "radio", "date")]
     if not empty:
         return [tried]
     missing = " or ".join(f"{key}_{f.id} == ''" for f in empty)
@@ -99,7 +99,7 @@ def _inline_validation(b: SiteBuilder, form: str, key: str, fields: list[FieldDe
     for f in empty:
         element = next(e for e in elements if e["id"] == f.id)
         element["invalid_when"] = [tried, f"{key}_{f.id} == ''"]
-        element["error"] = f"{'Enter the' if f.kind == 'text' else 'Choose a'} {f.label.lower()}"
+        element["error"] = f"{'Enter the' if f.kind in ('text', 'combobox') else 'Choose a'} {f.label.lower()}"
     return [tried]
 
 

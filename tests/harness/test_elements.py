@@ -121,10 +121,10 @@ def test_prompts_in_each_observation_mode() -> None:
         if mode == "screenshot":
             assert "Elements:" not in text and '1. {"type": "click", "x": 60, "y": 15}' in text
         else:
-            assert ('Elements:\n- button "Cart"\n- link "Cart"\n'
+            assert ('Elements:\n- button "Cart"\n- link "Cart #2"\n'
                     '- textbox "Search" = "lamp" (disabled)\n') in text
-            # the click hit the second "Cart": named by its id, so it resolves to that one
-            assert '1. {"type": "click_element", "element": "nav_cart"}' in text
+            # the click hit the second "Cart": named as the list shows it, so it resolves to that one
+            assert '1. {"type": "click_element", "element": "Cart #2"}' in text
         system = prompt.messages[0]["content"][0]["text"]
         assert ("ClickElement" in system) == (mode != "screenshot")
         assert ("- Click: " in system) == (mode != "elements")
@@ -154,6 +154,24 @@ def test_labels_that_differ_only_in_case_name_their_own_element() -> None:
     assert as_element_action(Click(x=70, y=20), elements) == ClickElement(element="Eget")
     assert resolve_element_action(ClickElement(element="EGET"), obs) == (Click(x=20, y=20), None)
     assert resolve_element_action(ClickElement(element="cart"), obs) == (Click(x=120, y=20), None)
+
+
+def test_a_repeated_label_is_numbered_in_the_prompt_and_resolves_back() -> None:
+    """A nav link and a card both labelled "Mailbox": the prompt shows the second as
+    "Mailbox #2", a click on it is exported as that name (never as an id the prompt does not
+    show), and the env resolves the name (any case) to the second element."""
+    from harness.prompts import element_lines
+
+    elements = (_element("Mailbox", 0, id_="nav_box"), _element("Inbox", 50, id_="go_inbox"),
+                _element("Mailbox", 100, id_="go_box"), _element("", 150, id_="blank"))
+    obs = Observation(screenshot=b"", image_format="png", width=200, height=40,
+                      instruction="Open Mailbox.", step=0, elements=elements)
+    assert '"Mailbox"' in element_lines(elements) and '"Mailbox #2"' in element_lines(elements)
+    assert as_element_action(Click(x=120, y=20), elements) == ClickElement(element="Mailbox #2")
+    assert as_element_action(Click(x=170, y=20), elements) == ClickElement(element="blank")  # no label: its id
+    assert resolve_element_action(ClickElement(element="mailbox #2"), obs) == (Click(x=120, y=20), None)
+    assert resolve_element_action(ClickElement(element="Mailbox"), obs) == (Click(x=20, y=20), None)
+    assert resolve_element_action(ClickElement(element="Mailbox #3"), obs)[1].startswith("expected an element")
 
 
 @pytest.mark.parametrize("codec", ["json", "qwen", "uitars", "pyautogui"])
