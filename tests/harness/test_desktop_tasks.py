@@ -6,30 +6,16 @@ from __future__ import annotations
 
 import json
 
-import pytest_asyncio
 from typer.testing import CliRunner
 
 from harness.actions import Done, TypeText
 from harness.agents.oracle import OracleAgent
-from harness.env_providers import EnvOptions, LocalEnvs
-from harness.resources import TaskResources
+from harness.env_providers import EnvOptions
 from harness.rollout import rollout
 from harness.tasks.desktop import task_names
 from harness.tasks.registry import make_task, suite_task_ids
-from sandboxes.desktop_config import DesktopConfig
 from sandboxes.procs import is_alive
-from sandboxes.providers import LocalProvider
 from tests.harness.test_eval import _app
-
-
-@pytest_asyncio.fixture(loop_scope="session", scope="module")
-async def envs():
-    provider = LocalProvider(desktop=DesktopConfig(reset_mode="same_display"))
-    async with TaskResources() as resources:
-        pool = LocalEnvs(provider, resources=resources)
-        yield pool
-        await pool.close()
-    await provider.close()
 
 
 def test_the_suite_has_ten_tasks_across_three_apps_each_with_an_oracle() -> None:
@@ -41,12 +27,12 @@ def test_the_suite_has_ten_tasks_across_three_apps_each_with_an_oracle() -> None
     assert make_task("desktop:tk/bank/open_savings").id == "desktop:tk/bank/open_savings"
 
 
-async def test_oracle_solves_fsm_goals_in_tk_with_the_sites_verdicts(envs) -> None:
-    env = await envs.open("desktop:tk-settings-password", EnvOptions())
+async def test_oracle_solves_fsm_goals_in_tk_with_the_sites_verdicts(desktop_envs) -> None:
+    env = await desktop_envs.open("desktop:tk-settings-password", EnvOptions())
     try:
         episode = await rollout(env, OracleAgent(), seed=1)
     finally:
-        await envs.release(env)
+        await desktop_envs.release(env)
     assert episode.success and episode.terminated
     verdicts = [t.info.verdict for t in episode.transitions]
     assert all(v is not None for v in verdicts)
@@ -56,8 +42,8 @@ async def test_oracle_solves_fsm_goals_in_tk_with_the_sites_verdicts(envs) -> No
     assert [a.text for a in typed] == ["hunter2", "Correct-Horse-9"]
 
 
-async def test_xterm_evaluator_refuses_wrong_content_and_early_done(envs) -> None:
-    env = await envs.open("desktop:xterm-write-file", EnvOptions())
+async def test_xterm_evaluator_refuses_wrong_content_and_early_done(desktop_envs) -> None:
+    env = await desktop_envs.open("desktop:xterm-write-file", EnvOptions())
     try:
         obs, _ = await env.reset(seed=0)
         assert "holding exactly one line" in obs.instruction
@@ -66,7 +52,7 @@ async def test_xterm_evaluator_refuses_wrong_content_and_early_done(envs) -> Non
         _, reward, terminated, _, info = await env.step(Done())
         assert terminated and not info.success and reward == 0.0
     finally:
-        await envs.release(env)
+        await desktop_envs.release(env)
 
 
 def test_cua_eval_oracle_solves_every_desktop_task(tmp_path) -> None:
@@ -81,8 +67,8 @@ def test_cua_eval_oracle_solves_every_desktop_task(tmp_path) -> None:
     assert fsm and all(step["verdict"] for r in fsm for step in r["trajectory"])
 
 
-async def test_reset_after_a_chromium_episode_leaves_no_browser_process(envs) -> None:
-    env = await envs.open("desktop:chromium-miniwob-click-button", EnvOptions())
+async def test_reset_after_a_chromium_episode_leaves_no_browser_process(desktop_envs) -> None:
+    env = await desktop_envs.open("desktop:chromium-miniwob-click-button", EnvOptions())
     try:
         await env.reset(seed=0)
         desktop = env.sandbox
@@ -92,4 +78,4 @@ async def test_reset_after_a_chromium_episode_leaves_no_browser_process(envs) ->
         assert desktop.app_pids() == set() and not [pid for pid in browser if is_alive(pid)]
         assert list(desktop.home.iterdir()) == []  # the profile went with the old home
     finally:
-        await envs.release(env)
+        await desktop_envs.release(env)

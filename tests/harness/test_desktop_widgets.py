@@ -6,37 +6,23 @@ the site's own verdicts."""
 from __future__ import annotations
 
 import pytest
-import pytest_asyncio
 
 from harness.actions import Move
 from harness.agents.oracle import OracleAgent
-from harness.env_providers import EnvOptions, LocalEnvs
-from harness.resources import TaskResources
+from harness.env_providers import EnvOptions
 from harness.rollout import rollout
-from sandboxes.desktop_config import DesktopConfig
-from sandboxes.providers import LocalProvider
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-@pytest_asyncio.fixture(loop_scope="session", scope="module")
-async def envs():
-    provider = LocalProvider(desktop=DesktopConfig(reset_mode="same_display"))
-    async with TaskResources() as resources:
-        pool = LocalEnvs(provider, resources=resources)
-        yield pool
-        await pool.close()
-    await provider.close()
-
-
 @pytest.mark.parametrize("goal, steps", [("shop/account_signout", 2), ("bank/transfer_limit_tip", 2),
                                          ("travel/help_contact", 3), ("crm/newcontact", 7)])
-async def test_oracle_solves_widget_goals_in_tk(envs, goal, steps) -> None:
-    env = await envs.open(f"desktop:tk/{goal}", EnvOptions())
+async def test_oracle_solves_widget_goals_in_tk(desktop_envs, goal, steps) -> None:
+    env = await desktop_envs.open(f"desktop:tk/{goal}", EnvOptions())
     try:
         episode = await rollout(env, OracleAgent(), seed=1)
     finally:
-        await envs.release(env)
+        await desktop_envs.release(env)
     assert episode.success and episode.terminated, [(t.agent_step.action, t.info.message) for t in episode.transitions]
     fired = [t.info.verdict for t in episode.transitions if t.info.verdict and t.info.verdict.transition_fired]
     assert len(fired) == steps and all(v.on_shortest_path for v in fired)
