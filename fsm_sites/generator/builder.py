@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from fsm_sites.spec import SiteSpec
 
@@ -40,6 +40,18 @@ def effect(op: str, var: str, value: Any = None) -> Cond:
         out["value"] = value
     return out
 
+
+
+@dataclass(frozen=True)
+class FieldDef:
+    """A form field: text (accepted values), select/radio (options), checkbox, slider
+    (options: the lowest and highest int, then the wanted one, as text) or date (options:
+    the dates one may pick, YYYY-MM-DD in one month, the wanted one last)."""
+
+    kind: Literal["text", "select", "radio", "checkbox", "combobox", "tooltip", "slider", "date"]  # tooltip: options[0] is the tip
+    id: str
+    label: str
+    options: tuple[str, ...] = ()
 
 @dataclass
 class SiteBuilder:

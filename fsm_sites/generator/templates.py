@@ -6,22 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from fsm_sites.generator.builder import Cond, Guard, SiteBuilder, cond, effect
+from fsm_sites.generator.builder import Cond, FieldDef, Guard, SiteBuilder, cond, effect
 from fsm_sites.generator.widgets import add_stepper, add_widget_field, field_var
-
-
-@dataclass(frozen=True)
-class FieldDef:
-    """A form field: text (accepted values), select/radio (options), checkbox, slider
-    (options: the lowest and highest int, then the wanted one, as text) or date (options:
-    the dates one may pick, YYYY-MM-DD in one month, the wanted one last)."""
-
-    kind: Literal["text", "select", "radio", "checkbox", "combobox", "tooltip", "slider", "date"]  # tooltip: options[0] is the tip
-    id: str
-    label: str
-    options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

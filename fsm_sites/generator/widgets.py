@@ -6,12 +6,8 @@ leaving the page closes it and the state count grows only there."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from fsm_sites.generator.builder import Cond, SiteBuilder, cond, effect
-
-if TYPE_CHECKING:
-    from fsm_sites.generator.templates import FieldDef
+from fsm_sites.generator.builder import Cond, FieldDef, SiteBuilder, cond, effect
 
 
 @dataclass(frozen=True)

@@ -7,64 +7,14 @@ Elements drawn beneath a modal are rendered inert (``live=False``): no ``data-el
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from html import escape
 
+from fsm_sites.render import value_widgets, widgets
+from fsm_sites.render.base import Ctx, attrs, label, show
 from fsm_sites.render.icons import icon_for, icon_svg
 from fsm_sites.render.images import avatar, picture
-from fsm_sites.render.look import PLAIN, Look, picture_kind, sender, split_description
-from fsm_sites.spec import Element, Option, VarValue
-
-CLICK_KINDS = frozenset({"button", "link", "tab", "list_item", "card", "pagination", "radio"})
-
-
-@dataclass(frozen=True)
-class Ctx:
-    """What an element needs to know to draw itself in the current state."""
-
-    value_of: Callable[[Element], VarValue | None]  # the bound variable's value, None if unbound
-    is_active: Callable[[Element], bool]  # tab/pagination/nav link that matches the state
-    live: bool  # interactive (False beneath a modal)
-    text: Callable[[Element, str | None], str] = lambda el, s: s or ""  # a label with {expr} filled in
-    is_disabled: Callable[[Element], bool] = lambda el: False
-    options: Callable[[Element], tuple[Option, ...]] = lambda el: el.options
-    show_value: Callable[[Element, VarValue | None], str] = lambda el, v: show(v)
-    instance: str | None = None  # the event value of one copy of a repeated element
-    look: Look = PLAIN  # seeded presentation: icons, pictures, switches
-    inner: Callable[[Element], str] = lambda el: ""  # the HTML of the elements inside a menu or accordion
-    is_open: Callable[[Element], bool] = lambda el: False  # a date picker's month grid is shown
-    error: Callable[[Element], str | None] = lambda el: None  # an invalid field's message (None: valid)
-
-
-def attrs(el: Element, ctx: Ctx, *extra: str) -> str:
-    """The data attributes of an element (none when it is inert); a disabled one says so,
-    but still sends its click, which the site records as a step that changed nothing."""
-    if not ctx.live:
-        return " " + " ".join(extra) if extra else ""
-    parts = [f'data-el="{escape(el.id)}"', f'data-kind="{el.kind}"']
-    if el.kind in CLICK_KINDS:
-        parts.append('data-ev="click"')
-    if ctx.instance is not None:
-        parts.append(f'data-value="{escape(ctx.instance)}"')
-    if ctx.is_disabled(el):
-        parts.append('aria-disabled="true"')
-    return " " + " ".join([*parts, *extra])
-
-
-def show(value: VarValue | None) -> str:
-    """A variable's value as display text (when its type is unknown)."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "Yes" if value else "No"
-    if isinstance(value, tuple):
-        return ", ".join(map(str, value)) if value else "(none)"
-    return str(value)
-
-
-def label(el: Element, ctx: Ctx) -> str:
-    return escape(ctx.text(el, el.label))
+from fsm_sites.render.look import picture_kind, sender, split_description
+from fsm_sites.spec import Element, VarValue
 
 
 def icon(el: Element, ctx: Ctx, wanted: bool) -> str:
@@ -269,13 +219,9 @@ def _render_element(el: Element, ctx: Ctx, *, secondary: bool = False) -> str:
     if kind == "pagination":
         return _pagination(el, ctx)
     if kind in WIDGET_KINDS:
-        from fsm_sites.render.widgets import RENDERERS  # widgets.py builds on this module
-
-        return RENDERERS[kind](el, ctx)
+        return widgets.RENDERERS[kind](el, ctx)
     if kind in ("slider", "date_picker"):
-        from fsm_sites.render import value_widgets as widgets  # it builds on this module's helpers
-
-        return widgets.slider(el, ctx) if kind == "slider" else widgets.date_picker(el, ctx)
+        return value_widgets.slider(el, ctx) if kind == "slider" else value_widgets.date_picker(el, ctx)
     return _text(el, ctx)
 
 
@@ -308,11 +254,7 @@ def render_group(group: str, elements: list[Element], ctx: Ctx, collection_cls: 
     if group == "tabs":
         return f'<div class="tabs" role="tablist">{inner}</div>'
     if group == "collection" and len(elements) > 1:
-        from fsm_sites.render.value_widgets import (
-            month_calendar,  # it builds on this module's helpers
-        )
-
-        month = month_calendar(elements, ctx)
+        month = value_widgets.month_calendar(elements, ctx)
         if month is not None:
             return month
     days = {weekday(e, ctx) for e in elements if e.kind == "card"} - {None}

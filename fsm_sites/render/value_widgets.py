@@ -17,7 +17,7 @@ from datetime import date
 from html import escape
 from typing import Any
 
-from fsm_sites.render.elements import Ctx, attrs, label, show
+from fsm_sites.render.base import Ctx, attrs, label, show
 from fsm_sites.render.icons import icon_svg
 from fsm_sites.spec import Element, TypeDef
 from fsm_sites.value_widgets import Month, WidgetError, parse_date, parse_month, picked_day

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from html import escape
 
-from fsm_sites.render.elements import Ctx, attrs, label, show
+from fsm_sites.render.base import Ctx, attrs, label, show
 from fsm_sites.spec import Element
 
 

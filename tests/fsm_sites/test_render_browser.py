@@ -55,7 +55,7 @@ async def test_every_element_kind_sends_its_event(browser, server) -> None:
     async def settled(expect: dict[str, object], page_id: str | None = None) -> None:
         nonlocal seq
         seq += 1
-        await page.wait_for_url(re.compile(rf"\?v={seq}$"), timeout=5000)
+        await page.wait_for_url(re.compile(rf"\?v={seq}$"), timeout=30000)
         state = server.state(session.id)
         assert {k: state.get(k) for k in expect} == expect
         if page_id:
@@ -105,7 +105,7 @@ async def test_click_right_after_typing_sends_both_events(browser, server) -> No
         await page.click('[data-el="city"]')
         await page.keyboard.type("Oslo")
         await page.click('[data-el="tab_items"]')  # no Enter, no blur first
-        await page.wait_for_url(re.compile(r"\?v=2$"), timeout=5000)
+        await page.wait_for_url(re.compile(r"\?v=2$"), timeout=30000)
         assert [r.verdict.transition_id for r in server.events(session.id)] == ["type_city", "to_items"]
         state = server.state(session.id)
         assert (state.page, state.get("city")) == ("items", "Oslo")
@@ -124,7 +124,7 @@ async def test_second_click_of_a_double_click_on_a_page_gone_is_refused(browser,
         page = await context.new_page()
         await page.goto(server.session_url(session.id))
         await page.click('[data-el="tab_items"]', click_count=2)  # no prefetch: both hit this page
-        await page.wait_for_url(re.compile(r"\?v=x$"), timeout=5000)
+        await page.wait_for_url(re.compile(r"\?v=x$"), timeout=30000)
         await page.evaluate("window.__fsm.idle")
         assert [r.verdict.transition_id for r in server.events(session.id)] == ["to_items"]
         assert await page.get_attribute("body", "data-page") == "items"
@@ -154,13 +154,13 @@ async def test_a_prefetched_page_shows_at_once_and_the_answer_confirms_it(browse
         answer = await response.json()
         assert answer["seq"] == 1 and "html" not in answer  # confirmed: the page shows it already
         await held[0].fulfill(response=response)
-        await page.wait_for_url(re.compile(r"/items\?v=1$"), timeout=5000)
+        await page.wait_for_url(re.compile(r"/items\?v=1$"), timeout=30000)
         assert (await page.evaluate("window.__fsm.last"))["local"] is True
         assert [r.verdict.transition_id for r in server.events(session.id)] == ["to_items"]
         await page.unroute(re.compile(r"/event$"))
         await page.wait_for_function("window.__fsm.next !== null")
         await page.click('[data-el="tab_items"]', click_count=2)  # both on the items page
-        await page.wait_for_url(re.compile(r"\?v=3$"), timeout=5000)
+        await page.wait_for_url(re.compile(r"\?v=3$"), timeout=30000)
         assert [r.verdict.transition_id for r in server.events(session.id)] == ["to_items", "stay_items",
                                                                                  "stay_items"]
     finally:
@@ -180,7 +180,7 @@ async def test_a_prefetched_page_the_server_refuses_is_replaced(browser, server)
         await page.wait_for_function("window.__fsm.next !== null")
         server.jump(session.id, details.key())
         await page.click('[data-el="tab_items"]')
-        await page.wait_for_url(re.compile(r"\?v=x$"), timeout=5000)
+        await page.wait_for_url(re.compile(r"\?v=x$"), timeout=30000)
         await page.evaluate("window.__fsm.idle")
         assert await page.get_attribute("body", "data-page") == "details"
         assert server.events(session.id) == []

@@ -59,7 +59,7 @@ async def test_card_pictures_are_drawn_not_flat_and_icons_need_no_request(browse
         named = {e.id: e.label for e in parse_elements(await page.evaluate(ELEMENTS_JS))}
         assert [named.get(i) for i in ("lamp", "mug", "chair")] == ["Desk lamp", "Coffee mug", "Office chair"]
         await page.click('[data-el="lamp"] .card-media')  # the picture is part of the card
-        await page.wait_for_url(re.compile(r"\?v=1$"), timeout=5000)
+        await page.wait_for_url(re.compile(r"\?v=1$"), timeout=30000)
         assert server.state(session_id).page == "products_item(lamp)"
         assert await page.locator(".hero svg.img").count() == 1
         await page.wait_for_function("!window.__fsm.pending")
@@ -77,7 +77,7 @@ async def test_a_table_row_button_and_a_switch_send_their_events(browser, server
     try:
         assert await page.locator("table.data-table th").first.inner_text() in ("PET", "Pet")
         await page.click('table [data-el="cancel_row"][data-value="0"]')
-        await page.wait_for_url(re.compile(r"\?v=1$"), timeout=5000)
+        await page.wait_for_url(re.compile(r"\?v=1$"), timeout=30000)
         assert len(server.state(session_id).get("bookings")) == 2
         assert await page.locator("table.data-table tbody tr").count() == 2
     finally:
@@ -90,7 +90,7 @@ async def test_a_table_row_button_and_a_switch_send_their_events(browser, server
         switch = page.locator(".settings-list label.switch").first
         name = await switch.get_attribute("data-el")
         await switch.click()
-        await page.wait_for_url(re.compile(r"\?v=1$"), timeout=5000)
+        await page.wait_for_url(re.compile(r"\?v=1$"), timeout=30000)
         fired = server.events(session_id)[-1]
         assert fired.verdict.transition_id is not None and name in fired.verdict.transition_id
         assert await page.locator(".settings-list input:checked").count() == 1

@@ -63,7 +63,7 @@ async def test_phone_navigation_is_a_menu_that_opens_without_an_event(browser, s
         assert link is not None and link["h"] >= 44  # open, with touch-sized links
         assert server.events(session.id) == []  # opening the menu is the page's own business
         await page.mouse.click(link["x"] + link["w"] / 2, link["y"] + link["h"] / 2)
-        await page.wait_for_url(re.compile(r"\?v=1$"), timeout=5000)
+        await page.wait_for_url(re.compile(r"\?v=1$"), timeout=30000)
         assert server.state(session.id).page == "cart"
         assert await page.evaluate(_BOX, '[data-el="nav_home"]') is None  # the new page's menu is shut
     finally:
