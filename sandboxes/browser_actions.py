@@ -55,6 +55,8 @@ PLAYWRIGHT_KEYS: dict[str, str] = {
 #: HTML5 drag and drop) see a gesture rather than a teleport.
 DRAG_STEPS = 8
 
+#: How often a wheel still waiting for its acknowledgement looks whether the page navigated.
+WHEEL_LOOK_S = 0.25
 _TWO_FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 #: Playwright messages meaning the browser refused an action's parameters (a character
 #: that is no key of its keyboard layout, a value the protocol cannot carry): the agent's
@@ -104,7 +106,7 @@ async def _perform(page: Page, action: Action) -> None:
         await mouse.up()
     elif isinstance(action, Scroll):
         await mouse.move(action.x, action.y)
-        await mouse.wheel(action.dx, action.dy)
+        await _wheel(page, action.dx, action.dy)
         # The wheel scrolls on the compositor's next frame, after wheel() returns;
         # wait two frames so the next screenshot (and the page's scroll offsets) see it.
         try:
@@ -122,6 +124,21 @@ async def _perform(page: Page, action: Action) -> None:
         return
     else:  # a new action type was added to the union without a mapping here
         raise TypeError(f"expected one of the harness action types, got {type(action).__name__}")
+
+
+async def _wheel(page: Page, dx: int, dy: int) -> None:
+    """``mouse.wheel``, which waits for the renderer to acknowledge the event. A document
+    that leaves while the event is on its way (``history.back()`` from the previous action,
+    committing now) may never acknowledge it; once the page's URL has changed, the wait
+    ends: the wheel went to a page that is gone, as a real wheel would have."""
+    url = page.url
+    wheel = asyncio.ensure_future(page.mouse.wheel(dx, dy))
+    while not (await asyncio.wait({wheel}, timeout=WHEEL_LOOK_S))[0]:
+        if page.url != url:
+            wheel.cancel()
+            await asyncio.gather(wheel, return_exceptions=True)
+            return
+    wheel.result()
 
 
 async def press_combo(page: Page, keys: tuple[str, ...]) -> None:
