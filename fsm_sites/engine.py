@@ -112,6 +112,20 @@ class Machine(FullGraphMixin, PageViewMixin):
         return State(start.page, tuple((n, values[n]) for n in self.layout))
 
     # ---- states ------------------------------------------------------------------------
+    def complete(self, state: State) -> State:
+        """``state`` with each variable it lacks at its initial value: a state key written
+        before the site gained a variable (an older tasks file) still names its state.
+        ValueError for a variable the site does not have."""
+        names = tuple(k for k, _ in state.vars)
+        if names == self.layout:
+            return state
+        unknown = sorted(set(names) - set(self.layout))
+        if unknown:
+            raise ValueError(f"expected the variables {list(self.layout)} of site {self.spec.name!r}, "
+                             f"got unknown {unknown}")
+        have = dict(state.vars)
+        return State(state.page, tuple((n, have.get(n, self.schema.defaults[n])) for n in self.layout))
+
     def node(self, state: State) -> tuple[str, tuple]:
         """(page, values in layout order) of a state; ValueError if its variables are not the site's."""
         names = tuple(k for k, _ in state.vars)
@@ -172,6 +186,10 @@ class Machine(FullGraphMixin, PageViewMixin):
     def state_goal(self, target: State | str) -> GoalSpec:
         """A predicate that holds exactly in ``target`` (a State or a state key), free text by class."""
         state = State.from_key(target) if isinstance(target, str) else target
+        try:
+            state = self.complete(state)
+        except ValueError:
+            pass  # not a state of this site: node() below says so
         key = "state:" + state.key()
         if key not in self._goals:
             try:

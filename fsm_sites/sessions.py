@@ -194,7 +194,7 @@ class SessionStore:
         if any(s.id == key for s in machine.spec.starts):
             return machine.named_start(key)
         try:
-            state = State.from_key(key)
+            state = machine.complete(State.from_key(key))
             known = machine.is_reachable(state)
         except (ValueError, KeyError) as exc:
             raise BadRequest(f"expected {name} reachable from the start of {machine.spec.name!r} (a state key like "
@@ -217,7 +217,7 @@ class SessionStore:
             except UnknownGoal as exc:
                 raise BadRequest(str(exc)) from exc
         try:
-            target = State.from_key(goal)
+            target = machine.complete(State.from_key(goal))
             reachable = "{" in goal and machine.is_reachable(target)
         except (ValueError, KeyError, SearchBudgetExceeded):
             reachable = False

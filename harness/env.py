@@ -19,7 +19,7 @@ import asyncio
 import difflib
 import time
 import uuid
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -39,6 +39,7 @@ from harness.actions import (
 )
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
+from harness.prompts import shown_labels
 from harness.resources import TaskResources
 from harness.rewards import REWARD_MODES, RewardMode, step_reward
 from harness.tasks.base import Task, TaskSetup, Validation
@@ -361,32 +362,23 @@ class _Capture:
     elements: tuple[UIElement, ...] | None
 
 
-def _numbered(elements: Sequence[UIElement], wanted: str) -> list[UIElement]:
-    """``"label #k"``: the k-th element with that label (same case first, then any case)."""
-    base, sep, k = wanted.rpartition(" #")
-    if not sep or not k.isdigit() or int(k) < 1:
-        return []
-    same = [e for e in elements if " ".join(e.label.split()) == base]
-    same = same or [e for e in elements if " ".join(e.label.split()).casefold() == base.casefold()]
-    return same[int(k) - 1:int(k)]
-
-
 def resolve_element_action(action: AgentAction | None,
                            obs: Observation) -> tuple[Action | None, str | None]:
     """(the pixel action to execute, an agent error): an element action becomes a click at
-    its element's centre, matched by label (whitespace ignored; a label written in the same
-    case first, then one in any case), then as the prompt numbers a repeated label
-    (``"Mailbox #2"``: the second element labelled "Mailbox"), then by id."""
+    its element's centre, matched by the name the prompt shows it under (its label, or
+    ``"Mailbox #2"`` for the second element labelled "Mailbox": ``harness.prompts.shown_labels``;
+    whitespace ignored; the name written in the same case first, then in any case), then by id."""
     if not isinstance(action, ClickElement):
         return action, None
     if obs.elements is None:
         return None, ("click_element needs an element list, and this observation has none; "
                       "act by coordinates or observe elements")
     wanted = " ".join(action.element.split()).strip("\"'")
-    # MiniWoB's links "eget" and "Eget" are two elements: the name as written picks its own.
-    matches = [e for e in obs.elements if " ".join(e.label.split()) == wanted]
-    matches = matches or [e for e in obs.elements if " ".join(e.label.split()).casefold() == wanted.casefold()]
-    matches = matches or _numbered(obs.elements, wanted)
+    # Names as the prompt shows them (a repeated label numbered); MiniWoB's links "eget" and
+    # "Eget" are two elements: the name as written picks its own.
+    named = list(zip(obs.elements, (" ".join(s.split()) for s in shown_labels(obs.elements)), strict=True))
+    matches = [e for e, shown in named if shown == wanted]
+    matches = matches or [e for e, shown in named if shown.casefold() == wanted.casefold()]
     matches = matches or [e for e in obs.elements if e.id.casefold() == wanted.casefold()]
     if not matches:
         labels = [e.label for e in obs.elements if e.label]

@@ -143,16 +143,27 @@ class PromptBuilder:
 
 
 def shown_labels(elements: Sequence[UIElement]) -> list[str]:
-    """Each element's name as the prompt shows it: its label, or ``"label #k"`` for the k-th
-    element (k >= 2) with the same label (words, case and all), so that two elements named
-    alike (a nav link and a card "Mailbox") each have a name the model can copy and the env
-    resolves (``harness.env.resolve_element_action``)."""
-    seen: dict[str, int] = {}
+    """Each element's name as the prompt shows it: its label, or ``"label #k"`` for a
+    repeated label (words, case and all): the second element labelled "Mailbox" is
+    ``"Mailbox #2"``, the third ``"Mailbox #3"``, so that two elements named alike (a nav link
+    and a card) each have a name the model can copy and the env resolves
+    (``harness.env.resolve_element_action``). A number some element carries as its own label
+    (a literal "Mailbox #2") is skipped, so no two elements with a label share a shown name."""
+    literal = {_words(e.label) for e in elements}
+    seen: set[str] = set()
+    number: dict[str, int] = {}
     out = []
     for element in elements:
         words = _words(element.label)
-        seen[words] = seen.get(words, 0) + 1
-        out.append(element.label if seen[words] == 1 or not words else f"{words} #{seen[words]}")
+        if words not in seen or not words:
+            seen.add(words)
+            out.append(element.label)
+            continue
+        k = number.get(words, 2)
+        while f"{words} #{k}" in literal:
+            k += 1
+        number[words] = k + 1
+        out.append(f"{words} #{k}")
     return out
 
 

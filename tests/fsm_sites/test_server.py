@@ -81,6 +81,21 @@ async def test_create_accepts_target_state_and_start_state(server, http) -> None
     assert created["goal_reached"] and created["distance"] == 0
 
 
+async def test_a_state_key_from_before_the_site_gained_a_variable_still_names_its_state(server, http) -> None:
+    """A tasks file written before the site had ``shipping``: its keys lack the variable,
+    which then takes its initial value; a variable the site lacks is refused."""
+    machine = Machine(tiny_shop())
+    target = next(s for s in machine.graph().states if s.page == "cart" and dict(s.vars)["cart"])
+    assert dict(target.vars)["shipping"] == "standard"  # the initial value
+    old = State(target.page, tuple(v for v in target.vars if v[0] != "shipping"))
+    created = await _create(http, server, site="tiny_shop", goal=old.key(), start_state=old.key())
+    assert created["goal_reached"] and created["distance"] == 0 and created["state"] == target.key()
+    alien = State(target.page, (*target.vars, ("zz_colour", "red")))
+    async with http.post(f"{server.control_url}/sessions",
+                         json={"site": "tiny_shop", "goal": "lamp_in_cart", "start_state": alien.key()}) as resp:
+        assert resp.status == 400 and "got unknown ['zz_colour']" in (await resp.json())["error"]
+
+
 @pytest.mark.parametrize("body, fragment", [
     ({"site": "nope", "goal": "x"}, "expected a site served here"),
     ({"site": "tiny_shop", "goal": "fly"}, "expected goal as a goal id"),

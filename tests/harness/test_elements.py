@@ -174,6 +174,22 @@ def test_a_repeated_label_is_numbered_in_the_prompt_and_resolves_back() -> None:
     assert resolve_element_action(ClickElement(element="Mailbox #3"), obs)[1].startswith("expected an element")
 
 
+def test_a_numbered_name_never_collides_with_a_literal_label() -> None:
+    """Two "Item"s and one literally labelled "Item #2": the literal keeps its name, the
+    second "Item" is shown as "Item #3", and each name resolves to its own element."""
+    from harness.prompts import element_lines, shown_labels
+
+    elements = (_element("Item", 0, id_="a"), _element("Item #2", 50, id_="lit"), _element("Item", 100, id_="b"),
+                _element("Item", 150, id_="c"))
+    assert shown_labels(elements) == ["Item", "Item #2", "Item #3", "Item #4"]
+    assert '"Item #3"' in element_lines(elements)
+    obs = Observation(screenshot=b"", image_format="png", width=200, height=40,
+                      instruction="Open the item.", step=0, elements=elements)
+    for name, x in (("Item", 20), ("Item #2", 70), ("item #3", 120), ("Item #4", 170)):
+        assert resolve_element_action(ClickElement(element=name), obs) == (Click(x=x, y=20), None), name
+    assert as_element_action(Click(x=120, y=20), elements) == ClickElement(element="Item #3")
+
+
 @pytest.mark.parametrize("codec", ["json", "qwen", "uitars", "pyautogui"])
 def test_every_codec_speaks_the_element_action(codec) -> None:
     chosen = get_codec(codec, action_space="pixels+elements")
