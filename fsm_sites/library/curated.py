@@ -85,9 +85,9 @@ RECIPES: tuple[SiteRecipe, ...] = (
     ),
     SiteRecipe(
         "calendar", "DayPlanner", "calendar", "Plan your month.",
-        CatalogPart("month", "This month", (  # cards named by dates of one month: a month calendar
-            I("d1", "Tue, Dec 1, 2026", "Dentist at 09:00"), I("d9", "Wed, Dec 9, 2026", "Team offsite, all day"),
-            I("d17", "Thu, Dec 17, 2026", "Team review at 15:00"), I("d24", "Thu, Dec 24, 2026", "Holiday party at 18:00")),
+        CatalogPart("month", "December", (  # cards named by dates of one month: a month calendar
+            I("mon", "Mon, Dec 7, 2026", "Team standup, 3 events"), I("tue", "Tue, Dec 8, 2026", "Dentist at 09:00"),
+            I("wed", "Wed, Dec 9, 2026", "No events"), I("thu", "Thu, Dec 10, 2026", "Team offsite, 2 events")),
             ("Mark as busy", "block"), "busy", "Busy days", per_page=4),
         bookings=BookingsPart(
             "meetings", "Meetings", "New meeting",
@@ -96,8 +96,8 @@ RECIPES: tuple[SiteRecipe, ...] = (
             ("day", "time"), "{it.day} at {it.time}", 2,
             (("book a meeting on Wed at 14:00 with a reminder", (("day", "wed"), ("time", "14:00"), ("remind", True))),
              ("one on Thu at 09:00 without", (("day", "thu"), ("time", "09:00"), ("remind", False))))),
-        search={"team": ("d17", "d9"), "party": ("d24",)},
-        modal=ModalPart("Clear day", "Cancel every event on this day?", "cleared", "Cleared days", ("d17",)),
+        search={"team": ("mon", "thu"), "free": ("wed",)},
+        modal=ModalPart("Clear day", "Cancel every event on this day?", "cleared", "Cleared days", ("tue",)),
     ),
     SiteRecipe(
         "bank", "Crestline Bank", "bank", "Banking that keeps up with you.",

@@ -178,12 +178,15 @@ def test_the_calendar_site_shows_its_month_as_a_month_calendar() -> None:
     assert month, "the month's days are not a month calendar"
     blanks = month.group(1).count('<div class="cal-cell blank">')
     assert blanks == 1  # December 1, 2026 is a Tuesday: one blank cell before it
+    assert month.group(1).count('<div class="cal-cell"><span class="day-num">') == 31 - 4  # the days without a card
     booked = re.findall(r'<div class="card cal-cell booked" data-el="(\w+)"[^>]*data-ev="click" '
                         r'aria-label="([^"]+)"><span class="day-num">(\d+)</span><span class="desc">([^<]+)', html)
     assert [(el, day, desc) for el, _, day, desc in booked] == [
-        ("d1", "1", "Dentist at 09:00"), ("d9", "9", "Team offsite, all day"),
-        ("d17", "17", "Team review at 15:00"), ("d24", "24", "Holiday party at 18:00")]
-    assert booked[1][1] == "Wed, Dec 9, 2026"  # the card's label stays its accessible name
+        ("mon", "7", "Team standup, 3 events"), ("tue", "8", "Dentist at 09:00"), ("wed", "9", "No events"),
+        ("thu", "10", "Team offsite, 2 events")]
+    assert booked[1][1] == "Tue, Dec 8, 2026"  # the card's label stays its accessible name
+    edge = machine.step(machine.initial.with_page("month"), UIEvent("month", "tue", "click"))
+    assert edge is not None and edge[1].page == "month_item(tue)"  # a day's cell opens its page
 
 
 def test_an_open_message_reads_in_a_pane_beside_the_inbox_that_opens_the_others() -> None:
