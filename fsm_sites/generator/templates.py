@@ -173,7 +173,7 @@ def detail_tabs(b: SiteBuilder, detail: str, var: str, items: Sequence[Item],
     """Tabs (id, label, one text per item in ``items``' order) on a detail page: a click on
     one shows its text of the page's item; the first is shown on arrival. The open tab is
     ``var`` (an enum of the tab ids), local to the page."""
-    for tab, label, texts in tabs:
+    for tab, label, _ in tabs:
         b.add_element(detail, f"tab_{tab}", "tab", label)
         b.add_transition(detail, f"tab_{tab}", f"open the {label} tab of {{item}}", effects=[effect("set", var, tab)])
     for tab, label, texts in tabs:

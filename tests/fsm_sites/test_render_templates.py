@@ -225,10 +225,11 @@ def test_the_files_home_is_a_dashboard_of_stat_tiles_bound_to_its_variables() ->
     spec, machine = load_site("files"), load_machine("files")
     state = machine.initial.with_vars({"starred": from_json(["cv", "notes"])})
     html = render_page(spec, state, seed=2, machine=machine)
-    tiles = re.search(r'<div class="stat-tiles">(.*?)</div></div>', html)
-    assert tiles, "the home page has no stat tiles"
-    assert re.findall(r'<span>([^<]+)</span><span class="value">([^<]+)</span>', tiles.group(1)) == [
-        ("Starred files", "resume.pdf; notes.txt"), ("In the trash", "(none)")]
+    assert '<div class="stat-tiles"><div class="stat" data-el="stat1"' in html
+    # a tile bound to a set shows how many it holds, and which
+    assert re.findall(r'data-el="(stat\d)" data-kind="text"><span>([^<]+)</span><span class="value">([^<]+)</span>'
+                      r'(?:<span class="stat-items">([^<]+)</span>)?</div>', html) == [
+        ("stat1", "Starred files", "2", "resume.pdf; notes.txt"), ("stat2", "In the trash", "0", "")]
 
 
 def test_messages_are_an_inbox_led_by_their_senders() -> None:
