@@ -130,7 +130,8 @@ def catalog(b: SiteBuilder, key: str, title: str, items: list[Item], *, per_page
     the page's ``item``), enabled while ``when`` holds, showing ``toast``. ``split``: the
     detail page keeps every item's card above the open item's content (an inbox and its
     reading pane), each opening its own item. ``tabs`` (see ``detail_tabs``): tabs under the
-    action whose panel shows one text per item.
+    action whose panel shows one text per item; the open one is ``{key}_tab``, which the
+    action sets back to the first tab.
     """
     item_type = b.add_type(f"{key}_item", "enum", values=[i.id for i in items], labels={i.id: i.label for i in items})
     chunks = [items[i:i + per_page] for i in range(0, len(items), per_page)]
