@@ -47,6 +47,10 @@ class CatalogPart:
     max_len: int = 2
     per_page: int = 3
     quantities: int = 0  # > 0: the collection holds up to this many of each item (a cart with quantities)
+    split: bool = False  # the detail page keeps the list beside the open item (an inbox's reading pane)
+    # tabs on the detail page: (id, label, one text per item, in ``items``' order); the goal
+    # wants the last tab of the first item open
+    tabs: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,9 @@ class SiteRecipe:
     faq: FaqPart | None = None  # a help page of accordions
     max_states: int | None = None
     ranking: RankPart | None = None
+    # the home page's dashboard: stat tiles (label, variable) showing what the variables hold;
+    # one bound to the catalog's collection gets a goal that ends on the dashboard
+    stats: tuple[tuple[str, str], ...] = ()
 
 
 def compose(recipe: SiteRecipe) -> SiteSpec:
@@ -127,6 +134,8 @@ def compose(recipe: SiteRecipe) -> SiteSpec:
     b.add_element(home, "promo", "text", f"New at {recipe.title}: see what's changed", distractor=True,
                   section="header")
     b.add_element(home, "legal", "text", "Privacy - Terms - Help", distractor=True, section="footer")
+    for n, (label, var) in enumerate(recipe.stats):
+        b.add_element(home, f"stat{n + 1}", "text", label, bind=var)
     nav, detail = _catalog_part(b, recipe)
     for part in recipe.forms:
         nav += _form_part(b, recipe, part)
@@ -164,8 +173,21 @@ def compose(recipe: SiteRecipe) -> SiteSpec:
         target_id, args = split_target(target)
         b.link(home, "go_" + target.replace("(", "_").rstrip(")"), label, target_id, f"open {label}", kind="card",
                args=args)
+    _dashboard_goal(b, recipe)
     b.nav_bar([("home", "Home")] + nav[:4])
     return b.build()
+
+
+def _dashboard_goal(b: SiteBuilder, recipe: SiteRecipe) -> None:
+    """A goal that ends on the dashboard with both ends of the catalog in its collection's tile."""
+    c = recipe.catalog
+    label = next((label for label, var in recipe.stats if var == c.collection_key), None)
+    if label is None:
+        return
+    first, last = c.items[0], c.items[-1]
+    b.add_goal(f"dashboard_{c.collection_key}", f"make the '{label}' tile of the home dashboard show both "
+               f"{first.label} and {last.label}, and end on the dashboard", page="home",
+               conditions=[_has(c, first.id), _has(c, last.id)])
 
 
 def _catalog_part(b: SiteBuilder, recipe: SiteRecipe) -> tuple[list[tuple[str, str]], str]:
@@ -179,7 +201,7 @@ def _catalog_part(b: SiteBuilder, recipe: SiteRecipe) -> tuple[list[tuple[str, s
         when = [f"not (item in {ck})", f"count({ck}) < {c.max_len}"]
     toast = f"{c.action[0]}: {{item}}"
     detail = catalog(b, c.key, c.title, list(c.items), per_page=c.per_page, action=c.action, effects=effects,
-                     when=when, toast=toast)
+                     when=when, toast=toast, split=c.split, tabs=c.tabs)
     item_type = f"{c.key}_item"
     if c.quantities:
         quantity_cart(b, ck, c.collection_title, item_type, c.quantities)
@@ -195,6 +217,10 @@ def _catalog_part(b: SiteBuilder, recipe: SiteRecipe) -> tuple[list[tuple[str, s
         b.add_goal(f"{verb}_two", f"make sure both {first.label} and {last.label} are in your {where}",
                    conditions=[_has(c, first.id), _has(c, last.id)])
     b.add_goal(f"open_{c.items[1].id}", f"open the page of {c.items[1].label}", page=f"{detail}({c.items[1].id})")
+    if c.tabs:
+        tab, label, _ = c.tabs[-1]
+        b.add_goal(f"{c.key}_tab_{tab}", f"open the {label} tab of {first.label}", page=f"{detail}({first.id})",
+                   conditions=[cond(f"{c.key}_tab", tab)])
     return [(c.key, c.title), (ck, c.collection_title)], detail
 
 
@@ -341,6 +367,12 @@ def _folders_part(b: SiteBuilder, recipe: SiteRecipe, detail: str) -> list[tuple
     words = [f"{items[item]} is in {labels[to]}" for item, to in part.wanted]
     b.add_goal(f"{part.key}_one", f"make sure {words[0]}", conditions=wants[:1])
     b.add_goal(f"{part.key}_all", f"make sure {' and '.join(words)}", conditions=wants)
+    if recipe.catalog.split:  # the move made in the reading pane, the message left open there
+        item, to = part.wanted[0]
+        button = next(label for label, folder in part.moves if folder == to)
+        b.add_goal(f"{part.key}_pane", f"open {items[item]} and press '{button}' in its reading pane, "
+                   f"leaving it open beside the list (make sure {words[0]})", page=f"{detail}({item})",
+                   conditions=wants[:1])
     return [(f"{page}({first})", part.title)]
 
 

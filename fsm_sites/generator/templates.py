@@ -121,12 +121,17 @@ def ranking(b: SiteBuilder, key: str, title: str, item_type: str, order: Sequenc
 
 def catalog(b: SiteBuilder, key: str, title: str, items: list[Item], *, per_page: int = 4,
             action: tuple[str, str] | None = None, effects: list[Cond] | None = None,
-            when: Sequence[Guard] | None = None, toast: str | None = None) -> str:
+            when: Sequence[Guard] | None = None, toast: str | None = None, split: bool = False,
+            tabs: Sequence[tuple[str, str, Sequence[str]]] = ()) -> str:
     """List pages (paginated) of cards and one detail page whose parameter is the item
     (``{key}_item(<id>)``); returns the detail page's id.
 
     ``action`` = (button label, verb) on the detail page applies ``effects`` (which may name
-    the page's ``item``), enabled while ``when`` holds, showing ``toast``.
+    the page's ``item``), enabled while ``when`` holds, showing ``toast``. ``split``: the
+    detail page keeps every item's card above the open item's content (an inbox and its
+    reading pane), each opening its own item. ``tabs`` (see ``detail_tabs``): tabs under the
+    action whose panel shows one text per item; the open one is ``{key}_tab``, which the
+    action sets back to the first tab.
     """
     item_type = b.add_type(f"{key}_item", "enum", values=[i.id for i in items], labels={i.id: i.label for i in items})
     chunks = [items[i:i + per_page] for i in range(0, len(items), per_page)]
@@ -134,15 +139,23 @@ def catalog(b: SiteBuilder, key: str, title: str, items: list[Item], *, per_page
                   for n in range(len(chunks))]
     detail = b.add_page(f"{key}_item", "{item}", params=[{"name": "item", "type": item_type}],
                         route=f"/{key}/{{item}}")
+    for item in items if split else ():
+        b.link(detail, item.id, item.label, detail, f"open {item.label}", kind="card",
+               description_text=item.blurb or None, args={"item": f"'{item.id}'"})
     for item in items:
         if item.blurb:
             b.add_element(detail, f"about_{item.id}", "text", item.blurb, visible_when=[f"item == '{item.id}'"])
     b.link(detail, "back", f"Back to {title.lower()}", list_pages[0], f"go back to {title.lower()}", section="header")
     b.add_element(detail, "share", "text", "Share", distractor=True, section="sidebar")
+    tab = b.add_var(f"{key}_tab", "enum", values=[t for t, _, _ in tabs], label=f"{key} tab") if tabs else None
     if action and effects:
         label, verb = action
         b.add_element(detail, "act", "button", label)
-        b.add_transition(detail, "act", f"{verb} {{item}}", effects=effects, when=when or [], toast=toast)
+        # the page comes back on its first tab, as a shop's page reloads after adding to the cart
+        reset = [effect("set", tab, tabs[0][0])] if tab else []
+        b.add_transition(detail, "act", f"{verb} {{item}}", effects=[*effects, *reset], when=when or [], toast=toast)
+    if tab:
+        detail_tabs(b, detail, tab, items, tabs)
     for n, (page, chunk) in enumerate(zip(list_pages, chunks, strict=True)):
         for item in chunk:
             b.link(page, item.id, item.label, detail, f"open {item.label}", kind="card",
@@ -154,6 +167,23 @@ def catalog(b: SiteBuilder, key: str, title: str, items: list[Item], *, per_page
             b.link(page, "prev", "Previous page", list_pages[n - 1], f"go back to page {n} of {title.lower()}",
                    kind="pagination", section="footer")
     return detail
+
+
+def detail_tabs(b: SiteBuilder, detail: str, var: str, items: Sequence[Item],
+                tabs: Sequence[tuple[str, str, Sequence[str]]]) -> None:
+    """Tabs (id, label, one text per item in ``items``' order) on a detail page: a click on
+    one shows its text of the page's item; the first is shown on arrival. The open tab is
+    ``var`` (an enum of the tab ids), local to the page."""
+    for tab, label, _ in tabs:
+        b.add_element(detail, f"tab_{tab}", "tab", label)
+        b.add_transition(detail, f"tab_{tab}", f"open the {label} tab of {{item}}", effects=[effect("set", var, tab)])
+    for tab, label, texts in tabs:
+        if len(texts) != len(items):
+            raise ValueError(f"expected one {label!r} text per item ({len(items)}), got {len(texts)}")
+        for item, text in zip(items, texts, strict=True):
+            b.add_element(detail, f"{tab}_{item.id}", "text", text,
+                          visible_when=[f"item == '{item.id}'", cond(var, tab)])
+    b.local_group({detail}, [var])
 
 
 def collection(b: SiteBuilder, page: str, title: str, list_var: str, remove_label: str = "Remove") -> str:

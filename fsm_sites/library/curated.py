@@ -36,7 +36,28 @@ RECIPES: tuple[SiteRecipe, ...] = (
             I("lamp", "Desk lamp", "$25 - warm LED light"), I("mug", "Coffee mug", "$9 - 350 ml stoneware"),
             I("chair", "Office chair", "$149 - mesh back"), I("rug", "Wool rug", "$89 - 120x170 cm"),
             I("kettle", "Electric kettle", "$39 - 1.7 l"), I("clock", "Wall clock", "$19 - silent")),
-            ("Add to cart", "add"), "cart", "Cart", quantities=2),
+            ("Add to cart", "add"), "cart", "Cart", quantities=2, tabs=(
+                ("overview", "Overview", (
+                    "A dimmable lamp with a warm 2700 K LED and a weighted base.",
+                    "A stoneware mug that keeps coffee warm and is safe in the dishwasher.",
+                    "A desk chair with a breathable mesh back and adjustable arms.",
+                    "A hand-tufted rug in natural, undyed wool.",
+                    "A fast-boil kettle with automatic shut-off and a 360-degree base.",
+                    "A wall clock with a silent sweep movement.")),
+                ("specs", "Specs", (
+                    "Height 45 cm - 8 W LED - USB-C power - 3 brightness levels.",
+                    "350 ml - 9 cm tall - stoneware - microwave safe.",
+                    "Seat height 42-52 cm - holds 120 kg - 5 wheels.",
+                    "120 x 170 cm - 100% wool - 1 cm pile.",
+                    "1.7 l - 2200 W - stainless steel - limescale filter.",
+                    "30 cm face - 1 AA battery - glass front.")),
+                ("reviews", "Reviews", (
+                    "4.7 of 5 stars from 212 reviews: 'Bright, warm and steady.'",
+                    "4.5 of 5 stars from 98 reviews: 'The right size for a big coffee.'",
+                    "4.2 of 5 stars from 57 reviews: 'Comfortable for long days.'",
+                    "4.8 of 5 stars from 31 reviews: 'Soft and thick.'",
+                    "4.4 of 5 stars from 143 reviews: 'Boils in two minutes.'",
+                    "4.6 of 5 stars from 76 reviews: 'Truly silent.'")))),
         forms=(FormPart("checkout", "Checkout", (
             F("text", "name", "Full name", ("Ada Lovelace",)), F("text", "address", "Street address", ("12 Elm St",)),
             F("select", "shipping", "Shipping", ("standard", "express")), F("checkbox", "gift", "Gift wrap")),
@@ -53,7 +74,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
             I("m1", "Quarterly report", "From: finance@acme.io"), I("m2", "Lunch on Friday?", "From: sam@acme.io"),
             I("m3", "Your invoice #4411", "From: billing@cloudly.com"), I("m4", "Team offsite agenda", "From: hr@acme.io"),
 ),
-            ("Star", "star"), "starred", "Starred", per_page=2),
+            ("Star", "star"), "starred", "Starred", per_page=2, split=True),
         forms=(FormPart("compose", "Compose", (
             F("text", "to", "To", ("hr@acme.io",)), F("text", "subject", "Subject", ("Offsite",)),
             F("select", "priority", "Priority", ("normal", "high")), F("checkbox", "receipt", "Request read receipt")),
@@ -63,10 +84,10 @@ RECIPES: tuple[SiteRecipe, ...] = (
                             (("m3", "archive"), ("m2", "trash"))),
     ),
     SiteRecipe(
-        "calendar", "DayPlanner", "calendar", "Plan your week.",
-        CatalogPart("week", "This week", (
-            I("mon", "Monday", "3 events"), I("tue", "Tuesday", "1 event"), I("wed", "Wednesday", "No events"),
-            I("thu", "Thursday", "2 events")),
+        "calendar", "DayPlanner", "calendar", "Plan your month.",
+        CatalogPart("month", "December", (  # cards named by dates of one month: a month calendar
+            I("mon", "Mon, Dec 7, 2026", "Team standup, 3 events"), I("tue", "Tue, Dec 8, 2026", "Dentist at 09:00"),
+            I("wed", "Wed, Dec 9, 2026", "No events"), I("thu", "Thu, Dec 10, 2026", "Team offsite, 2 events")),
             ("Mark as busy", "block"), "busy", "Busy days", per_page=4),
         bookings=BookingsPart(
             "meetings", "Meetings", "New meeting",
@@ -161,6 +182,7 @@ RECIPES: tuple[SiteRecipe, ...] = (
             "Upload", "upload photo.png to photos and share it with the team", confirm=False),),
         modal=ModalPart("Delete", "Move this file to the trash?", "trash", "Trash", ("tax", "deck")),
         search={"pdf": ("cv",), "work": ("deck", "tax")},
+        stats=(("Starred files", "starred"), ("In the trash", "trash")),
     ),
     SiteRecipe(
         "recipes", "Pantry", "recipes", "Cook something good tonight.",

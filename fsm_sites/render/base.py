@@ -30,6 +30,8 @@ class Ctx:
     inner: Callable[[Element], str] = lambda el: ""  # the HTML of the elements inside a menu or accordion
     is_open: Callable[[Element], bool] = lambda el: False  # a date picker's month grid is shown
     error: Callable[[Element], str | None] = lambda el: None  # an invalid field's message (None: valid)
+    # how many items a text bound to a set or list shows (None: bound to something else)
+    tally: Callable[[Element], str | None] = lambda el: None
 
 
 def attrs(el: Element, ctx: Ctx, *extra: str) -> str:

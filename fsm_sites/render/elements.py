@@ -175,9 +175,15 @@ def _pagination(el: Element, ctx: Ctx) -> str:
 
 
 def _text(el: Element, ctx: Ctx) -> str:
+    """A bound text is a value under its label (a set or list: how many, its items under
+    that); others a paragraph."""
     if el.bind:
         value = escape(ctx.show_value(el, ctx.value_of(el)))
-        return f'<div class="stat"{attrs(el, ctx)}><span>{label(el, ctx)}</span><span class="value">{value}</span></div>'
+        count = ctx.tally(el)
+        items = f'<span class="stat-items">{value}</span>' if count not in (None, "0") else ""
+        shown = escape(count) if count is not None else value
+        return (f'<div class="stat"{attrs(el, ctx)}><span>{label(el, ctx)}</span><span class="value">{shown}</span>'
+                f'{items}</div>')
     return f'<p class="body-text"{attrs(el, ctx)}>{label(el, ctx)}</p>'
 
 

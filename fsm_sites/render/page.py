@@ -81,7 +81,10 @@ def _body_classes(theme: Theme, layout: Layout) -> str:
     return " ".join(classes)
 
 
-def _make_ctx(state: State, machine: MachineView, look: Look, *, live: bool, page: str | None = None) -> Ctx:
+def _make_ctx(state: State, machine: MachineView, look: Look, *, live: bool, page: str | None = None,
+              collections: frozenset[str] = frozenset()) -> Ctx:
+    """The drawing context of ``state``; ``collections``: the set and list variables (a text
+    bound to one shows how many items it holds)."""
     page = page or state.page_id
     def value_of(el: Element) -> VarValue | None:
         return state.get(el.bind) if el.bind else None
@@ -100,7 +103,9 @@ def _make_ctx(state: State, machine: MachineView, look: Look, *, live: bool, pag
                is_open=lambda el: live and el.kind == "date_picker" and machine.is_open(state, el.id),
                error=lambda el: (machine.text(state, el.error or "Please check this field")
                                  if live and machine.invalid(state, el.id) else None),
-               show_value=lambda el, v: machine.text(state, "{" + el.bind + "}") if el.bind else "")
+               show_value=lambda el, v: machine.text(state, "{" + el.bind + "}") if el.bind else "",
+               tally=lambda el: (machine.text(state, "{count(" + el.bind + ")}")
+                                 if el.bind in collections else None))
 
 
 def _copies(el: Element, ctx: Ctx, state: State, machine: MachineView) -> list[tuple[str, Any, Ctx]]:
@@ -264,13 +269,14 @@ def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView
     extras = distractors(seed, spec.name, spec.title, layout.distractors)
     shown = machine.visible_elements(state)
     visible = [e for e in shown if e.inside is None]
-    live_ctx = _with_inner(_make_ctx(state, machine, look, live=True), shown)
+    collections = frozenset(v.name for v in spec.variables if v.type in ("set", "list"))
+    live_ctx = _with_inner(_make_ctx(state, machine, look, live=True, collections=collections), shown)
     title = machine.text(state, page.title)
     if page.kind == "modal":
         parent = pages.get(page.parent) if page.parent else None
         parent_elements = [e for e in (parent.elements if parent else ())
                            if e.inside is None and machine.element_shown(state, parent.id, e.id)] if parent else []
-        inert_ctx = _make_ctx(state, machine, look, live=False, page=page.parent)
+        inert_ctx = _make_ctx(state, machine, look, live=False, page=page.parent, collections=collections)
         base = _page_frame(spec, parent, _sections(parent_elements), inert_ctx, layout, extras, state, machine)
         body = _main_groups(visible, live_ctx, layout, state, machine, spec)
         overlay = (f'<div class="backdrop"><div class="modal" role="dialog" aria-modal="true">'

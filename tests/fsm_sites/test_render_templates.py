@@ -15,7 +15,7 @@ from fsm_sites.render.icons import ICON_NAMES, icon_for, icon_svg, vendored_vers
 from fsm_sites.render.images import avatar, initials, picture
 from fsm_sites.render.look import choose_look, split_description
 from fsm_sites.spec import SiteSpec
-from fsm_sites.state import State
+from fsm_sites.state import State, UIEvent
 from fsm_sites.types import from_json
 
 NAMES = ("Desk lamp", "Coffee mug", "Office chair", "Wool rug", "Ana Ruiz", "Ben Okafor", "resume.pdf",
@@ -152,14 +152,84 @@ def test_rows_of_a_product_collection_start_with_the_items_picture() -> None:
 
 
 def test_cards_named_by_weekdays_are_a_week_calendar() -> None:
-    spec, machine = load_site("calendar"), load_machine("calendar")
-    html = render_page(spec, machine.initial.with_page("week"), seed=2, machine=machine)
+    spec = SiteSpec.model_validate({
+        "name": "week", "title": "Week", "domain": "calendar", "start_page": "week",
+        "pages": [{"id": "week", "title": "This week", "elements": [
+            {"id": day, "kind": "card", "label": label, "description": events}
+            for day, label, events in (("mon", "Monday", "3 events"), ("tue", "Tuesday", "1 event"),
+                                       ("wed", "Wednesday", "No events"), ("thu", "Thursday", "2 events"))]}],
+        "transitions": [],
+    })
+    machine = Machine(spec)
+    html = render_page(spec, machine.initial, seed=2, machine=machine)
     assert '<div class="collection calendar-week">' in html
     assert re.findall(r'<div class="cal-head" aria-hidden="true">(\w+)</div>', html)[:2] == ["Mon", "Tue"]
     cells = re.findall(r'<div class="(?:card cal-day|cal-day empty)"(?: data-el="(\w+)")?', html)
     assert [el or "-" for el in cells] == ["mon", "tue", "wed", "thu", "-", "-", "-"]  # each in its day's column
     assert re.search(r'class="card cal-day" data-el="mon" data-kind="card" data-ev="click"><span class="title">'
                      r"Monday</span><span class=\"desc\">3 events</span>", html)
+
+
+def test_the_calendar_site_shows_its_month_as_a_month_calendar() -> None:
+    spec, machine = load_site("calendar"), load_machine("calendar")
+    html = render_page(spec, machine.initial.with_page("month"), seed=2, machine=machine)
+    month = re.search(r'<div class="collection calendar-month" role="grid" aria-label="December 2026">'
+                      r'<div class="cal-title">December 2026</div>(.*?)</div></main>', html, re.S)
+    assert month, "the month's days are not a month calendar"
+    blanks = month.group(1).count('<div class="cal-cell blank">')
+    assert blanks == 1  # December 1, 2026 is a Tuesday: one blank cell before it
+    assert month.group(1).count('<div class="cal-cell"><span class="day-num">') == 31 - 4  # the days without a card
+    booked = re.findall(r'<div class="card cal-cell booked" data-el="(\w+)"[^>]*data-ev="click" '
+                        r'aria-label="([^"]+)"><span class="day-num">(\d+)</span><span class="desc">([^<]+)', html)
+    assert [(el, day, desc) for el, _, day, desc in booked] == [
+        ("mon", "7", "Team standup, 3 events"), ("tue", "8", "Dentist at 09:00"), ("wed", "9", "No events"),
+        ("thu", "10", "Team offsite, 2 events")]
+    assert booked[1][1] == "Tue, Dec 8, 2026"  # the card's label stays its accessible name
+    edge = machine.step(machine.initial.with_page("month"), UIEvent("month", "tue", "click"))
+    assert edge is not None and edge[1].page == "month_item(tue)"  # a day's cell opens its page
+
+
+def test_an_open_message_reads_in_a_pane_beside_the_inbox_that_opens_the_others() -> None:
+    spec, machine = load_site("mail"), load_machine("mail")
+    state = machine.initial.with_page("inbox_item(m3)")
+    html = render_page(spec, state, seed=2, machine=machine)
+    split = re.search(r'<div class="split-view"><div class="split-list"><div class="collection list inbox">(.*?)'
+                      r'</div></div><section class="split-pane panel" aria-label="Reading pane">(.*?)</section>', html)
+    assert split, "the open message has no reading pane beside the inbox"
+    listed = re.findall(r'<div class="(card media message(?: active)?)"[^>]*data-el="(\w+)"', split.group(1))
+    assert listed == [("card media message", "m1"), ("card media message", "m2"),
+                      ("card media message active", "m3"), ("card media message", "m4")]
+    assert "From: billing@cloudly.com" in split.group(2) and 'data-el="to_archive"' in split.group(2)
+    edge = machine.step(state, UIEvent("inbox_item(m3)", "m4", "click"))  # another message opens it
+    assert edge is not None and edge[1].page == "inbox_item(m4)"
+
+
+def test_a_product_page_has_a_hero_and_tabs_whose_panel_follows_the_open_tab() -> None:
+    spec, machine = load_site("shop"), load_machine("shop")
+    state = machine.initial.with_page("products_item(lamp)")
+    html = render_page(spec, state, seed=6, machine=machine)
+    assert re.search(r'<div class="hero hero-(banner|side) product"><svg class="img product"', html)
+    tabbed = re.search(r'<div class="tabbed"><div class="tabs" role="tablist">(.*?)</div>'
+                       r'<section class="tab-panel panel" role="tabpanel">(.*?)</section>', html)
+    assert tabbed, "the product page has no tabs over a panel"
+    assert re.findall(r'data-el="(tab_\w+)"', tabbed.group(1)) == ["tab_overview", "tab_specs", "tab_reviews"]
+    assert "weighted base" in tabbed.group(2) and "reviews" not in tabbed.group(2)
+    edge = machine.step(state, UIEvent("products_item(lamp)", "tab_reviews", "click"))
+    assert edge is not None
+    reviews = render_page(spec, edge[1], seed=6, machine=machine)
+    panel = re.search(r'role="tabpanel">(.*?)</section>', reviews)
+    assert panel and "212 reviews" in panel.group(1) and "weighted base" not in panel.group(1)
+
+
+def test_the_files_home_is_a_dashboard_of_stat_tiles_bound_to_its_variables() -> None:
+    spec, machine = load_site("files"), load_machine("files")
+    state = machine.initial.with_vars({"starred": from_json(["cv", "notes"])})
+    html = render_page(spec, state, seed=2, machine=machine)
+    assert '<div class="stat-tiles"><div class="stat" data-el="stat1"' in html
+    # a tile bound to a set shows how many it holds, and which
+    assert re.findall(r'data-el="(stat\d)" data-kind="text"><span>([^<]+)</span><span class="value">([^<]+)</span>'
+                      r'(?:<span class="stat-items">([^<]+)</span>)?</div>', html) == [
+        ("stat1", "Starred files", "2", "resume.pdf; notes.txt"), ("stat2", "In the trash", "0", "")]
 
 
 def test_messages_are_an_inbox_led_by_their_senders() -> None:

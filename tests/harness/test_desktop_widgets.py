@@ -1,7 +1,8 @@
 """The widget kinds in the Tk app on real Xvfb: the oracle solves curated goals that need
 them through the screen (a menu and an accordion are toggle buttons, a tooltip a label that
-sends hover when the pointer enters it, a combobox an entry over its suggestions), with
-the site's own verdicts."""
+sends hover when the pointer enters it, a combobox an entry over its suggestions; a product
+page's tabs, a message's reading-pane list and a month's days are buttons), with the
+site's own verdicts."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 @pytest.mark.parametrize("goal, steps", [("shop/account_signout", 2), ("bank/transfer_limit_tip", 2),
-                                         ("travel/help_contact", 3), ("crm/newcontact", 7)])
+                                         ("travel/help_contact", 3), ("crm/newcontact", 7),
+                                         ("shop/products_tab_reviews", 3), ("mail/box_pane", 4),
+                                         ("calendar/open_tue", 2)])
 async def test_oracle_solves_widget_goals_in_tk(desktop_envs, goal, steps) -> None:
     env = await desktop_envs.open(f"desktop:tk/{goal}", EnvOptions())
     try:

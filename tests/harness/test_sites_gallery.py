@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from fsm_sites.library import load_machine
-from fsm_sites.render import choose_style
+from fsm_sites.library import load_machine, load_site
+from fsm_sites.render import choose_style, render_page
 from harness.sites_gallery import GalleryConfig, build_gallery, main_states, plan, seed_for
 from tests.conftest import wait_until
 
@@ -24,6 +24,17 @@ def test_main_states_are_the_initial_state_then_new_pages_on_goal_paths() -> Non
     assert len({s.page for s in states}) == 4  # each shows another page
     reachable = set(machine.graph().states)
     assert all(state in reachable for state in states)  # real states, not made-up ones
+
+
+@pytest.mark.parametrize(("site", "template"), [
+    ("mail", '<div class="split-view">'), ("calendar", '<div class="collection calendar-month"'),
+    ("shop", '<div class="tabbed">'), ("files", '<div class="stat-tiles">')])
+def test_the_default_main_states_show_the_sites_page_templates(site, template) -> None:
+    """A gallery's three main states of a site show its template: mail's reading pane, the
+    calendar's month, a product page's tabs, the files dashboard's stat tiles."""
+    spec, machine = load_site(site), load_machine(site)
+    pages = [render_page(spec, state, seed=0, machine=machine) for state in main_states(machine, 3)]
+    assert any(template in html for html in pages), [s.page for s in main_states(machine, 3)]
 
 
 def test_the_plan_takes_turns_through_families_and_shows_every_viewport() -> None:

@@ -203,11 +203,11 @@ def test_curriculum_spawns_verified_variants_and_retires_solved_tasks() -> None:
 
     machine = load_machine("mail")
     variants = {v.id.split("~")[1]: v for v in make_variants("fsm:mail/star_two")}
-    assert set(variants) == {"start3", "goal3"}
-    start, goal = variants["start3"], variants["goal3"]
-    assert machine.distance(State.from_key(start.start_state), machine.resolve_goal(start.goal)) == start.difficulty == 4
-    assert machine.distance(machine.initial, machine.state_goal(State.from_key(goal.goal))) == goal.difficulty == 3
-    assert goal.instruction.count(".") >= 3  # names the three steps to the nearer goal
+    assert set(variants) == {"start2", "goal2"}  # star_two is 5 steps (the second star from the reading pane)
+    start, goal = variants["start2"], variants["goal2"]
+    assert machine.distance(State.from_key(start.start_state), machine.resolve_goal(start.goal)) == start.difficulty == 3
+    assert machine.distance(machine.initial, machine.state_goal(State.from_key(goal.goal))) == goal.difficulty == 2
+    assert goal.instruction.count(".") >= 2  # names the two steps to the nearer goal
     task_id = register_variant(start, "fsm:mail/star_two")
     assert make_task(task_id).id == task_id
 
@@ -215,7 +215,7 @@ def test_curriculum_spawns_verified_variants_and_retires_solved_tasks() -> None:
                             CurriculumSpec(variants_after=2, retire_after=2, window=4))
     assert curriculum.record("fsm:mail/star_two", [False, False]) == []
     spawned = curriculum.record("fsm:mail/star_two", [False, False])
-    assert sorted(e.split("~")[1] for e in spawned) == ["goal3", "start3"]
+    assert sorted(e.split("~")[1] for e in spawned) == ["goal2", "start2"]
     assert curriculum.record("fsm:mail/star_two", [False, False]) == []  # spawns once
     curriculum.record("fsm:shop/open_mug", [True, True])
     assert curriculum.record("fsm:shop/open_mug", [True, True]) == ["retired fsm:shop/open_mug"]
