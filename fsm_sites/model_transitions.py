@@ -16,7 +16,14 @@ from fsm_sites.model import (
     when_node,
 )
 from fsm_sites.schema import TOAST_VAR
-from fsm_sites.spec import EVENTS_BY_KIND, PAGE_EVENT, SORT_EVENT, VALUE_PLACEHOLDER, Transition, table_events
+from fsm_sites.spec import (
+    EVENTS_BY_KIND,
+    PAGE_EVENT,
+    SORT_EVENT,
+    VALUE_PLACEHOLDER,
+    Transition,
+    table_events,
+)
 from fsm_sites.types import TextT
 
 

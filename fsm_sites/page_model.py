@@ -36,9 +36,9 @@ def describe_page(machine: Any, state: State) -> dict[str, Any]:
                                  "text": show(state.get(el.sort)),
                                  "options": [{"value": v, "label": v.lstrip("-").replace("_", " ").capitalize()
                                               + (" (descending)" if v.startswith("-") else "")} for v in values]})
-            pages = machine.table_pages(state, el.id) if el.per_page else None
-            if pages is not None:  # the table's pager: Previous, the page numbers, Next
-                elements.append(_pager(el, *pages))
+            paging = machine.table_pages(state, el.id) if el.per_page else None
+            if paging is not None:  # the table's pager: Previous, the page numbers, Next
+                elements.append(_pager(el, *paging))
         else:
             elements.append(_element(machine, state, el, None, None))
     return {"page": state.page, "kind": page.kind, "site": machine.spec.title,

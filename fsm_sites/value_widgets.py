@@ -20,8 +20,8 @@ options, which the engine turns into edge values); it is pure, like the engine.
 from __future__ import annotations
 
 import calendar
-from collections.abc import Sequence
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any

@@ -11,7 +11,7 @@ from fsm_sites.check import Ctx, Fn, compile_bool, compile_expr
 from fsm_sites.expr import Node
 from fsm_sites.spec import Element, Option
 from fsm_sites.state import Edge, State, UIEvent
-from fsm_sites.types import MapT, RecordT, VType
+from fsm_sites.types import MapT, RecordT, SeqT, VType
 from fsm_sites.value_widgets import page_count, table_order
 
 if TYPE_CHECKING:
@@ -65,13 +65,14 @@ class PageViewMixin:
         vals = self.full.canonical(vals)
         fn = self._repeat_fn(pid, element, em.repeat)
         coll = fn(vals, Ctx(args))
-        if isinstance(em.repeat_type, MapT):
-            pairs = [(k, k) for k in em.repeat_type.keys.values]
+        rtype = em.repeat_type
+        if isinstance(rtype, MapT):
+            pairs = [(k, k) for k in rtype.keys.values]
         else:
             pairs = [(str(i), item) for i, item in enumerate(coll)]
             order = self.table_sort(pid, em.element.repeat or "")
-            if order and isinstance(em.repeat_type.item, RecordT):  # in the order its table shows
-                fields = dict(em.repeat_type.item.fields)
+            if order and isinstance(rtype, SeqT) and isinstance(rtype.item, RecordT):  # in the order its table shows
+                fields = dict(rtype.item.fields)
                 pairs = [pairs[i] for i in table_order(coll, str(state.get(order) or ""), fields)]
         return [(v, it) for v, it in pairs if self.full.visible(em, page, vals, it)]
 

@@ -162,9 +162,10 @@ def table(b: SiteBuilder, part: TablePart) -> tuple[str, str]:
     b.add_transition(page, "row", f"go to page $value of {part.title.lower()}", event="page",
                      effects=[{"set": pager, "to": "value"}])
     b.add_transition(page, "open", f"open {{it.{key_field}}}", target=detail, args={key_field: f"it.{key_field}"})
-    labels = {n: dict(values) for n, _, values in part.fields}
+    shown_as = {n: dict(values) for n, _, values in part.fields}
     for row in part.rows:
-        words = ", ".join(f"{heading}: {labels[n][v]}" for (n, heading, _), v in zip(part.fields[1:], row[1:], strict=True))
+        words = ", ".join(f"{heading}: {shown_as[n][v]}"
+                          for (n, heading, _), v in zip(part.fields[1:], row[1:], strict=True))
         b.add_element(detail, f"about_{row[0]}", "text", words, visible_when=[f"{key_field} == '{row[0]}'"])
     b.link(detail, "back", f"Back to {part.title.lower()}", page, f"go back to {part.title.lower()}", section="header")
     b.local_group({page, detail}, [order, pager])

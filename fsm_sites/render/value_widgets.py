@@ -15,12 +15,18 @@ import calendar
 import re
 from datetime import date
 from html import escape
-from typing import Any
 
 from fsm_sites.render.base import Ctx, attrs, label, show
 from fsm_sites.render.icons import icon_svg
 from fsm_sites.spec import Element
-from fsm_sites.value_widgets import Month, WidgetError, heading_order, parse_date, parse_month, picked_day
+from fsm_sites.value_widgets import (
+    Month,
+    WidgetError,
+    heading_order,
+    parse_date,
+    parse_month,
+    picked_day,
+)
 
 WEEKDAY_HEADS = ("Mo", "Tu", "We", "Th", "Fr", "Sa", "Su")
 
@@ -202,7 +208,7 @@ def sort_heading(title: str, field: str, sorter: tuple[Element, Ctx, tuple[str, 
     if field not in values and f"-{field}" not in values:
         return f'<th scope="col">{escape(title)}</th>'
     state = "ascending" if current == field else "descending" if current == f"-{field}" else "none"
-    wanted = heading_order(values, current, field)
+    wanted = heading_order(values, current, field) or field
     arrow = {"ascending": "▲", "descending": "▼", "none": "↕"}[state]
     wiring = (f' data-el="{escape(el.id)}" data-kind="sort" data-ev="sort" data-value="{escape(wanted)}"'
               if ctx.live else "")

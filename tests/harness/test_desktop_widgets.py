@@ -1,7 +1,7 @@
 """The widget kinds in the Tk app on real Xvfb: the oracle solves curated goals that need
 them through the screen (a menu and an accordion are toggle buttons, a tooltip a label that
-sends hover when the pointer enters it, a combobox an entry over its suggestions), with
-the site's own verdicts."""
+sends hover when the pointer enters it, a combobox an entry over its suggestions, a data
+table's sort and pager rows of buttons), with the site's own verdicts."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 @pytest.mark.parametrize("goal, steps", [("shop/account_signout", 2), ("bank/transfer_limit_tip", 2),
-                                         ("travel/help_contact", 3), ("crm/newcontact", 7)])
+                                         ("travel/help_contact", 3), ("crm/newcontact", 7),
+                                         ("bank/activity_top", 4), ("bank/activity_payee", 4)])
 async def test_oracle_solves_widget_goals_in_tk(desktop_envs, goal, steps) -> None:
     env = await desktop_envs.open(f"desktop:tk/{goal}", EnvOptions())
     try:
