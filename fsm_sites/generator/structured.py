@@ -148,7 +148,10 @@ def table(b: SiteBuilder, part: TablePart) -> tuple[str, str]:
     record = b.add_type(f"{part.key}_entry", "record", fields=types)
     rows = [dict(zip([n for n, _, _ in part.fields], row, strict=True)) for row in part.rows]
     var = b.add_var(part.key, "list", item=record, max_len=len(rows), default=rows, label=part.title.lower())
-    order = b.add_var(f"{part.key}_sort", "enum", values=list(part.orders), label="sort order")
+    headings = {n: heading.lower() for n, heading, _ in part.fields}
+    order = b.add_var(f"{part.key}_sort", "enum", values=list(part.orders), label="sort order",
+                      labels={o: f"{headings[o.lstrip('-')]} ({'descending' if o.startswith('-') else 'ascending'})"
+                              for o in part.orders})
     pager = b.add_var(f"{part.key}_page", "int", min=1, max=-(-len(rows) // part.per_page), label="page")
     key_field, key_type = part.fields[0][0], types[0]["type"]
     page = b.add_page(part.key, part.title, body=f"{len(rows)} entries. Sort by a column heading.")

@@ -173,3 +173,14 @@ def test_rank_is_type_checked() -> None:
     assert any("expected a list or set as the first argument of rank()" in p.message for p in problems), problems
     problems = _with(goal("rank(txs, {payee: 'acme', amount: 30}, 'date') == 0"))
     assert any("expected an order of the records' fields ['amount', 'payee']" in p.message for p in problems), problems
+
+
+def test_an_instruction_names_an_order_by_its_label() -> None:
+    from fsm_sites.tasks import describe_edge
+
+    m = load_machine("bank")
+    _, page = m.step(m.initial, UIEvent("home", "go_activity", "click", None))
+    edge = next(e for e, _ in m.enabled(page) if e.event == "sort" and e.value == "amount")
+    assert describe_edge(m, edge, page) == "sort activity by amount (ascending)"
+    edge = next(e for e, _ in m.enabled(page) if e.event == "page" and e.value == "3")
+    assert describe_edge(m, edge, page) == "go to page 3 of activity"
