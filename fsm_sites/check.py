@@ -28,6 +28,7 @@ from fsm_sites.expr import (
     unparse,
 )
 from fsm_sites.types import BoolT, EnumT, IntT, MapT, Rec, RecordT, SeqT, TextT, VType, same_shape
+from fsm_sites.value_widgets import table_rank
 
 Fn = Callable[[Any, Any], Any]
 _BIG = 2**31
@@ -217,6 +218,8 @@ def _membership(op: str, a: Fn, at: VType, b: Fn, bt: VType, text: str) -> tuple
 
 def _call(node: Call, env: Env) -> tuple[Fn, VType]:
     text = unparse(node)
+    if node.fn == "rank":
+        return _rank(node, env)
     if node.fn in ("min", "max"):
         a, at = compile_expr(node.args[0], env)
         b, bt = compile_expr(node.args[1], env)
@@ -248,6 +251,30 @@ def _call(node: Call, env: Env) -> tuple[Fn, VType]:
     if node.fn == "any":
         return (lambda v, c: any(test_each(v, c))), BOOL
     return (lambda v, c: all(test_each(v, c))), BOOL
+
+
+def _rank(node: Call, env: Env) -> tuple[Fn, VType]:
+    """``rank(c, x)``: where item ``x`` is in list or set ``c`` (0: first; -1: not there);
+    ``rank(c, x, order)``: where its table shows it, sorted by ``order`` (a field of the
+    records, ``-field`` descending: a sort variable)."""
+    text = unparse(node)
+    coll, ctype = compile_expr(node.args[0], env)
+    if not isinstance(ctype, SeqT):
+        raise CheckError(f"expected a list or set as the first argument of rank() in {text!r}, got {ctype.describe()}")
+    item, itype = compile_expr(node.args[1], env)
+    problem = compatible(itype, ctype.item)
+    if problem:
+        raise CheckError(f"expected an item of {ctype.item.describe()} as the second argument of rank() in {text!r}, "
+                         f"got {problem}")
+    fields = dict(ctype.item.fields) if isinstance(ctype.item, RecordT) else {}
+    if len(node.args) == 2:
+        return (lambda v, c: table_rank(coll(v, c), item(v, c), "", fields)), INT
+    order, otype = compile_expr(node.args[2], env)
+    values = otype.values if isinstance(otype, (EnumT, StrT)) else None
+    if not fields or values is None or any(x.lstrip("-") not in fields for x in values):
+        raise CheckError(f"expected an order of the records' fields {sorted(fields)} (`field`, or `-field` descending) "
+                         f"as the third argument of rank() in {text!r}, got {otype.describe()}")
+    return (lambda v, c: table_rank(coll(v, c), item(v, c), order(v, c), fields)), INT
 
 
 def _items(coll: Fn, ctype: VType) -> Fn:

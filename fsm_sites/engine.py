@@ -9,8 +9,10 @@ Semantics (see docs/fsm_spec.md):
   the transition's ``when`` holds and the value matches: a transition with ``values``
   accepts exactly those; a select or radio group with no ``values`` accepts its options;
   an input bound to a text variable accepts any text (classified by the variable); a
-  repeated element's event carries the position (or map key) of its item; any other
-  transition takes no value. The first transition of the spec that fires wins.
+  repeated element's event carries the position (or map key) of its item; a data table's
+  ``sort`` the order a heading asks for and ``page`` a page the table has but the one shown
+  (both decided per state); any other transition takes no value. A paged table's rows are
+  shown (and their buttons fire) only on their page. The first transition of the spec that fires wins.
 - Effects apply in order (``fsm_sites.effects``), then the page changes to ``target``
   (with its ``args``). A transition with a ``toast`` shows it until the next one fires.
 - ``distance``, ``shortest_paths`` and ``on_shortest_path`` come from a search from the

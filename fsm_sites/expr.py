@@ -90,7 +90,8 @@ class Const(Node):
     vtype: Any  # fsm_sites.types.VType
 
 
-FUNCTIONS = {"count": (1, 2), "any": (2, 2), "all": (2, 2), "sum": (1, 1), "min": (2, 2), "max": (2, 2)}
+FUNCTIONS = {"count": (1, 2), "any": (2, 2), "all": (2, 2), "sum": (1, 1), "min": (2, 2), "max": (2, 2),
+             "rank": (2, 3)}
 SPECIAL_NAMES = ("value", "it")
 _KEYWORDS = {"and", "or", "not", "in", "true", "false"}
 _TOKEN = re.compile(r"""\s*(?:(?P<num>\d+)|(?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?P<name>[A-Za-z_][A-Za-z0-9_]*)

@@ -28,7 +28,7 @@ from fsm_sites.expr import (
 )
 from fsm_sites.schema import Schema
 from fsm_sites.spec import Element, Option, Page, SiteSpec, Transition, When
-from fsm_sites.types import EnumT, MapT, SeqT, TextT, VType
+from fsm_sites.types import EnumT, IntT, MapT, SeqT, TextT, VType
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
@@ -44,6 +44,7 @@ class ElementModel:
     options: tuple[Option, ...] = ()
     opened: Node | None = None  # a date picker's `open_when`: its month grid is shown
     invalid: Node | None = None  # a form field's `invalid_when`: shown invalid, with its `error`
+    table_visible: Node | None = None  # a paged table's copy: `visible` without "its row is on the page shown"
 
     @property
     def item_type(self) -> VType | None:
@@ -139,7 +140,11 @@ def event_value(model: SiteModel, t: Transition, em: ElementModel, place: str) -
     if t.event == "sort":  # a column heading: the sort variable's values
         order = model.schema.variables.get(el.sort or "")
         values = order.values if isinstance(order, EnumT) else ()
-        return StrT(values), values
+        return StrT(values), None  # per state: the orders its headings ask for
+    if t.event == "page":  # a pager's page numbers: those the table has, decided per state
+        pager = model.schema.variables.get(el.pager or "")
+        numbers = tuple(str(k) for k in range(pager.lo, pager.hi + 1)) if isinstance(pager, IntT) else ()
+        return StrT(numbers), None
     if em.repeat_type is not None:
         rtype = em.repeat_type
         return (StrT(rtype.keys.values) if isinstance(rtype, MapT) else StrT(None)), None

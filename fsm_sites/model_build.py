@@ -12,6 +12,7 @@ from fsm_sites.expr import (
     ExprSyntaxError,
     Lit,
     Node,
+    all_of,
     parse_expr,
 )
 from fsm_sites.model import (
@@ -23,6 +24,7 @@ from fsm_sites.model import (
     when_node,
 )
 from fsm_sites.model_goals import check_goals, check_starts
+from fsm_sites.model_paging import table_paging
 from fsm_sites.model_transitions import check_transition
 from fsm_sites.model_widgets import widget_conditions
 from fsm_sites.schema import build_schema
@@ -81,15 +83,16 @@ def _page(model: SiteModel, page: Page) -> None:
     for text, where in ((page.title, "title"), (page.body, "body"), (page.route, "route")):
         check_template(model, text, env, f"{place}.{where}")
     seen: set[str] = set()
+    paged = table_paging(model, page, place)
     for element in page.elements:
         eplace = f"{place}.elements.{element.id}"
         if element.id in seen:
             model.problems.append(SpecProblem(eplace, f"duplicate element {element.id!r} of page {page.id!r}; give each one a unique id"))
         seen.add(element.id)
-        _element(model, page, element, eplace)
+        _element(model, page, element, eplace, paged.get(element.repeat or ""))
 
 
-def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
+def _element(model: SiteModel, page: Page, el: Element, place: str, paged: Node | None = None) -> None:
     env = model.env(page.id)
     repeat, rtype = None, None
     if el.repeat:
@@ -117,8 +120,11 @@ def _element(model: SiteModel, page: Page, el: Element, place: str) -> None:
     invalid = _invalid(model, el, env, place)
     if el.sort:
         _check_sort(model, el, rtype, place)
+    table_visible = None
+    if paged is not None and visible is not None and isinstance(rtype, SeqT):  # a row shows only on its page
+        table_visible, visible = visible, all_of([n for n in (visible, paged) if n != Lit(True)])
     model.elements[(page.id, el.id)] = ElementModel(page.id, el, visible or Lit(True), disabled, repeat, rtype,
-                                                    options, opened, invalid)
+                                                    options, opened, invalid, table_visible)
 
 
 def _check_sort(model: SiteModel, el: Element, rtype: SeqT | MapT | None, place: str) -> None:

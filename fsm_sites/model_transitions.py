@@ -16,13 +16,20 @@ from fsm_sites.model import (
     when_node,
 )
 from fsm_sites.schema import TOAST_VAR
-from fsm_sites.spec import EVENTS_BY_KIND, SORT_EVENT, VALUE_PLACEHOLDER, Transition
+from fsm_sites.spec import (
+    EVENTS_BY_KIND,
+    PAGE_EVENT,
+    SORT_EVENT,
+    VALUE_PLACEHOLDER,
+    Transition,
+    table_events,
+)
 from fsm_sites.types import TextT
 
 
 def check_transition(model: SiteModel, index: int, t: Transition, em: ElementModel, place: str) -> None:
     el = em.element
-    allowed = EVENTS_BY_KIND[el.kind] + ((SORT_EVENT,) if el.sort else ())
+    allowed = EVENTS_BY_KIND[el.kind] + table_events(el)
     if t.event not in allowed:
         model.problems.append(SpecProblem(f"{place}.event", f"a {el.kind} sends {list(allowed) or 'no events'}, got {t.event!r}"))
     if el.distractor:
@@ -48,9 +55,15 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
         return
     params = {p for p, _ in model.schema.params.get(t.page, ())}
     opened = em.opened if t.event == "pick" else None  # a date picker's days are there only while it is open
-    full_guard = all_of([n for n in (em.visible, opened, guard)
+    # a heading or the pager acts on the whole table: shown whichever rows are on the page
+    visible = em.table_visible if em.table_visible is not None and t.event in table_events(el) else em.visible
+    full_guard = all_of([n for n in (visible, opened, guard)
                          if n is not None and not (isinstance(n, Lit) and n.value is True)])
     guard_reads = reads_of(full_guard, params) | reads_of(em.repeat, params)
+    if t.event == PAGE_EVENT and el.pager:
+        guard_reads.add(el.pager)  # the pages it offers: those there are, but the one shown
+    if t.event == SORT_EVENT and el.sort:
+        guard_reads.add(el.sort)  # the orders its headings ask for: the shown one's other direction
     for _, node in args:
         guard_reads |= reads_of(node, params)
     plan_reads = []

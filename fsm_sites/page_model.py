@@ -14,6 +14,7 @@ from typing import Any
 from fsm_sites.render.elements import radio_checked, show
 from fsm_sites.spec import Element
 from fsm_sites.state import State
+from fsm_sites.value_widgets import heading_orders
 
 
 def describe_page(machine: Any, state: State) -> dict[str, Any]:
@@ -27,19 +28,31 @@ def describe_page(machine: Any, state: State) -> dict[str, Any]:
         if el.repeat:
             for value, item in machine.instances(state, el.id):
                 elements.append(_element(machine, state, el, value, item))
-            if el.sort:  # the table's sortable headings, as one choice
+            if el.sort:  # the table's sortable headings (the orders they ask for now), as one choice
                 order = next(v for v in machine.spec.variables if v.name == el.sort)
-                values = order.values
+                values = heading_orders(order.values, state.get(el.sort))
                 elements.append({"id": el.id, "kind": "sort", "value": None, "section": el.section or "main",
                                  "label": "Sort by", "description": "", "placeholder": "", "disabled": False,
                                  "text": show(state.get(el.sort)),
                                  "options": [{"value": v, "label": v.lstrip("-").replace("_", " ").capitalize()
                                               + (" (descending)" if v.startswith("-") else "")} for v in values]})
+            paging = machine.table_pages(state, el.id) if el.per_page else None
+            if paging is not None:  # the table's pager: Previous, the page numbers, Next
+                elements.append(_pager(el, *paging))
         else:
             elements.append(_element(machine, state, el, None, None))
     return {"page": state.page, "kind": page.kind, "site": machine.spec.title,
             "title": machine.text(state, page.title), "body": machine.text(state, page.body),
             "toast": machine.toast(state), "route": machine.route(state), "elements": elements}
+
+
+def _pager(el: Element, current: int, pages: int, rows: int) -> dict[str, Any]:
+    """A paged table's pager as one choice: each option sends ``page`` with its number."""
+    options = [{"value": str(current - 1), "label": "Previous"}] if current > 1 else []
+    options += [{"value": str(n), "label": str(n)} for n in range(1, pages + 1)]
+    options += [{"value": str(current + 1), "label": "Next"}] if current < pages else []
+    return {"id": el.id, "kind": "pager", "value": None, "section": el.section or "main", "label": f"Page ({rows} rows)",
+            "description": "", "placeholder": "", "disabled": False, "text": str(current), "options": options}
 
 
 def _element(machine: Any, state: State, el: Element, value: str | None, item: Any) -> dict[str, Any]:

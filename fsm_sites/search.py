@@ -253,4 +253,6 @@ def step_order(step: Step) -> tuple[int, int]:
     if ct.event == "move":  # a sortable's "from>to", in the order move_values lists them
         src, _, dst = value.partition(">")
         return ct.tm.index, int(src) * 1000 + int(dst)
+    if ct.sorter is not None:  # a heading's order, in the sort variable's order
+        return ct.tm.index, ct.sorter[1].index(value) if value in ct.sorter[1] else 0
     return ct.tm.index, int(value)

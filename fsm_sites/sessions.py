@@ -20,7 +20,7 @@ from typing import Any
 
 from fsm_sites.engine import Machine, compile_site
 from fsm_sites.errors import FsmSiteError, SearchBudgetExceeded, UnknownGoal
-from fsm_sites.spec import EVENTS_BY_KIND, SORT_EVENT, SiteSpec
+from fsm_sites.spec import EVENTS_BY_KIND, SiteSpec, table_events
 from fsm_sites.state import State, UIEvent
 from fsm_sites.verdict import StepVerdict
 
@@ -180,12 +180,12 @@ class SessionStore:
         if element is None:
             known = [e.id for e in machine.pages[page_id].elements]
             raise BadRequest(f"expected an element of page {event.page!r} ({known}), got {event.element!r}")
-        allowed = EVENTS_BY_KIND[element.kind] + ((SORT_EVENT,) if element.sort else ())
+        allowed = EVENTS_BY_KIND[element.kind] + table_events(element)
         if event.event not in allowed:
             raise BadRequest(
                 f"expected event in {list(allowed)} for {element.kind} {element.id!r}, got {event.event!r}"
             )
-        copy = event.value if element.repeat and event.event != SORT_EVENT else None  # a heading, not a copy
+        copy = event.value if element.repeat and event.event not in table_events(element) else None  # not a row
         if not machine.element_shown(state, page_id, element.id, copy):
             raise StaleEvent(f"element {element.id!r} is not shown in state {state.key()!r}; reload the page")
 

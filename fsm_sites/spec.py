@@ -32,7 +32,7 @@ ElementKind = Literal[
 ]
 EventKind = Literal[
     "click", "input", "select", "check", "uncheck", "hover", "close",
-    "change", "open", "pick", "move", "sort",
+    "change", "open", "pick", "move", "sort", "page",
 ]
 ConditionOp = Literal["eq", "ne", "lt", "le", "gt", "ge", "contains", "not_contains", "empty", "nonempty"]
 EffectOp = Literal["set", "clear", "increment", "decrement", "append", "remove"]
@@ -55,6 +55,13 @@ OPENABLE_KINDS = ("menu", "accordion", "tooltip")
 CONTAINER_KINDS = ("menu", "accordion")
 #: A repeated element with `sort` also sends `sort` (a click on its table's column heading).
 SORT_EVENT = "sort"
+#: A repeated element with `per_page` also sends `page` (a click on its table's pager).
+PAGE_EVENT = "page"
+
+
+def table_events(element: Element) -> tuple[str, ...]:
+    """The events a repeated element sends for its whole table (headings, pager), not for a row."""
+    return ((SORT_EVENT,) if element.sort else ()) + ((PAGE_EVENT,) if element.per_page is not None else ())
 
 VALUE_PLACEHOLDER = "$value"  # in an old-style effect or a description: the event's value
 ExprText = str | int | bool  # an expression (text) or a literal
@@ -199,6 +206,13 @@ class Element(_Model):
     sort: str | None = Field(
         default=None, description="a repeated element over records: an enum variable whose values are field names "
         "(`-field`: descending) ordering the rows; its table's headings send `sort` with the field"
+    )
+    per_page: int | None = Field(
+        default=None, description="a repeated element over a list or set: the rows its table shows per page; its "
+        "pager sends `page` with the page number (needs `pager`)"
+    )
+    pager: str | None = Field(
+        default=None, description="with `per_page`: an int variable from 1 to the number of pages, the page shown"
     )
 
     _tuple = field_validator("visible_when", "disabled_when", "open_when", "invalid_when", mode="before")(_as_tuple)

@@ -17,8 +17,8 @@ from fsm_sites.expr import Lit, names
 from fsm_sites.model import ElementModel, SiteModel, TransitionModel
 from fsm_sites.model_goals import page_string, parse_arg, split_page
 from fsm_sites.schema import TOAST_VAR
-from fsm_sites.types import MapT, TextT
-from fsm_sites.value_widgets import move_values
+from fsm_sites.types import EnumT, MapT, TextT
+from fsm_sites.value_widgets import heading_orders, move_values, page_count
 
 Node = tuple[str, tuple]  # (page instance, values in layout order)
 _SUCCESSOR_CACHE = 100_000  # states whose successors are kept (cleared when full)
@@ -44,11 +44,24 @@ class CTrans:
     toast: tuple[int, str] | None  # (position, value)
     free_text: TextT | None  # an input that accepts any text, classified by this type
     raw_text: tuple[int, ...]  # positions that keep the typed text itself
+    pager: tuple[int | None, int] | None = None  # a table's `page` event: (the pager's position, rows a page)
+    sorter: tuple[int | None, tuple[str, ...]] | None = None  # a table's `sort`: (its variable's position, values)
 
     def instances(self, vals: tuple, ctx: Ctx) -> Iterator[tuple[str, Any]]:
-        """(event value, item) of each copy of a repeated element."""
+        """(event value, item) of each copy of a repeated element; for a table's pager, each
+        page the table has but the one shown (no item)."""
         coll = self.repeat(vals, ctx)  # type: ignore[misc]
-        if self.repeat_keys is not None:
+        if self.sorter is not None:
+            at, values = self.sorter
+            for order in heading_orders(values, vals[at] if at is not None else None):
+                yield order, None
+        elif self.pager is not None:
+            at, per_page = self.pager
+            shown = vals[at] if at is not None else None
+            for number in range(1, page_count(len(coll), per_page) + 1):
+                if number != shown:
+                    yield str(number), None
+        elif self.repeat_keys is not None:
             for key in self.repeat_keys:
                 yield key, key
         elif self.event == "move":  # a sortable's drag: `it` is the item that moves
@@ -104,10 +117,15 @@ class Tables:
         bound = self.model.schema.variables.get(em.element.bind or "")
         free = bound if isinstance(bound, TextT) and t.event == "input" and not t.values else None
         repeat = compile_expr(em.repeat, self._env(t.page))[0] if em.repeat is not None else None
+        el = em.element
+        pager = (self.position.get(el.pager), el.per_page) if t.event == "page" and el.pager and el.per_page else None
+        order = self.model.schema.variables.get(el.sort or "")
+        sorter = ((self.position.get(el.sort or ""), order.values)
+                  if t.event == "sort" and isinstance(order, EnumT) else None)
         return CTrans(
             tm, t.id, t.page, t.element, t.event, guard, bool(names(tm.guard) & {"value", "it"}) or repeat is not None,
             tm.edge_values, repeat, em.repeat_type.keys.values if isinstance(em.repeat_type, MapT) else None, effects,
-            t.target, args, toast, free, tuple(self.position[v] for v in tm.raw_text if v in self.position),
+            t.target, args, toast, free, tuple(self.position[v] for v in tm.raw_text if v in self.position), pager, sorter,
         )
 
     # ---- pages -----------------------------------------------------------------------

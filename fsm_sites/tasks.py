@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fsm_sites.engine import Edge, Machine, compile_site
 from fsm_sites.errors import SearchBudgetExceeded
-from fsm_sites.spec import VALUE_PLACEHOLDER, SiteSpec
+from fsm_sites.spec import SORT_EVENT, VALUE_PLACEHOLDER, SiteSpec
 from fsm_sites.state import State
 from fsm_sites.task_goals import goal_about, random_walk, scalar_goal, structured
 
@@ -88,7 +88,10 @@ def describe_edge(machine: Machine, edge: Edge, state: State | None = None) -> s
     element = machine.elements.get((page_id, edge.element))
     options = machine.options(edge.page, edge.element) if element else ()
     option = next((o for o in options if o.value == value), None)
-    text = text.replace(VALUE_PLACEHOLDER, option.label if option and option.label else value)
+    shown = option.label if option and option.label else value
+    if edge.event == SORT_EVENT and element is not None and element.sort:  # an order, by its label
+        shown = machine.schema.variables[element.sort].show(value)
+    text = text.replace(VALUE_PLACEHOLDER, shown)
     if "{" in text and element is not None and state is not None:
         item = dict(machine.instances(state, edge.element)).get(value) if element.repeat else None
         return machine.text(state, text, element=edge.element, item=item)

@@ -14,7 +14,8 @@ sends check/uncheck; a select is a list box (select with the item's value); a ra
 group is radio buttons (click with the option's value); a slider is a scale (its release
 sends ``change`` with the stop it is at); a date picker is a button (``open``) and, while
 open, a button per day (``pick``); a sortable list is a column of rows whose handles are
-dragged (``move`` with "from>to", the same rule as the web page). Widgets: a menu or an
+dragged (``move`` with "from>to", the same rule as the web page); a data table's sort and
+pager are rows of buttons (``sort`` with the order, ``page`` with the number). Widgets: a menu or an
 accordion is a toggle button (click), a tooltip a label that sends hover when the pointer
 enters it, a combobox an entry (input on Enter) over a list box of suggestions (select); a
 stepper is text.
@@ -126,8 +127,8 @@ class SiteApp:
             widget = self._slider(parent, spec)
         elif kind == "date_picker":
             widget = self._date_picker(parent, spec)
-        elif kind == "sort":
-            widget = self._choices(parent, spec, "sort")
+        elif kind in ("sort", "pager"):
+            widget = self._choices(parent, spec, "sort" if kind == "sort" else "page")
         else:
             widget = tk.Label(parent, text=spec["label"], fg=fg, justify="left", wraplength=300)
         self.widgets.append((spec, widget, None))
@@ -247,7 +248,8 @@ class SiteApp:
         return box
 
     def _choices(self, parent: tk.Misc, spec: dict[str, Any], event: str) -> tk.Widget:
-        """A label and a button per option, each sending ``event`` with its value (a table's sort)."""
+        """A label and a button per option, each sending ``event`` with its value (a table's
+        sort, or its pager: Previous, the page numbers, Next)."""
         box = tk.Frame(parent)
         tk.Label(box, text=f"{spec['label']}:", anchor="w").pack(side="left")
         for option in spec.get("options", []):

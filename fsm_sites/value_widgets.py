@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from fsm_sites.spec import Element, Option
 from fsm_sites.types import EnumT, IntT, SeqT, VType
@@ -175,3 +177,43 @@ def moved(items: tuple, src: int, dst: int) -> tuple:
 def move_values(size: int) -> list[str]:
     """Every ``move`` value of a list of ``size`` items, in order."""
     return [f"{i}>{j}" for i in range(size) for j in range(size) if i != j]
+
+
+def table_order(items: Sequence[Any], order: str, fields: dict[str, VType]) -> list[int]:
+    """The positions of a data table's records in the order a sort value names: ``field``
+    ascending, ``-field`` descending, each by its type's order (an enum by its values'), ties
+    in the stored order; ``""`` or an unknown field: as stored."""
+    name = order.lstrip("-")
+    ftype = fields.get(name)
+    if not order or ftype is None:
+        return list(range(len(items)))
+    return sorted(range(len(items)), key=lambda i: ftype.sort_key(items[i].get(name)), reverse=order.startswith("-"))
+
+
+def table_rank(items: Sequence[Any], item: Any, order: str, fields: dict[str, VType]) -> int:
+    """Where ``item`` is shown in its table (0: first), -1 when the table lacks it."""
+    if item not in items:
+        return -1
+    return table_order(items, order, fields).index(list(items).index(item))
+
+
+def page_count(rows: int, per_page: int) -> int:
+    """The pages a table of ``rows`` rows has at ``per_page`` a page (one, when it is empty)."""
+    return max(1, -(-rows // per_page))
+
+
+def heading_order(values: Sequence[str], current: object, field: str) -> str | None:
+    """The order a click on ``field``'s column heading asks for (``values``: the sort
+    variable's): the other direction when the rows are in this one already, else ascending
+    when the variable has it; None when it cannot order by ``field``."""
+    if field not in values and f"-{field}" not in values:
+        return None
+    if current == field and f"-{field}" in values:
+        return f"-{field}"
+    return field if field in values else f"-{field}"
+
+
+def heading_orders(values: Sequence[str], current: object) -> list[str]:
+    """What each heading of a sortable table asks for, in the order of the fields' first values."""
+    fields = dict.fromkeys(v.lstrip("-") for v in values)
+    return [order for f in fields if (order := heading_order(values, current, f)) is not None]

@@ -11,7 +11,8 @@ from fsm_sites.check import Ctx, Fn, compile_bool, compile_expr
 from fsm_sites.expr import Node
 from fsm_sites.spec import Element, Option
 from fsm_sites.state import Edge, State, UIEvent
-from fsm_sites.types import MapT, VType
+from fsm_sites.types import MapT, RecordT, SeqT, VType
+from fsm_sites.value_widgets import page_count, table_order
 
 if TYPE_CHECKING:
     from fsm_sites.model import SiteModel
@@ -64,11 +65,31 @@ class PageViewMixin:
         vals = self.full.canonical(vals)
         fn = self._repeat_fn(pid, element, em.repeat)
         coll = fn(vals, Ctx(args))
-        if isinstance(em.repeat_type, MapT):
-            pairs = [(k, k) for k in em.repeat_type.keys.values]
+        rtype = em.repeat_type
+        if isinstance(rtype, MapT):
+            pairs = [(k, k) for k in rtype.keys.values]
         else:
             pairs = [(str(i), item) for i, item in enumerate(coll)]
+            order = self.table_sort(pid, em.element.repeat or "")
+            if order and isinstance(rtype, SeqT) and isinstance(rtype.item, RecordT):  # in the order its table shows
+                fields = dict(rtype.item.fields)
+                pairs = [pairs[i] for i in table_order(coll, str(state.get(order) or ""), fields)]
         return [(v, it) for v, it in pairs if self.full.visible(em, page, vals, it)]
+
+    def table_pages(self, state: State, element: str) -> tuple[int, int, int] | None:
+        """(the page shown, how many pages, how many rows) of a paged table's element (None: not paged)."""
+        page, vals = self.node(state)
+        pid, args = self.full.page_of(page)
+        em = self.model.elements[(pid, element)]
+        el = em.element
+        if em.repeat is None or el.per_page is None or el.pager is None:
+            return None
+        rows = len(self._repeat_fn(pid, element, em.repeat)(self.full.canonical(vals), Ctx(args)))
+        return int(state.get(el.pager) or 1), page_count(rows, el.per_page), rows
+
+    def table_sort(self, page: str, repeat: str) -> str | None:
+        """The sort variable of the page's table of ``repeat`` (None: it has none)."""
+        return next((e.sort for e in self.pages[page].elements if e.repeat == repeat and e.sort), None)
 
     def is_open(self, state: State, element: str) -> bool:
         """Whether a date picker's month grid is open: its ``open_when`` holds."""

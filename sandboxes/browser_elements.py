@@ -12,7 +12,8 @@ beside) pixels. Two kinds of pages:
   slider is one entry (its value shown), a date
   picker its field plus, while open, each day; a sortable list's item is its drag handle
   (``id=position``), named by the item; a sortable table's heading is a button
-  (``id=order``, "Sort by Day", its ``aria-sort`` as the value);
+  (``id=order``, "Sort by Day", its ``aria-sort`` as the value), a paged table's pager
+  button a button (``id=pageN``, "Page 2" / "Next page", ``current`` for the page shown);
 - any other page: elements by HTML and ARIA semantics (links, buttons, inputs, selects,
   text areas, ``role=button|link|tab|option|radio|checkbox|menuitem|textbox``,
   ``onclick``), plus elements a script made clickable that show the pointer cursor
@@ -104,6 +105,9 @@ ELEMENTS_JS = r"""(() => {
       } else if (kind === "sort") {
         add(el, id + "=" + el.getAttribute("data-value"), "button", "Sort by " + text(el).replace(/[▲▼↕]/g, ""),
             el.closest("th") ? el.closest("th").getAttribute("aria-sort") : null);
+      } else if (kind === "page") {
+        add(el, id + "=page" + el.getAttribute("data-value"), "button", el.getAttribute("aria-label") || text(el),
+            el.getAttribute("aria-current") === "page" ? "current" : null);
       } else if (kind === "text_input") {
         add(el, id, "textbox", fieldLabel(el) || el.placeholder, el.value);
       } else if (kind === "checkbox") {

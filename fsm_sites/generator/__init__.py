@@ -25,6 +25,7 @@ from fsm_sites.generator.compose import (
     RankPart,
     SettingsPart,
     SiteRecipe,
+    TablePart,
     WizardPart,
     compose,
 )
@@ -118,7 +119,29 @@ def draw_recipe(rng: random.Random, seed: int, difficulty: str, shrink: int = 0)
         menu=menu,
         faq=faq,
         ranking=_draw_ranking(widgets, items, vocab) if difficulty == "hard" and shrink == 0 else None,
+        table=_draw_table(random.Random(f"fsm-table-{seed}-{difficulty}"), items) if shrink < 2 else None,
     )
+
+
+def _draw_table(rng: random.Random, items: tuple[Item, ...]) -> TablePart | None:
+    """A third of the time, a history table: 6-8 entries (reference, date, item, amount),
+    3 a page, sortable by date (newest first at first), amount and item; its goals open
+    the costliest entry sorted highest first, and the oldest one."""
+    if rng.random() >= 1 / 3:
+        return None
+    n = rng.randint(6, 8)
+    days, cents = sorted(rng.sample(range(1, 29), n)), sorted(rng.sample(range(150, 90000), n))
+    by_name = sorted(items, key=lambda i: i.label)
+    amounts = rng.sample(range(n), n)
+    rows = tuple((f"r{k + 1}", f"d{days[k]:02d}", rng.choice(items).id, f"a{cents[amounts[k]]}") for k in range(n))
+    fields = (("ref", "Reference", tuple((f"r{k + 1}", f"#{2001 + k}") for k in range(n))),
+              ("date", "Date", tuple((f"d{d:02d}", f"Jul {d}") for d in days)),
+              ("item", "Item", tuple((i.id, i.label) for i in by_name)),
+              ("amount", "Amount", tuple((f"a{c}", f"${c // 100:,}.{c % 100:02d}") for c in cents)))
+    top = next(r[0] for r in rows if r[3] == f"a{cents[-1]}")
+    return TablePart("history", "History", fields, rows, ("-date", "date", "amount", "-amount", "item"), 3, (
+        ("history_top", "sort the history by amount, highest first, and open the top entry", "-amount", top),
+        ("history_oldest", f"open the oldest entry of the history (Jul {days[0]})", None, rows[0][0])))
 
 
 def _draw_widget_field(rng: random.Random) -> FieldDef:

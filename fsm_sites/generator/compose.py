@@ -14,9 +14,11 @@ from fsm_sites.generator.builder import Cond, Guard, SiteBuilder, cond, split_ta
 from fsm_sites.generator.structured import (
     BookingsPart,
     FoldersPart,
+    TablePart,
     bookings,
     folders,
     quantity_cart,
+    table,
 )
 from fsm_sites.generator.templates import (
     FieldDef,
@@ -125,6 +127,7 @@ class SiteRecipe:
     # the home page's dashboard: stat tiles (label, variable) showing what the variables hold;
     # one bound to the catalog's collection gets a goal that ends on the dashboard
     stats: tuple[tuple[str, str], ...] = ()
+    table: TablePart | None = None  # a sortable, paged data table of records
 
 
 def compose(recipe: SiteRecipe) -> SiteSpec:
@@ -149,6 +152,8 @@ def compose(recipe: SiteRecipe) -> SiteSpec:
         nav += _bookings_part(b, recipe.bookings)
     if recipe.ranking:
         nav += _rank_part(b, recipe.catalog, recipe.ranking)
+    if recipe.table:
+        nav += _table_part(b, recipe.table)
     if recipe.search:
         items = {i.id: i for i in recipe.catalog.items}
         queries = {q: [(items[i].label, detail, i) for i in ids] for q, ids in recipe.search.items()}
@@ -385,3 +390,11 @@ def _bookings_part(b: SiteBuilder, part: BookingsPart) -> list[tuple[str, str]]:
     b.add_goal(f"{part.key}_one", records[0][1], conditions=[records[0][0]])
     b.add_goal(f"{part.key}_two", " and ".join(w for _, w in records), conditions=[r for r, _ in records])
     return [(listing, part.title)]
+
+
+def _table_part(b: SiteBuilder, part: TablePart) -> list[tuple[str, str]]:
+    page, detail = table(b, part)
+    for gid, words, order, row in part.goals:
+        conditions = [f"{part.key}_sort == '{order}'"] if order else []
+        b.add_goal(gid, words, page=f"{detail}({row})", conditions=conditions)
+    return [(page, part.title)]

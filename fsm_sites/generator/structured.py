@@ -119,3 +119,57 @@ def bookings(b: SiteBuilder, part: BookingsPart, exit_to: str) -> tuple[str, str
     b.link(listing, "new", part.form_title, form, f"open {part.form_title}", kind="button", section="header")
     b.local_group({form}, [name for _, name in form_vars])
     return form, listing
+
+
+@dataclass(frozen=True)
+class TablePart:
+    """A data table of records (a fixed list: a bank's transactions, an order history) with
+    sortable column headings, ``per_page`` rows a page, and an Open button per row that shows
+    the row's detail page. Its sort and page are local to the table and its detail page."""
+
+    key: str  # the list variable and the page, e.g. "activity"
+    title: str  # e.g. "Activity"
+    fields: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]  # (field, heading, ((value, label), ...)
+    # in ascending order); the first field names the row (its detail page's parameter)
+    rows: tuple[tuple[str, ...], ...]  # each row's values, one per field
+    orders: tuple[str, ...]  # the sort variable's values (`field`, `-field`: descending); the first is the default
+    per_page: int
+    goals: tuple[tuple[str, str, str | None, str], ...]  # (goal id, words, order wanted or None, row opened)
+
+
+def table(b: SiteBuilder, part: TablePart) -> tuple[str, str]:
+    """The table page (rows sorted by the headings, paged) and the row detail page
+    ``{key}_row(<row>)``; returns (table page, detail page)."""
+    types = []
+    for name, heading, values in part.fields:
+        labels = {v: label for v, label in values if label != v}
+        types.append({"name": name, "type": b.add_type(f"{part.key}_{name}", "enum", values=[v for v, _ in values],
+                                                       labels=labels), "label": heading.lower()})
+    record = b.add_type(f"{part.key}_entry", "record", fields=types)
+    rows = [dict(zip([n for n, _, _ in part.fields], row, strict=True)) for row in part.rows]
+    var = b.add_var(part.key, "list", item=record, max_len=len(rows), default=rows, label=part.title.lower())
+    headings = {n: heading.lower() for n, heading, _ in part.fields}
+    order = b.add_var(f"{part.key}_sort", "enum", values=list(part.orders), label="sort order",
+                      labels={o: f"{headings[o.lstrip('-')]} ({'descending' if o.startswith('-') else 'ascending'})"
+                              for o in part.orders})
+    pager = b.add_var(f"{part.key}_page", "int", min=1, max=-(-len(rows) // part.per_page), label="page")
+    key_field, key_type = part.fields[0][0], types[0]["type"]
+    page = b.add_page(part.key, part.title, body=f"{len(rows)} entries. Sort by a column heading.")
+    detail = b.add_page(f"{part.key}_row", f"{part.title}: {{{key_field}}}", params=[{"name": key_field, "type": key_type}],
+                        route=f"/{part.key}/{{{key_field}}}")
+    shown = ", ".join(f"{{it.{n}}}" for n, _, _ in part.fields[1:])
+    b.add_element(page, "row", "text", shown, repeat=var, sort=order, per_page=part.per_page, pager=pager)
+    b.add_element(page, "open", "button", "Open", repeat=var)
+    b.add_transition(page, "row", f"sort {part.title.lower()} by $value", event="sort",
+                     effects=[{"set": order, "to": "value"}, {"set": pager, "to": 1}])
+    b.add_transition(page, "row", f"go to page $value of {part.title.lower()}", event="page",
+                     effects=[{"set": pager, "to": "value"}])
+    b.add_transition(page, "open", f"open {{it.{key_field}}}", target=detail, args={key_field: f"it.{key_field}"})
+    shown_as = {n: dict(values) for n, _, values in part.fields}
+    for row in part.rows:
+        words = ", ".join(f"{heading}: {shown_as[n][v]}"
+                          for (n, heading, _), v in zip(part.fields[1:], row[1:], strict=True))
+        b.add_element(detail, f"about_{row[0]}", "text", words, visible_when=[f"{key_field} == '{row[0]}'"])
+    b.link(detail, "back", f"Back to {part.title.lower()}", page, f"go back to {part.title.lower()}", section="header")
+    b.local_group({page, detail}, [order, pager])
+    return page, detail

@@ -14,8 +14,8 @@ from fsm_sites.render.elements import Ctx, group_of, radio_checked, render_eleme
 from fsm_sites.render.icons import icon_for, icon_svg
 from fsm_sites.render.look import Look, choose_look, split_description
 from fsm_sites.render.themes import Layout, Theme, choose_style
-from fsm_sites.render.value_widgets import reading_pane, sort_rows, tab_panel
-from fsm_sites.spec import Element, Option, Page, SiteSpec, TypeDef, VarValue
+from fsm_sites.render.value_widgets import reading_pane, tab_panel, table_pager
+from fsm_sites.spec import Element, Option, Page, SiteSpec, VarValue
 from fsm_sites.state import Edge, State, UIEvent
 
 
@@ -34,6 +34,7 @@ class MachineView(Protocol):
     def route(self, state: State) -> str: ...
     def is_open(self, state: State, element: str) -> bool: ...
     def invalid(self, state: State, element: str) -> bool: ...
+    def table_pages(self, state: State, element: str) -> tuple[int, int, int] | None: ...
 
 
 #: Kinds whose choices are the machine's (a select bound to an enum, a slider's stops, a
@@ -135,22 +136,18 @@ def _repeat_block(block: list[Element], ctx: Ctx, state: State, machine: Machine
             items.setdefault(value, item)
     rows = [Copy(value, item, tuple((el, c) for el in block for v, _, c in copies[el.id] if v == value))
             for value, item in items.items()]
+    fields = record_fields(spec, block[0].repeat or "")
     sorter = next((el for el in block if el.sort), None)
-    if sorter is None or sorter.sort is None:
-        return repeat_html(rows, record_fields(spec, block[0].repeat or ""), ctx.look)
-    named: dict[str, TypeDef] = {t.name: t for t in spec.types}
-    var = next(v for v in spec.variables if v.name == block[0].repeat)
-    item = var.item
-    for _ in range(len(named) + 1):  # a named type may name another
-        ref = item if isinstance(item, str) else item.type if isinstance(item, TypeDef) else None
-        if ref not in named:
-            break
-        item = named[ref]
-    item = item if isinstance(item, TypeDef) else None
-    order = next(v for v in spec.variables if v.name == sorter.sort)
-    rows = sort_rows(rows, state.get(sorter.sort), item, named)
-    return repeat_html(rows, record_fields(spec, block[0].repeat or ""), ctx.look,
-                       (sorter, ctx, order.values, state.get(sorter.sort)))
+    heads = None
+    if sorter is not None and sorter.sort is not None:  # the rows come in its order (``machine.instances``)
+        order = next(v for v in spec.variables if v.name == sorter.sort)
+        heads = (sorter, ctx, order.values, state.get(sorter.sort))
+    html = repeat_html(rows, fields, ctx.look, heads)
+    paged = next((el for el in block if el.per_page), None)
+    pages = machine.table_pages(state, paged.id) if paged is not None else None
+    if paged is None or pages is None:
+        return html
+    return f'<div class="paged-table">{html}{table_pager(paged, ctx, *pages)}</div>'
 
 
 def _sections(elements: list[Element]) -> dict[str, list[Element]]:

@@ -15,12 +15,18 @@ import calendar
 import re
 from datetime import date
 from html import escape
-from typing import Any
 
 from fsm_sites.render.base import Ctx, attrs, label, show
 from fsm_sites.render.icons import icon_svg
-from fsm_sites.spec import Element, TypeDef
-from fsm_sites.value_widgets import Month, WidgetError, parse_date, parse_month, picked_day
+from fsm_sites.spec import Element
+from fsm_sites.value_widgets import (
+    Month,
+    WidgetError,
+    heading_order,
+    parse_date,
+    parse_month,
+    picked_day,
+)
 
 WEEKDAY_HEADS = ("Mo", "Tu", "We", "Th", "Fr", "Sa", "Su")
 
@@ -193,28 +199,6 @@ def tab_panel(blocks: list[str]) -> list[str]:
             f'<section class="tab-panel panel" role="tabpanel">{panel}</section></div>']
 
 
-def sort_rows(rows: list, order: object, item: TypeDef | None, named: dict[str, TypeDef]) -> list:
-    """A data table's rows (``Copy``s of records) in the order a sort variable names:
-    ``field`` ascending, ``-field`` descending; an enum field by its values' order."""
-    if not isinstance(order, str) or not order:
-        return rows
-    name = order.lstrip("-")
-    ftype: TypeDef | str | None = next((f for f in (item.fields if item is not None else ()) if f.name == name), None)
-    for _ in range(len(named) + 1):  # a field's type may be a named type
-        ref = ftype.type if isinstance(ftype, TypeDef) else ftype
-        if isinstance(ref, str) and ref in named:
-            ftype = named[ref]
-        else:
-            break
-    values = list(ftype.values) if isinstance(ftype, TypeDef) and ftype.type == "enum" else None
-
-    def key(row: Any) -> Any:
-        value = row.item.get(name) if hasattr(row.item, "get") else None
-        return values.index(value) if values is not None and value in values else value
-
-    return sorted(rows, key=key, reverse=order.startswith("-"))
-
-
 def sort_heading(title: str, field: str, sorter: tuple[Element, Ctx, tuple[str, ...], object] | None) -> str:
     """A column heading; with a sort variable that can order by ``field``, a button sending
     ``sort`` (the other direction when the rows are in this one already)."""
@@ -224,9 +208,32 @@ def sort_heading(title: str, field: str, sorter: tuple[Element, Ctx, tuple[str, 
     if field not in values and f"-{field}" not in values:
         return f'<th scope="col">{escape(title)}</th>'
     state = "ascending" if current == field else "descending" if current == f"-{field}" else "none"
-    wanted = f"-{field}" if state == "ascending" and f"-{field}" in values else field if field in values else f"-{field}"
+    wanted = heading_order(values, current, field) or field
     arrow = {"ascending": "▲", "descending": "▼", "none": "↕"}[state]
     wiring = (f' data-el="{escape(el.id)}" data-kind="sort" data-ev="sort" data-value="{escape(wanted)}"'
               if ctx.live else "")
     return (f'<th scope="col" aria-sort="{state}"><button type="button" class="th-sort"{wiring}>'
             f'{escape(title)}<span class="sort-mark" aria-hidden="true">{arrow}</span></button></th>')
+
+
+def table_pager(el: Element, ctx: Ctx, current: int, pages: int, rows: int) -> str:
+    """A paged table's pager: what it shows of how many, then Previous, the page numbers and
+    Next, each a button sending ``page`` with its number. The page shown is marked current,
+    Previous on the first page and Next on the last are disabled: their clicks still reach
+    the machine, which fires nothing for them."""
+    size = el.per_page or 1
+    first, last = (current - 1) * size + 1, min(current * size, rows)
+    info = f"{first}-{last} of {rows}" if rows and first <= last else f"0 of {rows}"
+
+    def button(text: str, number: int, name: str, *, current: bool = False, disabled: bool = False) -> str:
+        wiring = (f' data-el="{escape(el.id)}" data-kind="page" data-ev="page" data-value="{number}"'
+                  if ctx.live else "")
+        marks = (' aria-current="page"' if current else "") + (' aria-disabled="true"' if disabled else "")
+        cls = "page-btn active" if current else "page-btn"
+        return f'<button type="button" class="{cls}" aria-label="{name}"{wiring}{marks}>{text}</button>'
+
+    parts = [button('<span aria-hidden="true">‹</span> Previous', current - 1, "Previous page", disabled=current <= 1)]
+    parts += [button(str(n), n, f"Page {n}", current=n == current) for n in range(1, pages + 1)]
+    parts.append(button('Next <span aria-hidden="true">›</span>', current + 1, "Next page", disabled=current >= pages))
+    return (f'<nav class="pager table-pager" aria-label="Pages"><span class="pager-info">{info}</span>'
+            f'<span class="pager-pages">{"".join(parts)}</span></nav>')

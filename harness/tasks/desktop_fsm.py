@@ -199,7 +199,8 @@ def tk_action(edge: Edge, elements: list[dict[str, Any]]) -> Action:
                 return Key(keys=("ctrl", "/"))  # Tk's select-all in an entry
             return TypeText(text=wanted) if wanted else Key(keys=("backspace",))
     else:
-        for element in mine:
+        # an option of its own first (a table's pager button "2" before the row whose value is "2")
+        for element in sorted(mine, key=lambda e: e["part"] != f"option:{edge.value}"):
             if element["part"] == f"option:{edge.value}" or (
                     element["part"] is None and element["value"] == edge.value):
                 return _center(element["box"])

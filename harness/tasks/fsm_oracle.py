@@ -21,6 +21,7 @@ One edge may take several actions, each returned by its own ``cheat`` call:
 - open / pick (a date picker): Click its field, then (the grid open) the day.
 - move (a sortable list, value ``from>to``): Drag the item's handle to where the other
   items' middles put it at ``to``.
+- sort / page (a data table): Click the column heading / the pager button that sends it.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ _PROBE = """(() => {
   const q = %s, value = %s, event = %s;
   if (!window.__fsm) return null;
   const sel = '[data-el="' + CSS.escape(q) + '"]';
-  // One copy of a repeated element carries the event value itself (data-value on the host).
-  const host = (value !== null && document.querySelector(sel + '[data-value="' + CSS.escape(value) + '"]'))
-    || document.querySelector(sel);
+  // One copy of a repeated element carries the event value itself (data-value on the host);
+  // a table's heading or pager button carries its own event too (a page number is no row).
+  const valued = value !== null ? sel + '[data-value="' + CSS.escape(value) + '"]' : null;
+  const host = (valued && (document.querySelector(valued + '[data-ev="' + event + '"]')
+    || document.querySelector(valued))) || document.querySelector(sel);
   const box = (el) => { if (!el) return null; const r = el.getBoundingClientRect();
     return {x: r.left + r.width / 2, y: r.top + r.height / 2, w: r.width, h: r.height}; };
   let target = host, menuOpen = false, option = null;

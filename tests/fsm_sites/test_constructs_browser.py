@@ -58,6 +58,14 @@ async def test_the_oracle_solves_a_large_generated_site(provider) -> None:
     assert [(v.task_id, v.reason) for v in verdicts if not v.kept] == []
 
 
+async def test_the_oracle_sorts_and_pages_a_generated_sites_table(provider) -> None:
+    spec = synthesize_site(3, "easy")  # one that draws a History table
+    tasks = [t for t in synthesize_tasks(spec, 20, seed=1) if t.goal in ("history_top", "history_oldest")]
+    assert len(tasks) == 2
+    verdicts = await _verify_all(provider, spec, tasks, seed=2)
+    assert [(v.task_id, v.reason) for v in verdicts if not v.kept] == []
+
+
 async def test_disabled_buttons_toasts_rows_and_routes_in_the_page(provider) -> None:
     spec = load_site("clinic")
     async with SiteServer([spec]) as server:

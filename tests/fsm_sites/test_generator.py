@@ -73,6 +73,18 @@ def test_hard_sites_have_a_million_states_and_records_and_their_goals_are_solved
     assert any(isinstance(t, MapT) for t in shop.schema.variables.values())  # a cart with quantities
 
 
+def test_some_sites_get_a_sortable_paged_table_whose_goals_sort_or_page() -> None:
+    tabled = [(s, d) for s in range(8) for d in ("easy", "medium") if "history" in {p.id for p in _site(s, d).pages}]
+    assert 1 <= len(tabled) < 16  # a third of the time, from a generator of its own
+    machine = _machine(*tabled[0])
+    row = next(e for e in machine.pages["history"].elements if e.id == "row")
+    assert (row.sort, row.per_page, row.pager) == ("history_sort", 3, "history_page")
+    top = machine.shortest_paths(machine.initial, "history_top")[0]
+    assert [e.value for e in top if e.event == "sort"] == ["amount", "-amount"]  # what the headings ask for
+    oldest = machine.shortest_paths(machine.initial, "history_oldest")
+    assert all(any(e.event in ("sort", "page") for e in path) for path in oldest)  # newest first: sort or page
+
+
 def test_bad_difficulty_is_refused() -> None:
     with pytest.raises(ValueError, match="expected difficulty in"):
         synthesize_site(0, "impossible")  # type: ignore[arg-type]

@@ -4,7 +4,8 @@
 //              `data-stops` (spread evenly over the track) is sent as `change` if it differs
 //              from the shown one; arrow keys send the next or previous stop.
 //   date picker  its field and the open grid's days carry data-ev="open" / "pick".
-//   data table   a sortable column's heading carries data-ev="sort" and the order it asks for.
+//   data table   a sortable column's heading carries data-ev="sort" and the order it asks for;
+//              a paged table's pager buttons data-ev="page" and the page number they ask for.
 //   sortable   a press on an item's handle, a drag, a release: `move` with "from>to", where
 //              `to` counts the other items whose middle lies above the release point; the
 //              item follows the pointer meanwhile (an inline transform, gone with the swap).
@@ -75,7 +76,7 @@
 
   // The picker's field and its days: their own events, with the day's value.
   document.addEventListener("click", function (e) {
-    var part = e.target.closest(".datepicker [data-ev], [data-ev='sort']");
+    var part = e.target.closest(".datepicker [data-ev], [data-ev='sort'], [data-ev='page']");
     if (!part) return;
     e.preventDefault();
     var host = part.closest("[data-el]");
