@@ -57,9 +57,24 @@ from sandboxes.browser_actions import perform
 from sandboxes.browser_config import BrowserConfig
 from sandboxes.providers import LocalProvider
 
+#: FSMTask options of each mode: the default task (on a tree with the binding, its events
+#: go through it), its events posted over HTTP, the prefetch.
+MODES: dict[str, dict[str, Any]] = {"default": {}, "http": {"bind_events": False},
+                                    "prefetch": {"prefetch": True}}
 ONE_FRAME_MS = 25.0  # between one 60 Hz frame (16.7 ms) and two (33.3 ms)
 _LAST = "(() => { const f = window.__fsm; return f && f.last ? f.last : null; })()"
 Samples = dict[str, list[float]]
+
+
+def timed_call(call: Callable[..., Any], into: list[float]) -> Callable[..., Any]:
+    """``call`` (a plain function) that appends its time (ms) to ``into``."""
+    def wrapper(*args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return call(*args)
+        finally:
+            into.append((time.perf_counter() - start) * 1000)
+    return wrapper
 
 
 def timed_handler(handler: Callable[[Any], Awaitable[Any]], into: list[float]) -> Callable[[Any], Awaitable[Any]]:
@@ -153,7 +168,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     server = SiteServer(specs)
     handlers: Samples = {"server: event handler": [], "server: prefetch handler": [],
                          "floor: click": [], "floor: screenshot": []}
-    server._event = timed_handler(server._event, handlers["server: event handler"])  # type: ignore[method-assign]
+    if hasattr(server, "page_event"):  # what both the HTTP handler and the binding call
+        server.page_event = timed_call(server.page_event, handlers["server: event handler"])  # type: ignore[method-assign]
+    else:
+        server._event = timed_handler(server._event, handlers["server: event handler"])  # type: ignore[method-assign]
     if hasattr(server, "_next"):
         server._next = timed_handler(server._next, handlers["server: prefetch handler"])  # type: ignore[attr-defined]
     steps: dict[str, dict[str, Any]] = {}
@@ -169,7 +187,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             episodes = [(task, mode) for index, task in enumerate(tasks)  # the order rotates
                         for mode in modes[index % len(modes):] + modes[:index % len(modes)]]
             for task, mode in episodes:
-                options = {"prefetch": True} if mode == "prefetch" else {}
+                options = MODES[mode]
                 env = AsyncEnv(FSMTask([task], sites, **options), sandbox)
                 await env.reset(seed=lap)
                 for _ in range(env.max_steps):
@@ -200,8 +218,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                             cell["parts"].setdefault(name, []).extend(values)
                         cell["parts"].setdefault("total (parts)", []).append(env_ms)
                     if isinstance(last, dict) and last != before:
-                        for name in ("swap", "answer"):
-                            cell["page"].setdefault(name, []).append(float(last[name]))
+                        for name in ("swap", "answer", "shown"):
+                            if name in last:
+                                cell["page"].setdefault(name, []).append(float(last[name]))
                     if terminated or truncated:
                         break
                 await env.close()
@@ -246,9 +265,11 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
                   fmt(s["env_over_floor_paired_p50"], 2), fmt(s["env_steps_in_one_frame"], 2)]
                  for k, s in kinds.items()])
     names = ["click", "flush", "settle", "verdict", "screenshot", "total (parts)"]
-    print_table("the same steps in parts (ms, medians)", ["kind", *names, "page: swap", "page: answer"],
+    print_table("the same steps in parts (ms, medians)", ["kind", *names, "page: swap", "page: answer",
+                                                          "page: shown"],
                 [[k, *(fmt(s["parts_ms_p50"].get(n)) for n in names), fmt(s["page_ms_p50"].get("swap")),
-                  fmt(s["page_ms_p50"].get("answer"))] for k, s in kinds.items() if s["parts_ms_p50"]])
+                  fmt(s["page_ms_p50"].get("answer")), fmt(s["page_ms_p50"].get("shown"))]
+                 for k, s in kinds.items() if s["parts_ms_p50"]])
     print_table("server handlers and the floor's parts (ms, medians)", ["part", "ms"],
                 [[k, fmt(v)] for k, v in summary["server_ms_p50"].items()])
     return summary
@@ -258,9 +279,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 tasks per site, one lap")
     parser.add_argument("--laps", type=int, default=None, help="laps over the tasks (a layout seed each)")
-    parser.add_argument("--modes", default="answer,prefetch",
-                        help="FSMTask modes to interleave: answer (the default task), prefetch "
-                             "(FSMTask(prefetch=True)); a tree before the prefetch has only answer")
+    parser.add_argument("--modes", default="default,http",
+                        help="FSMTask modes to interleave: default (the default task: the event "
+                             "binding on a tree that has it), http (FSMTask(bind_events=False): "
+                             "events posted), prefetch (FSMTask(prefetch=True)); a tree before "
+                             "the binding has only default (and prefetch)")
     parser.add_argument("--out", default=None, help="JSON results path")
     args = parser.parse_args(argv)
     args.laps = args.laps or (1 if args.quick else 2)

@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from fsm_sites.client import SiteClient, SiteUnavailable
+from fsm_sites.client import LocalSiteClient, SiteClient, SiteUnavailable
 from fsm_sites.engine import Edge, Machine
 from fsm_sites.sessions import SessionError
 from fsm_sites.spec import SiteSpec
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     from harness.resources import TaskResources
 
 _SETTLE_TIMEOUT_S = 5.0
+#: The page's way to hand its events to an in-process server (site.js ``post``).
+EVENT_BINDING = "__fsmPost"
 # Waits for the page's in-flight event or swap, then says what the page shows.
 _STATUS = ("(async () => { const f = window.__fsm; if (!f) return null; await f.idle;"
            " return {pending: f.pending, swapped: f.swapped, ready: document.readyState,"
@@ -97,7 +100,7 @@ class FSMTask(Task):
     def __init__(self, task: Any | Sequence[Any], sites: SiteClient | None = None, *,
                  name: str | None = None, site_spec: SiteSpec | None = None,
                  reuse_page: bool = True, viewport: tuple[int, int] | None = None,
-                 prefetch: bool = False) -> None:
+                 prefetch: bool = False, bind_events: bool = True) -> None:
         self.choices: list[Any] = list(task) if isinstance(task, (list, tuple)) else [task]
         if not self.choices:
             raise TaskError("expected at least one FSM task spec, got none")
@@ -111,6 +114,9 @@ class FSMTask(Task):
         #: docs/fsm_server.md): less waiting per step, more work per step (off by default:
         #: on 2 busy cores it did not pay, see BENCHMARKS.md, issue 12).
         self.prefetch = prefetch
+        #: With an in-process site server, let the page hand its events to the server
+        #: through a browser binding instead of posting them (see ``event_binding``).
+        self.bind_events = bind_events
         self.task: Any = first
         self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)
         self._given_sites = sites  # None: the run's TaskResources.sites(), fetched per setup
@@ -138,6 +144,9 @@ class FSMTask(Task):
         content = await _site_call(sites.page_html(view.id)) if self.reuse_page else None
         await browser.reset(view.url, allowed_origins=(sites.site_url,), keep_page=self.reuse_page,
                             content=content)
+        add_binding = getattr(browser, "add_binding", None)
+        if self.bind_events and add_binding is not None and isinstance(sites, LocalSiteClient):
+            await add_binding(EVENT_BINDING, event_binding(sites))
         read_after_actions = getattr(browser, "read_after_actions", None)
         if read_after_actions is not None:  # the settle's first read rides on each action's last trip
             read_after_actions(_NOW)
@@ -310,6 +319,29 @@ class FSMTask(Task):
                 if not isinstance(now, dict) or now["speculating"] != speculating:
                     return False
         return False
+
+
+def event_binding(sites: LocalSiteClient) -> Callable[[str], str | None]:
+    """The handler of the page's ``window.__fsmPost`` (site.js ``post``): the page hands
+    its event message ``{id, session, body}`` to this process as a CDP event, the in-process
+    server answers it exactly as ``POST /s/<session>/event`` would (``page_event``: same
+    checks, same verdict, same refusals), and the reply hands the answer back to the page
+    (``__fsm.receive``), which shows it as it shows a posted event's answer. No request goes
+    through the browser's network stack, and the reply reaches the page on the sandbox's
+    own CDP session ahead of the action's flush, so the flush's read usually finds the
+    new page shown already."""
+    def handle(text: str) -> str | None:
+        try:
+            message = json.loads(text)
+            number, session, body = int(message["id"]), str(message["session"]), str(message["body"])
+        except (ValueError, KeyError, TypeError):
+            return None  # not site.js's message: no page waits for an answer
+        try:
+            _, answer = sites.page_event(session, body)
+        except Exception as exc:  # noqa: BLE001 - what the HTTP server's 500 would tell the page
+            answer = {"error": f"{type(exc).__name__}: {exc}", "kind": "ServerError"}
+        return f"window.__fsm && window.__fsm.receive({number}, {json.dumps(answer)})"
+    return handle
 
 
 async def _read(browser: PageReader, expression: str) -> object:

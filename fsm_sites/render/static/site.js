@@ -17,20 +17,25 @@
 //   pending   an event or a swap is in flight or queued
 //   idle      a promise that settles when every queued one is done
 //   swapped   the DOM shown was swapped in (false right after a full page load)
+//   digest    the server's digest of the page shown, when an answer told it (else null): an
+//             event names it (`shown`) so that the answer may carry the new page's body only
 //   next      the prefetched pages of the page shown ({seq, events, pages, parts}), or null
 //   setPrefetch(on)  turn the prefetch on (asking at once when idle) or off; a full load
 //             starts with it off
 //   speculating  {digest, seq} while a prefetched page is shown and its event, the only
 //             one, is in flight: the page's digest and the seq its event will have if the
 //             server takes it (the URL says ?v=<seq> only once the answer came), else null
-//   last      the last event's timings (ms): {local, swap, answer}, for benchmarks
+//   last      the last event's timings (ms) from the event on: {local, swap (the prefetched
+//             page shown), answer (the answer came), shown (its page swapped in)}, for benchmarks
+//   receive(id, answer)  the answer to the event message number `id` that the page handed
+//             to window.__fsmPost (a binding the harness installs; see post below)
 //   show(url[, html])  swap in the page at url (fetched unless its html is given; resolves
 //             to true), falling back to a full load if that fails; the harness uses it
 //             after a jump, and the sandbox (as __softNavigate) for a new episode
 (function () {
   if (window.__fsm) return;  // a swapped-in body's copy of this script never runs, but be sure
   var fsm = window.__fsm = {
-    pending: false, idle: Promise.resolve(true), swapped: false,
+    pending: false, idle: Promise.resolve(true), swapped: false, digest: null,
     page: document.body.getAttribute("data-page"), next: null, last: null, speculating: null,
   };
   var shownCount = 0;  // pages swapped in so far: a prefetch answer is for the one it asked about
@@ -67,18 +72,29 @@
   }
   function here(suffix) { return baseOf(location.pathname) + suffix; }
 
-  function swap(html, url) {
+  // `html`: a whole page; with `bodyOnly`, the <body ...> of a page whose head and closing
+  // script are those of the page shown (an event's answer `body`, see fsm_sites.server), so
+  // the page keeps its own head and moves its script (run once already) into the new body.
+  function swap(html, url, bodyOnly) {
     var doc = new DOMParser().parseFromString(html, "text/html");
     if (!doc.body || !doc.body.hasAttribute("data-page")) throw new Error("not an FSM page: " + url);
-    var body = doc.body, address = shown(url, body);
-    swapHead(doc.head);
+    var body = doc.body, address = shown(url, body), script = document.body.lastElementChild;
+    if (bodyOnly && (!script || script.tagName !== "SCRIPT")) throw new Error("no script to keep: " + url);
+    var scrolled = window.scrollX !== 0 || window.scrollY !== 0;
+    if (bodyOnly) {
+      body.appendChild(script);
+    } else {
+      swapHead(doc.head);
+      document.title = doc.title;
+    }
     document.body.replaceWith(body);
-    document.title = doc.title;
     history.replaceState(null, "", address);
-    window.scrollTo(0, 0);
+    // Scrolling lays the page out at once; unscrolled, the next frame does it.
+    if (scrolled) window.scrollTo(0, 0);
     fsm.page = document.body.getAttribute("data-page");
     fsm.swapped = true;
     fsm.next = null;
+    fsm.digest = null;
     shownCount += 1;
   }
 
@@ -140,9 +156,11 @@
       });
   }
 
-  // Swap in html we already have; if it is no FSM page, fetch url (and then reload).
-  function showHtml(html, url) {
-    try { swap(html, url); } catch (err) { return load(url); }
+  // Swap in html we already have (the page of `digest`, when known); if it is no FSM page,
+  // fetch url (and then reload).
+  function showHtml(html, url, digest, bodyOnly) {
+    try { swap(html, url, bodyOnly); } catch (err) { return load(url); }
+    fsm.digest = digest || null;
   }
 
   fsm.show = function (url, html) {
@@ -164,26 +182,56 @@
     if (digest !== undefined) {
       try {
         swap(unpacked(next, digest), location.href);
+        fsm.digest = digest;
         message.expect = digest;
         fsm.speculating = { digest: digest, seq: next.seq + 1 };
         local = true;
       } catch (err) { /* not a page after all: the answer carries the right one */ }
     }
-    var shownAt = performance.now(), body = JSON.stringify(message);
+    var shownAt = performance.now();
     track(function () {
-      return fetch(here("event"), { method: "POST", headers: { "content-type": "application/json" }, body: body })
-        .then(function (r) { return r.json(); })
+      if (fsm.digest) message.shown = fsm.digest;  // what the page shows when the event leaves
+      return post(JSON.stringify(message))
         .then(function (d) {
           fsm.last = { local: local, swap: shownAt - started, answer: performance.now() - started };
           fsm.speculating = null;
           if (d.seq === undefined) return load(here("?v=x"));
           // The answer carries the new state's page unless the page shows it already.
-          if (typeof d.html === "string") return showHtml(d.html, here("?v=" + d.seq));
+          if (typeof d.html === "string" || typeof d.body === "string") {
+            var bodyOnly = typeof d.html !== "string";
+            var result = showHtml(bodyOnly ? d.body : d.html, here("?v=" + d.seq), d.digest, bodyOnly);
+            fsm.last.shown = performance.now() - started;
+            return result;
+          }
           if (!local) return load(here("?v=x"));
           history.replaceState(null, "", shown(here("?v=" + d.seq), document.body));
         }, function () { fsm.speculating = null; return load(here("?v=x")); });
     });
   }
+
+  // How an event reaches the server: through window.__fsmPost when the harness driving this
+  // page serves its session in its own process (a CDP binding: the message goes straight to
+  // the harness, no request through the network stack; the harness answers by calling
+  // fsm.receive(id, answer) with what POST ./event would answer), else POST ./event.
+  var replies = {}, posted = 0;
+  function post(body) {
+    var session = location.pathname.match(/^\/s\/([^\/]+)\//);
+    if (typeof window.__fsmPost !== "function" || !session) {
+      return fetch(here("event"), { method: "POST", headers: { "content-type": "application/json" }, body: body })
+        .then(function (r) { return r.json(); });
+    }
+    return new Promise(function (resolve) {
+      posted += 1;
+      replies[posted] = resolve;
+      window.__fsmPost(JSON.stringify({ id: posted, session: decodeURIComponent(session[1]), body: body }));
+    });
+  }
+  fsm.receive = function (id, answer) {
+    var resolve = replies[id];
+    delete replies[id];
+    if (resolve) resolve(answer);
+    return true;
+  };
 
   function closeMenus(except) {
     document.querySelectorAll(".dd-menu").forEach(function (m) { if (m !== except) m.hidden = true; });
