@@ -56,13 +56,13 @@ _SETTLE_TIMEOUT_S = 5.0
 EVENT_BINDING = "__fsmPost"
 # Waits for the page's in-flight event or swap, then says what the page shows.
 _STATUS = ("(async () => { const f = window.__fsm; if (!f) return null; await f.idle;"
-           " return {pending: f.pending, swapped: f.swapped, ready: document.readyState,"
+           " return {pending: f.pending, swapped: f.swapped || f.painted, ready: document.readyState,"
            " search: location.search}; })()")
 _FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 # What the page shows now, without waiting: read by the action's own last round trip
 # (``read_after_actions``), so a step whose page needs no waiting costs no extra trip.
 _NOW = ("(() => { const f = window.__fsm; if (!f) return null;"
-        " return {pending: f.pending, swapped: f.swapped, speculating: f.speculating || null,"
+        " return {pending: f.pending, swapped: f.swapped || f.painted, speculating: f.speculating || null,"
         " ready: document.readyState, search: location.search}; })()")
 # While a prefetched page waits for the server to take its event, how often (in polls of
 # the server, 1 ms apart) it also asks the page whether its answer came meanwhile (a refused
@@ -281,7 +281,9 @@ class FSMTask(Task):
                     current = (seen in (str(seq), "x") or (seen is None and seq == 0)
                                or (seen, seq) == self._jump_view)
                 if current and status["swapped"]:
-                    return  # a capture renders a swapped-in DOM (tests/harness/test_fsm_task.py)
+                    # A capture renders a swapped-in DOM (tests/harness/test_fsm_task.py), and
+                    # a loaded one that has painted (``swapped`` says either).
+                    return
                 if current:
                     # A freshly loaded document may not have painted yet; wait for two
                     # frames so the screenshot that follows captures it.

@@ -17,6 +17,7 @@
 //   pending   an event or a swap is in flight or queued
 //   idle      a promise that settles when every queued one is done
 //   swapped   the DOM shown was swapped in (false right after a full page load)
+//   painted   the document has rendered a frame since it loaded (two frames went by)
 //   digest    the server's digest of the page shown, when an answer told it (else null): an
 //             event names it (`shown`) so that the answer may carry the new page's body only
 //   next      the prefetched pages of the page shown ({seq, events, pages, parts}), or null
@@ -35,12 +36,14 @@
 (function () {
   if (window.__fsm) return;  // a swapped-in body's copy of this script never runs, but be sure
   var fsm = window.__fsm = {
-    pending: false, idle: Promise.resolve(true), swapped: false, digest: null,
+    pending: false, idle: Promise.resolve(true), swapped: false, painted: false, digest: null,
     page: document.body.getAttribute("data-page"), next: null, last: null, speculating: null,
   };
   var shownCount = 0;  // pages swapped in so far: a prefetch answer is for the one it asked about
   window.__softNavigate = function (url, html) { return fsm.show(url, html); };
   fsm.send = function (el, event, value) { send(el, event, value); };  // for value_widgets.js
+  // Two frames after the load the document has painted (the harness need not wait for it).
+  requestAnimationFrame(function () { requestAnimationFrame(function () { fsm.painted = true; }); });
   // A full load shows the route of its page too (the server serves every route of a session).
   if (document.body.hasAttribute("data-route")) {
     history.replaceState(null, "", shown(location.href, document.body));
