@@ -57,9 +57,9 @@ from sandboxes.browser_actions import perform
 from sandboxes.browser_config import BrowserConfig
 from sandboxes.providers import LocalProvider
 
-#: FSMTask options of each mode: the default task (on a tree with the binding, its events
-#: go through it), its events posted over HTTP, the prefetch.
-MODES: dict[str, dict[str, Any]] = {"default": {}, "http": {"bind_events": False},
+#: FSMTask options of each mode: the default task (on a tree with the hand-over, the task
+#: takes the page's events in its settle), its events posted over HTTP, the prefetch.
+MODES: dict[str, dict[str, Any]] = {"default": {}, "http": {"take_events": False},
                                     "prefetch": {"prefetch": True}}
 ONE_FRAME_MS = 25.0  # between one 60 Hz frame (16.7 ms) and two (33.3 ms)
 _LAST = "(() => { const f = window.__fsm; return f && f.last ? f.last : null; })()"
@@ -168,7 +168,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     server = SiteServer(specs)
     handlers: Samples = {"server: event handler": [], "server: prefetch handler": [],
                          "floor: click": [], "floor: screenshot": []}
-    if hasattr(server, "page_event"):  # what both the HTTP handler and the binding call
+    if hasattr(server, "page_event"):  # what both the HTTP handler and the hand-over call
         server.page_event = timed_call(server.page_event, handlers["server: event handler"])  # type: ignore[method-assign]
     else:
         server._event = timed_handler(server._event, handlers["server: event handler"])  # type: ignore[method-assign]
@@ -281,9 +281,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--laps", type=int, default=None, help="laps over the tasks (a layout seed each)")
     parser.add_argument("--modes", default="default,http",
                         help="FSMTask modes to interleave: default (the default task: the event "
-                             "binding on a tree that has it), http (FSMTask(bind_events=False): "
+                             "hand-over on a tree that has it), http (FSMTask(take_events=False): "
                              "events posted), prefetch (FSMTask(prefetch=True)); a tree before "
-                             "the binding has only default (and prefetch)")
+                             "the hand-over has only default (and prefetch)")
     parser.add_argument("--out", default=None, help="JSON results path")
     args = parser.parse_args(argv)
     args.laps = args.laps or (1 if args.quick else 2)

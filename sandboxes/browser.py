@@ -207,18 +207,6 @@ class BrowserSandbox:
         ``reset``, stops it."""
         self._after_read, self._read_value = expression, NOT_READ
 
-    async def add_binding(self, name: str, handler: Callable[[str], str | None]) -> None:
-        """Give the episode's page ``window[name](text)``, which hands ``text`` to
-        ``handler`` in this process without a network request; a JavaScript expression
-        that ``handler`` returns is evaluated in the calling document as its reply (see
-        ``EpisodeContext.add_binding``). Lasts as long as the episode's context: a page kept
-        by ``reset(keep_page=True)`` keeps it, a fresh reset's context has none."""
-        self._require_page()
-        assert self._episode is not None
-        episode = self._episode
-        await self._guarded("add_binding", lambda: episode.add_binding(name, handler),
-                            self.config.action_timeout_s)
-
     async def elements(self) -> list[UIElement]:
         """The interactive elements the viewport shows (``sandboxes.browser_elements``)."""
         return parse_elements(await self.evaluate(ELEMENTS_JS))

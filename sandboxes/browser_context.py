@@ -13,8 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from playwright.async_api import Browser, BrowserContext, CDPSession, Page, Request, Route
 from playwright.async_api import Error as PlaywrightError
@@ -49,9 +48,6 @@ class EpisodeContext:
         self.nav: NavigationWatcher
         #: Popups being closed, held so that their tasks are not garbage-collected.
         self._closing_popups: set[asyncio.Task[None]] = set()
-        #: The page's bindings by name (``add_binding``) and their replies in flight.
-        self._bindings: dict[str, Callable[[str], str | None]] = {}
-        self._replies: set[asyncio.Task[None]] = set()
 
     @classmethod
     async def open(cls, browser: Browser, config: BrowserConfig, allowed: frozenset[str],
@@ -106,41 +102,6 @@ class EpisodeContext:
                     raise
                 await asyncio.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
-
-    async def add_binding(self, name: str, handler: Callable[[str], str | None]) -> None:
-        """Give the page (every document it loads from now on) ``window[name](text)``: a
-        CDP binding (``Runtime.addBinding``), so a call hands ``text`` to ``handler`` as a
-        protocol event, with no network request and no answer to wait for. A string that
-        ``handler`` returns is evaluated in the calling document as the reply, on this
-        context's CDP session (ahead of the reads sent after it). Adding a name again
-        replaces its handler."""
-        if not self._bindings:
-            self.cdp.on("Runtime.bindingCalled", self._on_binding)
-            await self.cdp.send("Runtime.enable")  # else a new document would lack the binding
-        known = name in self._bindings
-        self._bindings[name] = handler
-        if not known:
-            await self.cdp.send("Runtime.addBinding", {"name": name})
-
-    def _on_binding(self, params: dict[str, Any]) -> None:
-        handler = self._bindings.get(str(params.get("name")))
-        if handler is None:
-            return
-        reply = handler(str(params.get("payload", "")))
-        if reply is None:
-            return
-        task = asyncio.ensure_future(self._reply(reply, params.get("executionContextId")))
-        self._replies.add(task)
-        task.add_done_callback(self._replies.discard)
-
-    async def _reply(self, expression: str, context_id: object) -> None:
-        params: dict[str, Any] = {"expression": expression}
-        if isinstance(context_id, int):
-            params["contextId"] = context_id
-        try:
-            await self.cdp.send("Runtime.evaluate", params)
-        except PlaywrightError:
-            pass  # the calling document went away (navigated, closed): nobody waits for it
 
     async def start_over(self) -> None:
         """Begin another episode in this context: clear its cookies and the storage of its

@@ -162,20 +162,20 @@ def _pixels(png: bytes) -> bytes:
     return Image.open(io.BytesIO(png)).convert("RGB").tobytes()
 
 
-@pytest.mark.parametrize("width, prefetch, bind", [(1024, False, True), (390, False, True), (1024, True, True),
+@pytest.mark.parametrize("width, prefetch, take", [(1024, False, True), (390, False, True), (1024, True, True),
                                                    (1024, False, False)])
 async def test_a_reused_page_looks_exactly_like_a_fresh_context(provider, site_server, width, prefetch,
-                                                                bind) -> None:
+                                                                take) -> None:
     """The in-place paths (a step's swap of a whole page or of its body only, a prefetched
     page shown at once, a reset that keeps the page) show the same pixels as a fresh context
     loading the same (state, seed) from scratch, on a wide and on a phone-wide page, with
-    the events handed over by the binding or posted."""
+    the events taken by the task or posted."""
     task = next(t for t in goal_tasks(tiny_shop()) if t.difficulty >= 3)
     # A short viewport, so the pages scroll.
     kept = await provider.new_browser(viewport_width=width, viewport_height=360)
     fresh = await provider.new_browser(viewport_width=width, viewport_height=360)
     try:
-        env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), prefetch=prefetch, bind_events=bind), kept,
+        env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), prefetch=prefetch, take_events=take), kept,
                        max_steps=60)
         first, _ = await env.reset(seed=4)
         page = kept.page
@@ -222,7 +222,7 @@ async def test_a_prefetched_step_ends_before_the_page_hears_back(provider, site_
     (Events posted over HTTP, so that the answer can be held.)"""
     task = next(t for t in goal_tasks(tiny_shop()) if t.difficulty >= 2)
     sandbox = await provider.new_browser()
-    env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), prefetch=True, bind_events=False), sandbox)
+    env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), prefetch=True, take_events=False), sandbox)
     try:
         await env.reset(seed=2)
         page = sandbox.page

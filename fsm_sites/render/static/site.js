@@ -28,8 +28,10 @@
 //             server takes it (the URL says ?v=<seq> only once the answer came), else null
 //   last      the last event's timings (ms) from the event on: {local, swap (the prefetched
 //             page shown), answer (the answer came), shown (its page swapped in)}, for benchmarks
-//   receive(id, answer)  the answer to the event message number `id` that the page handed
-//             to window.__fsmPost (a binding the harness installs; see post below)
+//   handOver(on)  let the harness take the page's events (see post below); off after a full load
+//   outbox    the events waiting for the harness, [{id, session, body}] (body: what POST ./event takes)
+//   receive(id, answer)  the answer to the outbox's event `id` (what POST ./event answers)
+//   settled() a promise that settles like `idle`, or once an event waits in the outbox
 //   show(url[, html])  swap in the page at url (fetched unless its html is given; resolves
 //             to true), falling back to a full load if that fails; the harness uses it
 //             after a jump, and the sandbox (as __softNavigate) for a new episode
@@ -212,28 +214,38 @@
     });
   }
 
-  // How an event reaches the server: through window.__fsmPost when the harness driving this
-  // page serves its session in its own process (a CDP binding: the message goes straight to
-  // the harness, no request through the network stack; the harness answers by calling
-  // fsm.receive(id, answer) with what POST ./event would answer), else POST ./event.
-  var replies = {}, posted = 0;
+  // How an event reaches the server: POST ./event, unless the harness that drives this page
+  // serves its session in its own process and takes the events itself (fsm.handOver(true)):
+  // then an event waits in `outbox` until the harness reads it (with the action's own last
+  // round trip), applies it as POST ./event would and hands the page the answer with
+  // fsm.receive(id, answer); no request goes through the browser's network stack.
+  var replies = {}, posted = 0, handingOver = false, outbox = [], wakers = [];
+  fsm.outbox = outbox;
+  fsm.handOver = function (on) { handingOver = !!on; return handingOver; };
   function post(body) {
     var session = location.pathname.match(/^\/s\/([^\/]+)\//);
-    if (typeof window.__fsmPost !== "function" || !session) {
+    if (!handingOver || !session) {
       return fetch(here("event"), { method: "POST", headers: { "content-type": "application/json" }, body: body })
         .then(function (r) { return r.json(); });
     }
     return new Promise(function (resolve) {
       posted += 1;
       replies[posted] = resolve;
-      window.__fsmPost(JSON.stringify({ id: posted, session: decodeURIComponent(session[1]), body: body }));
+      outbox.push({ id: posted, session: decodeURIComponent(session[1]), body: body });
+      wakers.splice(0).forEach(function (wake) { wake(true); });
     });
   }
   fsm.receive = function (id, answer) {
+    for (var i = outbox.length - 1; i >= 0; i--) if (outbox[i].id === id) outbox.splice(i, 1);
     var resolve = replies[id];
     delete replies[id];
     if (resolve) resolve(answer);
     return true;
+  };
+  // Settles like `idle`, or as soon as an event waits in the outbox (it waits for the harness).
+  fsm.settled = function () {
+    if (outbox.length) return Promise.resolve(true);
+    return new Promise(function (resolve) { wakers.push(resolve); fsm.idle.then(resolve); });
   };
 
   function closeMenus(except) {
