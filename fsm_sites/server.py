@@ -269,17 +269,18 @@ class SiteServer:
         return 200, answer
 
     def _body_only(self, html: str, shown: object) -> str | None:
-        """The ``<body ...>`` of ``html`` up to its closing script, when the page that
-        ``shown`` names holds the very same head and closing script (site.js keeps its
-        own and swaps in only the body: most of a page's bytes are the stylesheet and the
-        script every page of a site holds); else None (the answer carries the whole page)."""
+        """The ``<title>`` and the ``<body ...>`` up to the closing script of ``html``, when
+        the page that ``shown`` names holds the very same head (but for its title) and
+        closing script: site.js then keeps its own head and script and swaps in the title
+        and the body only (most of a page's bytes are the stylesheet and the script every
+        page of a site holds); else None (the answer carries the whole page)."""
         shown_html = self._by_digest.get(shown) if isinstance(shown, str) else None
         if shown_html is None:
             return None
-        head, tail = _head_and_tail(html)
-        if head is None or tail is None or (head, tail) != _head_and_tail(shown_html):
+        parts, shown_parts = _page_parts(html), _page_parts(shown_html)
+        if parts is None or shown_parts is None or (parts[0], parts[3]) != (shown_parts[0], shown_parts[3]):
             return None
-        return html[len(head):len(html) - len(tail)]
+        return parts[1] + parts[2]
 
     async def _next(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -288,18 +289,21 @@ class SiteServer:
             return error_response(exc)
 
 
+_TITLE = re.compile(r"<title>[^<]*</title>")
 _BODY_START = "</head><body"
 _TAIL = "</script></body></html>"
 
 
-def _head_and_tail(html: str) -> tuple[str | None, str | None]:
-    """A page's text up to its ``<body`` and its closing ``<script>...</script></body></html>``
-    (None for either that the page does not have in that form)."""
-    start = html.find(_BODY_START)
-    script = html.rfind("<script")
-    head = html[:start + len("</head>")] if start >= 0 else None
-    tail = html[script:] if script > start >= 0 and html.endswith(_TAIL) else None
-    return head, tail
+def _page_parts(html: str) -> tuple[str, str, str, str] | None:
+    """A page as (its head without the title, the ``<title>`` element, its body up to the
+    closing script, the closing ``<script>...</script></body></html>``); None for a page
+    not in that form."""
+    start, script = html.find(_BODY_START), html.rfind("<script")
+    title = _TITLE.search(html, 0, max(start, 0))
+    if start < 0 or script < start or title is None or not html.endswith(_TAIL):
+        return None
+    head = html[:title.start()] + html[title.end():start + len("</head>")]
+    return head, title.group(0), html[start + len("</head>"):script], html[script:]
 
 
 def event_key(element: str, event: str, value: str | None) -> str:

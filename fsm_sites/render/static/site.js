@@ -77,21 +77,19 @@
   }
   function here(suffix) { return baseOf(location.pathname) + suffix; }
 
-  // `html`: a whole page; with `bodyOnly`, the <body ...> of a page whose head and closing
-  // script are those of the page shown (an event's answer `body`, see fsm_sites.server), so
-  // the page keeps its own head and moves its script (run once already) into the new body.
+  // `html`: a whole page; with `bodyOnly`, the <title> and <body ...> of a page whose head
+  // (but for the title) and closing script are those of the page shown (an event's answer
+  // `body`, see fsm_sites.server), so the page keeps its own head, sets the title, and moves
+  // its script (run once already) into the new body.
   function swap(html, url, bodyOnly) {
     var doc = new DOMParser().parseFromString(html, "text/html");
     if (!doc.body || !doc.body.hasAttribute("data-page")) throw new Error("not an FSM page: " + url);
     var body = doc.body, address = shown(url, body), script = document.body.lastElementChild;
     if (bodyOnly && (!script || script.tagName !== "SCRIPT")) throw new Error("no script to keep: " + url);
     var scrolled = window.scrollX !== 0 || window.scrollY !== 0;
-    if (bodyOnly) {
-      body.appendChild(script);
-    } else {
-      swapHead(doc.head);
-      document.title = doc.title;
-    }
+    if (bodyOnly) body.appendChild(script);
+    else swapHead(doc.head);
+    document.title = doc.title;
     document.body.replaceWith(body);
     history.replaceState(null, "", address);
     // Scrolling lays the page out at once; unscrolled, the next frame does it.
