@@ -27,7 +27,8 @@
 //             one, is in flight: the page's digest and the seq its event will have if the
 //             server takes it (the URL says ?v=<seq> only once the answer came), else null
 //   last      the last event's timings (ms) from the event on: {local, swap (the prefetched
-//             page shown), answer (the answer came), shown (its page swapped in)}, for benchmarks
+//             page shown), answer (the answer came), shown (its page swapped in)} and whether
+//             the answer carried the body only (bodyOnly), for benchmarks and tests
 //   handOver(on)  let the harness take the page's events (see post below); off after a full load
 //   outbox    the events waiting for the harness, [{id, session, body}] (body: what POST ./event takes)
 //   receive(id, answer)  the answer to the outbox's event `id` (what POST ./event answers)
@@ -204,6 +205,7 @@
             var bodyOnly = typeof d.html !== "string";
             var result = showHtml(bodyOnly ? d.body : d.html, here("?v=" + d.seq), d.digest, bodyOnly);
             fsm.last.shown = performance.now() - started;
+            fsm.last.bodyOnly = bodyOnly;
             return result;
           }
           if (!local) return load(here("?v=x"));
