@@ -1,27 +1,31 @@
 """Where an FSM step's time goes, against the bare click + screenshot floor in the same run.
 
-    .venv/bin/python -m benchmarks.bench_fsm_step [--quick] [--laps N] [--modes answer,prefetch] [--out PATH]
+    .venv/bin/python -m benchmarks.bench_fsm_step [--quick] [--laps N] [--modes default,take] [--out PATH]
 
 The oracle plays the ``fsm`` suite's goal tasks of every curated site (as ``bench_fsm``,
 one layout seed per lap) through ``AsyncEnv`` + ``BrowserSandbox`` + ``FSMTask`` with a
-kept page, each task once per mode (``answer``: the default task, whose page shows the page
-its event's answer carries; ``prefetch``: ``FSMTask(prefetch=True)``), the order rotating. After every oracle step the **floor** takes one step on its own page (bare
-Playwright in its own context, an FSM page of the same server): ``page.mouse.click`` on a
-point that sends no event + ``Page.captureScreenshot`` with the env's capture settings,
-which is ``bench_env``'s floor. Each step of the env is timed either whole (``env.step``)
-or, every other step, in its parts, the same calls one by one:
+kept page, each task once per mode (``MODES``: ``default``, the default task, whose page
+posts its events and shows the page its event's answer carries; ``take``,
+``FSMTask(take_events=True)``, which takes the page's events in its settle; ``prefetch``,
+``FSMTask(prefetch=True)``), the order rotating. After every oracle step the **floor**
+takes one step on its own page (bare Playwright in its own context, an FSM page of the same
+server): ``page.mouse.click`` on a point that sends no event + ``Page.captureScreenshot``
+with the env's capture settings, which is ``bench_env``'s floor. Each step of the env is
+timed either whole (``env.step``) or, every other step, in its parts, the same calls one by one:
 
 - click: ``page.mouse.click`` (the page's event handler runs inside it: a prefetched
   page is swapped in here);
 - flush: the navigation watcher's round trip after the action;
 - settle: ``FSMTask`` waits until the page shows the state of the last event (its
-  ``__fsm.idle``: the event's POST and answer, and a swap if the answer carries a page);
+  ``__fsm.idle``: the event's POST and answer, and a swap if the answer carries a page;
+  with ``take``, the event applied here and its answer handed to the page);
 - verdict: the rest of ``FSMTask.validate`` (the session's events and their verdicts);
 - screenshot: ``Page.captureScreenshot`` (it waits for the next rendered frame).
 
 Inside the page (``window.__fsm.last``, when the tree has it): whether the event's page
-was prefetched and swapped in locally, the swap's time and the event's round trip. In the
-server: the event handler's and the prefetch handler's time. Steps are grouped by kind
+was prefetched and swapped in locally, the swap's time, the event's round trip (answer)
+and when its answer's page was in (shown). In the server: the event handler's
+(``page_event``, which both ways call) and the prefetch handler's time. Steps are grouped by kind
 (an event with a prefetched page, an event posted and answered with a page, no event);
 the env/floor ratio is paired per step (each env step over the floor step right after it),
 median taken. Runs on any tree (``PYTHONPATH``): on one without the prefetch the in-page
@@ -57,9 +61,9 @@ from sandboxes.browser_actions import perform
 from sandboxes.browser_config import BrowserConfig
 from sandboxes.providers import LocalProvider
 
-#: FSMTask options of each mode: the default task (on a tree with the hand-over, the task
-#: takes the page's events in its settle), its events posted over HTTP, the prefetch.
-MODES: dict[str, dict[str, Any]] = {"default": {}, "http": {"take_events": False},
+#: FSMTask options of each mode: the default task (the page posts its events), the task
+#: taking the page's events in its settle (``take_events``, on a tree that has it), the prefetch.
+MODES: dict[str, dict[str, Any]] = {"default": {}, "take": {"take_events": True},
                                     "prefetch": {"prefetch": True}}
 ONE_FRAME_MS = 25.0  # between one 60 Hz frame (16.7 ms) and two (33.3 ms)
 _LAST = "(() => { const f = window.__fsm; return f && f.last ? f.last : null; })()"
@@ -279,11 +283,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 tasks per site, one lap")
     parser.add_argument("--laps", type=int, default=None, help="laps over the tasks (a layout seed each)")
-    parser.add_argument("--modes", default="default,http",
-                        help="FSMTask modes to interleave: default (the default task: the event "
-                             "hand-over on a tree that has it), http (FSMTask(take_events=False): "
-                             "events posted), prefetch (FSMTask(prefetch=True)); a tree before "
-                             "the hand-over has only default (and prefetch)")
+    parser.add_argument("--modes", default="default,take",
+                        help="FSMTask modes to interleave: default (the default task: the page posts "
+                             "its events), take (FSMTask(take_events=True): the task takes them in "
+                             "its settle; not on a tree before it), prefetch (FSMTask(prefetch=True))")
     parser.add_argument("--out", default=None, help="JSON results path")
     args = parser.parse_args(argv)
     args.laps = args.laps or (1 if args.quick else 2)

@@ -42,8 +42,8 @@ async def test_taken_events_get_the_verdicts_and_pixels_of_posted_ones(provider,
     requests: dict[str, list[str]] = {"take": [], "post": []}
     try:
         for task in [t for t in goal_tasks(widgets_spec()) if t.difficulty >= 2][:3]:
-            env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server)), taking, max_steps=40)
-            twin = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), take_events=False), posting, max_steps=40)
+            env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), take_events=True), taking, max_steps=40)
+            twin = AsyncEnv(FSMTask(task, LocalSiteClient(site_server)), posting, max_steps=40)
             await env.reset(seed=3)
             await twin.reset(seed=3)
             for sandbox, side in ((taking, "take"), (posting, "post")):
@@ -75,7 +75,7 @@ async def test_a_stale_taken_event_is_refused_and_the_page_shows_the_current_sta
     task = next(t for t in goal_tasks(widgets_spec()) if t.goal == "see_beta")
     sandbox = await provider.new_browser()
     try:
-        env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server)), sandbox, max_steps=10)
+        env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), take_events=True), sandbox, max_steps=10)
         await env.reset(seed=4)
         sid = env.task.session_id
         assert sid is not None
