@@ -1,13 +1,14 @@
 """Where an FSM step's time goes, against the bare click + screenshot floor in the same run.
 
-    .venv/bin/python -m benchmarks.bench_fsm_step [--quick] [--laps N] [--modes default,take] [--out PATH]
+    .venv/bin/python -m benchmarks.bench_fsm_step [--quick] [--laps N] [--modes default,post] [--out PATH]
 
 The oracle plays the ``fsm`` suite's goal tasks of every curated site (as ``bench_fsm``,
 one layout seed per lap) through ``AsyncEnv`` + ``BrowserSandbox`` + ``FSMTask`` with a
-kept page, each task once per mode (``MODES``: ``default``, the default task, whose page
-posts its events and shows the page its event's answer carries; ``take``,
-``FSMTask(take_events=True)``, which takes the page's events in its settle; ``prefetch``,
-``FSMTask(prefetch=True)``), the order rotating. After every oracle step the **floor**
+kept page, each task once per mode (``MODES``: ``default``, the default task, which takes
+the page's events in its settle and hands the page the answer (the hand-over; on an older
+tree the page posts them); ``post``, ``FSMTask(take_events=False)``, whose page posts its
+events; ``prefetch``, ``FSMTask(prefetch=True)``), the page showing the page the answer
+carries, the order rotating. After every oracle step the **floor**
 takes one step on its own page (bare Playwright in its own context, an FSM page of the same
 server): ``page.mouse.click`` on a point that sends no event + ``Page.captureScreenshot``
 with the env's capture settings, which is ``bench_env``'s floor. Each step of the env is
@@ -18,7 +19,7 @@ timed either whole (``env.step``) or, every other step, in its parts, the same c
 - flush: the navigation watcher's round trip after the action;
 - settle: ``FSMTask`` waits until the page shows the state of the last event (its
   ``__fsm.idle``: the event's POST and answer, and a swap if the answer carries a page;
-  with ``take``, the event applied here and its answer handed to the page);
+  with the hand-over, the event applied here and its answer handed to the page);
 - verdict: the rest of ``FSMTask.validate`` (the session's events and their verdicts);
 - screenshot: ``Page.captureScreenshot`` (it waits for the next rendered frame).
 
@@ -61,9 +62,10 @@ from sandboxes.browser_actions import perform
 from sandboxes.browser_config import BrowserConfig
 from sandboxes.providers import LocalProvider
 
-#: FSMTask options of each mode: the default task (the page posts its events), the task
-#: taking the page's events in its settle (``take_events``, on a tree that has it), the prefetch.
-MODES: dict[str, dict[str, Any]] = {"default": {}, "take": {"take_events": True},
+#: FSMTask options of each mode: the default task (on a tree with the hand-over, the task
+#: takes the page's events in its settle), the page posting its events (``take_events=False``,
+#: on a tree that has the option), the prefetch.
+MODES: dict[str, dict[str, Any]] = {"default": {}, "post": {"take_events": False},
                                     "prefetch": {"prefetch": True}}
 ONE_FRAME_MS = 25.0  # between one 60 Hz frame (16.7 ms) and two (33.3 ms)
 _LAST = "(() => { const f = window.__fsm; return f && f.last ? f.last : null; })()"
@@ -283,10 +285,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 tasks per site, one lap")
     parser.add_argument("--laps", type=int, default=None, help="laps over the tasks (a layout seed each)")
-    parser.add_argument("--modes", default="default,take",
-                        help="FSMTask modes to interleave: default (the default task: the page posts "
-                             "its events), take (FSMTask(take_events=True): the task takes them in "
-                             "its settle; not on a tree before it), prefetch (FSMTask(prefetch=True))")
+    parser.add_argument("--modes", default="default,post",
+                        help="FSMTask modes to interleave: default (the default task: on a tree with "
+                             "the hand-over, the task takes the page's events), post "
+                             "(FSMTask(take_events=False): the page posts them; not on a tree before "
+                             "the option), prefetch (FSMTask(prefetch=True))")
     parser.add_argument("--out", default=None, help="JSON results path")
     args = parser.parse_args(argv)
     args.laps = args.laps or (1 if args.quick else 2)

@@ -102,7 +102,7 @@ class FSMTask(Task):
     def __init__(self, task: Any | Sequence[Any], sites: SiteClient | None = None, *,
                  name: str | None = None, site_spec: SiteSpec | None = None,
                  reuse_page: bool = True, viewport: tuple[int, int] | None = None,
-                 prefetch: bool = False, take_events: bool = False) -> None:
+                 prefetch: bool = False, take_events: bool = True) -> None:
         self.choices: list[Any] = list(task) if isinstance(task, (list, tuple)) else [task]
         if not self.choices:
             raise TaskError("expected at least one FSM task spec, got none")
@@ -117,8 +117,8 @@ class FSMTask(Task):
         #: on 2 busy cores it did not pay, see BENCHMARKS.md, issue 12).
         self.prefetch = prefetch
         #: With an in-process site server (``LocalSiteClient``), take the page's events in
-        #: the settle instead of letting the page post them (see ``_hand_back``; off by
-        #: default: on 2 busy cores it measured no faster, see BENCHMARKS.md, issue 12).
+        #: the settle instead of letting the page post them (see ``_hand_back``; it measured
+        #: faster, see BENCHMARKS.md, issue 12). A remote server's page always posts them.
         self.take_events = take_events
         self.task: Any = first
         self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)

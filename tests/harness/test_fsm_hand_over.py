@@ -1,5 +1,5 @@
-"""The hand-over: with an in-process site server, ``FSMTask`` takes the page's events in its
-settle (site.js ``handOver``) instead of letting the page post them. Real Chromium, real
+"""The hand-over: with an in-process site server, ``FSMTask`` (by default) takes the page's
+events in its settle (site.js ``handOver``) instead of letting the page post them. Real Chromium, real
 server: the same verdicts and pixels as posted events, refusals alike, HTTP when off."""
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ async def test_taken_events_get_the_verdicts_and_pixels_of_posted_ones(provider,
     requests: dict[str, list[str]] = {"take": [], "post": []}
     try:
         for task in [t for t in goal_tasks(widgets_spec()) if t.difficulty >= 2][:3]:
-            env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), take_events=True), taking, max_steps=40)
-            twin = AsyncEnv(FSMTask(task, LocalSiteClient(site_server)), posting, max_steps=40)
+            env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server)), taking, max_steps=40)
+            twin = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), take_events=False), posting, max_steps=40)
             await env.reset(seed=3)
             await twin.reset(seed=3)
             for sandbox, side in ((taking, "take"), (posting, "post")):
