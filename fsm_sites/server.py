@@ -261,9 +261,9 @@ class SiteServer:
         html, digest = self._page(session.machine, session.state, session.seed)
         answer: dict[str, Any] = {"ok": True, "seq": record.seq, "digest": digest}
         if expect != digest:
-            body = self._body_only(html, shown)
-            if body is not None:
-                answer["body"] = body
+            only = self._body_only(html, shown)
+            if only is not None:
+                answer["body"] = only
             else:
                 answer["html"] = html
         return 200, answer
