@@ -1,27 +1,32 @@
 """Where an FSM step's time goes, against the bare click + screenshot floor in the same run.
 
-    .venv/bin/python -m benchmarks.bench_fsm_step [--quick] [--laps N] [--modes answer,prefetch] [--out PATH]
+    .venv/bin/python -m benchmarks.bench_fsm_step [--quick] [--laps N] [--modes default,post] [--out PATH]
 
 The oracle plays the ``fsm`` suite's goal tasks of every curated site (as ``bench_fsm``,
 one layout seed per lap) through ``AsyncEnv`` + ``BrowserSandbox`` + ``FSMTask`` with a
-kept page, each task once per mode (``answer``: the default task, whose page shows the page
-its event's answer carries; ``prefetch``: ``FSMTask(prefetch=True)``), the order rotating. After every oracle step the **floor** takes one step on its own page (bare
-Playwright in its own context, an FSM page of the same server): ``page.mouse.click`` on a
-point that sends no event + ``Page.captureScreenshot`` with the env's capture settings,
-which is ``bench_env``'s floor. Each step of the env is timed either whole (``env.step``)
-or, every other step, in its parts, the same calls one by one:
+kept page, each task once per mode (``MODES``: ``default``, the default task, which takes
+the page's events in its settle and hands the page the answer (the hand-over; on an older
+tree the page posts them); ``post``, ``FSMTask(take_events=False)``, whose page posts its
+events; ``prefetch``, ``FSMTask(prefetch=True)``), the page showing the page the answer
+carries, the order rotating. After every oracle step the **floor**
+takes one step on its own page (bare Playwright in its own context, an FSM page of the same
+server): ``page.mouse.click`` on a point that sends no event + ``Page.captureScreenshot``
+with the env's capture settings, which is ``bench_env``'s floor. Each step of the env is
+timed either whole (``env.step``) or, every other step, in its parts, the same calls one by one:
 
 - click: ``page.mouse.click`` (the page's event handler runs inside it: a prefetched
   page is swapped in here);
 - flush: the navigation watcher's round trip after the action;
 - settle: ``FSMTask`` waits until the page shows the state of the last event (its
-  ``__fsm.idle``: the event's POST and answer, and a swap if the answer carries a page);
+  ``__fsm.idle``: the event's POST and answer, and a swap if the answer carries a page;
+  with the hand-over, the event applied here and its answer handed to the page);
 - verdict: the rest of ``FSMTask.validate`` (the session's events and their verdicts);
 - screenshot: ``Page.captureScreenshot`` (it waits for the next rendered frame).
 
 Inside the page (``window.__fsm.last``, when the tree has it): whether the event's page
-was prefetched and swapped in locally, the swap's time and the event's round trip. In the
-server: the event handler's and the prefetch handler's time. Steps are grouped by kind
+was prefetched and swapped in locally, the swap's time, the event's round trip (answer)
+and when its answer's page was in (shown). In the server: the event handler's
+(``page_event``, which both ways call) and the prefetch handler's time. Steps are grouped by kind
 (an event with a prefetched page, an event posted and answered with a page, no event);
 the env/floor ratio is paired per step (each env step over the floor step right after it),
 median taken. Runs on any tree (``PYTHONPATH``): on one without the prefetch the in-page
@@ -57,9 +62,25 @@ from sandboxes.browser_actions import perform
 from sandboxes.browser_config import BrowserConfig
 from sandboxes.providers import LocalProvider
 
+#: FSMTask options of each mode: the default task (on a tree with the hand-over, the task
+#: takes the page's events in its settle), the page posting its events (``take_events=False``,
+#: on a tree that has the option), the prefetch.
+MODES: dict[str, dict[str, Any]] = {"default": {}, "post": {"take_events": False},
+                                    "prefetch": {"prefetch": True}}
 ONE_FRAME_MS = 25.0  # between one 60 Hz frame (16.7 ms) and two (33.3 ms)
 _LAST = "(() => { const f = window.__fsm; return f && f.last ? f.last : null; })()"
 Samples = dict[str, list[float]]
+
+
+def timed_call(call: Callable[..., Any], into: list[float]) -> Callable[..., Any]:
+    """``call`` (a plain function) that appends its time (ms) to ``into``."""
+    def wrapper(*args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return call(*args)
+        finally:
+            into.append((time.perf_counter() - start) * 1000)
+    return wrapper
 
 
 def timed_handler(handler: Callable[[Any], Awaitable[Any]], into: list[float]) -> Callable[[Any], Awaitable[Any]]:
@@ -153,7 +174,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     server = SiteServer(specs)
     handlers: Samples = {"server: event handler": [], "server: prefetch handler": [],
                          "floor: click": [], "floor: screenshot": []}
-    server._event = timed_handler(server._event, handlers["server: event handler"])  # type: ignore[method-assign]
+    if hasattr(server, "page_event"):  # what both the HTTP handler and the hand-over call
+        server.page_event = timed_call(server.page_event, handlers["server: event handler"])  # type: ignore[method-assign]
+    else:
+        server._event = timed_handler(server._event, handlers["server: event handler"])  # type: ignore[method-assign]
     if hasattr(server, "_next"):
         server._next = timed_handler(server._next, handlers["server: prefetch handler"])  # type: ignore[attr-defined]
     steps: dict[str, dict[str, Any]] = {}
@@ -169,7 +193,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             episodes = [(task, mode) for index, task in enumerate(tasks)  # the order rotates
                         for mode in modes[index % len(modes):] + modes[:index % len(modes)]]
             for task, mode in episodes:
-                options = {"prefetch": True} if mode == "prefetch" else {}
+                options = MODES[mode]
                 env = AsyncEnv(FSMTask([task], sites, **options), sandbox)
                 await env.reset(seed=lap)
                 for _ in range(env.max_steps):
@@ -200,8 +224,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                             cell["parts"].setdefault(name, []).extend(values)
                         cell["parts"].setdefault("total (parts)", []).append(env_ms)
                     if isinstance(last, dict) and last != before:
-                        for name in ("swap", "answer"):
-                            cell["page"].setdefault(name, []).append(float(last[name]))
+                        for name in ("swap", "answer", "shown"):
+                            if name in last:
+                                cell["page"].setdefault(name, []).append(float(last[name]))
                     if terminated or truncated:
                         break
                 await env.close()
@@ -246,9 +271,11 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
                   fmt(s["env_over_floor_paired_p50"], 2), fmt(s["env_steps_in_one_frame"], 2)]
                  for k, s in kinds.items()])
     names = ["click", "flush", "settle", "verdict", "screenshot", "total (parts)"]
-    print_table("the same steps in parts (ms, medians)", ["kind", *names, "page: swap", "page: answer"],
+    print_table("the same steps in parts (ms, medians)", ["kind", *names, "page: swap", "page: answer",
+                                                          "page: shown"],
                 [[k, *(fmt(s["parts_ms_p50"].get(n)) for n in names), fmt(s["page_ms_p50"].get("swap")),
-                  fmt(s["page_ms_p50"].get("answer"))] for k, s in kinds.items() if s["parts_ms_p50"]])
+                  fmt(s["page_ms_p50"].get("answer")), fmt(s["page_ms_p50"].get("shown"))]
+                 for k, s in kinds.items() if s["parts_ms_p50"]])
     print_table("server handlers and the floor's parts (ms, medians)", ["part", "ms"],
                 [[k, fmt(v)] for k, v in summary["server_ms_p50"].items()])
     return summary
@@ -258,9 +285,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 tasks per site, one lap")
     parser.add_argument("--laps", type=int, default=None, help="laps over the tasks (a layout seed each)")
-    parser.add_argument("--modes", default="answer,prefetch",
-                        help="FSMTask modes to interleave: answer (the default task), prefetch "
-                             "(FSMTask(prefetch=True)); a tree before the prefetch has only answer")
+    parser.add_argument("--modes", default="default,post",
+                        help="FSMTask modes to interleave: default (the default task: on a tree with "
+                             "the hand-over, the task takes the page's events), post "
+                             "(FSMTask(take_events=False): the page posts them; not on a tree before "
+                             "the option), prefetch (FSMTask(prefetch=True))")
     parser.add_argument("--out", default=None, help="JSON results path")
     args = parser.parse_args(argv)
     args.laps = args.laps or (1 if args.quick else 2)

@@ -39,7 +39,12 @@ _CREATE_FIELDS = {"site", "goal", "start_state", "seed"}
 
 def error_response(exc: SessionError) -> web.Response:
     """The JSON 4xx answer of a refused request (the site app answers the same way)."""
-    return web.json_response({"error": str(exc), "kind": type(exc).__name__}, status=exc.status)
+    return web.json_response(error_body(exc), status=exc.status)
+
+
+def error_body(exc: SessionError) -> dict[str, str]:
+    """What a refused request's answer says: the message and the error's kind."""
+    return {"error": str(exc), "kind": type(exc).__name__}
 
 
 def _state_json(session: Session) -> dict[str, Any]:

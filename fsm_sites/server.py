@@ -3,7 +3,8 @@
 Agent app (``site_url``; the only origin the agent's browser may visit):
     GET  /s/{session}/          the page of the session's current state (also under any route
                                 path, e.g. /s/{session}/pets/rex, which the page shows as its URL)
-    POST /s/{session}/event     a UI event {page, element, event, value[, expect]} -> {"ok", "seq"[, "html"]}
+    POST /s/{session}/event     a UI event {page, element, event, value[, expect][, shown]}
+                                -> {"ok", "seq", "digest"[, "html" | "body"]}
     POST /s/{session}/next      the pages the current state's events lead to (the page's prefetch)
 Control app (``control_url``; never handed to the browser): see ``fsm_sites.control``.
 
@@ -27,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from fsm_sites.control import control_app, error_response
+from fsm_sites.control import control_app, error_body, error_response
 from fsm_sites.engine import Edge, Machine
 from fsm_sites.render import render_page
 from fsm_sites.sessions import (
@@ -58,6 +59,7 @@ class SiteServer:
         self._runners: list[web.AppRunner] = []
         self._urls: list[str] = []
         self._html: OrderedDict[tuple[Machine, State, int], tuple[str, str]] = OrderedDict()
+        self._by_digest: dict[str, str] = {}  # the pages of _html by digest
 
     # ---- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -202,8 +204,10 @@ class SiteServer:
         else:
             html = render_page(machine.spec, state, seed=seed, machine=machine)
             entry = self._html[key] = (html, page_digest(html))
+            self._by_digest[entry[1]] = html
             if len(self._html) > _RENDER_CACHE:
-                self._html.popitem(last=False)
+                _, (_, dropped) = self._html.popitem(last=False)
+                self._by_digest.pop(dropped, None)
         return entry
 
     # ---- the agent-facing app ----------------------------------------------------------
@@ -229,33 +233,77 @@ class SiteServer:
                             headers={"Cache-Control": "no-store"})
 
     async def _event(self, request: web.Request) -> web.StreamResponse:
-        sid = request.match_info["sid"]
+        status, answer = self.page_event(request.match_info["sid"], await request.text())
+        return web.json_response(answer, status=status)
+
+    def page_event(self, session_id: str, body: str) -> tuple[int, dict[str, Any]]:
+        """The answer to a page's event message ``body`` (JSON ``{page, element, event,
+        value[, expect]}``) as (HTTP status, JSON object): what ``POST /s/{sid}/event``
+        answers, and what a page handed to the server through a browser binding gets
+        (``fsm_sites.client.LocalSiteClient.page_event``), so both apply it alike."""
         try:
             try:
-                payload = json.loads(await request.text())
+                payload = json.loads(body)
             except ValueError as exc:
                 raise BadRequest(f"expected a JSON body {{page, element, event, value}}, got invalid JSON: {exc}") from exc
             # `expect`: the digest of the page the page already shows for this event (a
-            # prefetched one, see next_pages), or absent.
+            # prefetched one, see next_pages), or absent; `shown`: the digest of the page it
+            # showed when it sent the event (as an earlier answer told it), or absent.
             expect = payload.pop("expect", None) if isinstance(payload, dict) else None
-            record = self.store.apply(sid, parse_event(payload))
+            shown = payload.pop("shown", None) if isinstance(payload, dict) else None
+            record = self.store.apply(session_id, parse_event(payload))
         except SessionError as exc:
-            return error_response(exc)
+            return exc.status, error_body(exc)
         # The page learns that its event was taken and gets the page of the new state (what
         # a GET would return next), saving a round trip, unless it already shows exactly that
         # page; the verdict stays on the control side.
-        session = self.store.get(sid)
+        session = self.store.get(session_id)
         html, digest = self._page(session.machine, session.state, session.seed)
-        answer: dict[str, Any] = {"ok": True, "seq": record.seq}
+        answer: dict[str, Any] = {"ok": True, "seq": record.seq, "digest": digest}
         if expect != digest:
-            answer["html"] = html
-        return web.json_response(answer)
+            only = self._body_only(html, shown)
+            if only is not None:
+                answer["body"] = only
+            else:
+                answer["html"] = html
+        return 200, answer
+
+    def _body_only(self, html: str, shown: object) -> str | None:
+        """The ``<title>`` and the ``<body ...>`` up to the closing script of ``html``, when
+        the page that ``shown`` names holds the very same head (but for its title) and
+        closing script: site.js then keeps its own head and script and swaps in the title
+        and the body only (most of a page's bytes are the stylesheet and the script every
+        page of a site holds); else None (the answer carries the whole page)."""
+        shown_html = self._by_digest.get(shown) if isinstance(shown, str) else None
+        if shown_html is None:
+            return None
+        parts, shown_parts = _page_parts(html), _page_parts(shown_html)
+        if parts is None or shown_parts is None or (parts[0], parts[3]) != (shown_parts[0], shown_parts[3]):
+            return None
+        return parts[1] + parts[2]
 
     async def _next(self, request: web.Request) -> web.StreamResponse:
         try:
             return web.json_response(pack_pages(self.next_pages(request.match_info["sid"])))
         except SessionError as exc:
             return error_response(exc)
+
+
+_TITLE = re.compile(r"<title>[^<]*</title>")
+_BODY_START = "</head><body"
+_TAIL = "</script></body></html>"
+
+
+def _page_parts(html: str) -> tuple[str, str, str, str] | None:
+    """A page as (its head without the title, the ``<title>`` element, its body up to the
+    closing script, the closing ``<script>...</script></body></html>``); None for a page
+    not in that form."""
+    start, script = html.find(_BODY_START), html.rfind("<script")
+    title = _TITLE.search(html, 0, max(start, 0))
+    if start < 0 or script < start or title is None or not html.endswith(_TAIL):
+        return None
+    head = html[:title.start()] + html[title.end():start + len("</head>")]
+    return head, title.group(0), html[start + len("</head>"):script], html[script:]
 
 
 def event_key(element: str, event: str, value: str | None) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from fsm_sites.client import SiteClient, SiteUnavailable
+from fsm_sites.client import LocalSiteClient, SiteClient, SiteUnavailable
 from fsm_sites.engine import Edge, Machine
 from fsm_sites.sessions import SessionError
 from fsm_sites.spec import SiteSpec
@@ -51,16 +52,20 @@ if TYPE_CHECKING:
     from harness.resources import TaskResources
 
 _SETTLE_TIMEOUT_S = 5.0
-# Waits for the page's in-flight event or swap, then says what the page shows.
-_STATUS = ("(async () => { const f = window.__fsm; if (!f) return null; await f.idle;"
-           " return {pending: f.pending, swapped: f.swapped, ready: document.readyState,"
-           " search: location.search}; })()")
+# What the harness reads of the page (site.js's window.__fsm): `swapped` says the page shows
+# a DOM that a capture renders as it is (swapped in, or loaded and painted); `outbox`, the
+# events the page hands over to the harness (``take_events``), if any.
+_FIELDS = ("{pending: f.pending, swapped: f.swapped || f.painted, speculating: f.speculating || null,"
+           " outbox: f.outbox && f.outbox.length ? f.outbox : null, ready: document.readyState,"
+           " search: location.search}")
+# Waits for the page's in-flight event or swap (or an event handed over), then says what
+# the page shows.
+_STATUS = ("(async () => { const f = window.__fsm; if (!f) return null;"
+           f" await (f.settled ? f.settled() : f.idle); return {_FIELDS}; }})()")
 _FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 # What the page shows now, without waiting: read by the action's own last round trip
 # (``read_after_actions``), so a step whose page needs no waiting costs no extra trip.
-_NOW = ("(() => { const f = window.__fsm; if (!f) return null;"
-        " return {pending: f.pending, swapped: f.swapped, speculating: f.speculating || null,"
-        " ready: document.readyState, search: location.search}; })()")
+_NOW = f"(() => {{ const f = window.__fsm; if (!f) return null; return {_FIELDS}; }})()"
 # While a prefetched page waits for the server to take its event, how often (in polls of
 # the server, 1 ms apart) it also asks the page whether its answer came meanwhile (a refused
 # event, an error): then the settle falls back to the page's own answer.
@@ -97,7 +102,7 @@ class FSMTask(Task):
     def __init__(self, task: Any | Sequence[Any], sites: SiteClient | None = None, *,
                  name: str | None = None, site_spec: SiteSpec | None = None,
                  reuse_page: bool = True, viewport: tuple[int, int] | None = None,
-                 prefetch: bool = False) -> None:
+                 prefetch: bool = False, take_events: bool = True) -> None:
         self.choices: list[Any] = list(task) if isinstance(task, (list, tuple)) else [task]
         if not self.choices:
             raise TaskError("expected at least one FSM task spec, got none")
@@ -111,6 +116,10 @@ class FSMTask(Task):
         #: docs/fsm_server.md): less waiting per step, more work per step (off by default:
         #: on 2 busy cores it did not pay, see BENCHMARKS.md, issue 12).
         self.prefetch = prefetch
+        #: With an in-process site server (``LocalSiteClient``), take the page's events in
+        #: the settle instead of letting the page post them (see ``_hand_back``; it measured
+        #: faster, see BENCHMARKS.md, issue 12). A remote server's page always posts them.
+        self.take_events = take_events
         self.task: Any = first
         self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)
         self._given_sites = sites  # None: the run's TaskResources.sites(), fetched per setup
@@ -141,9 +150,13 @@ class FSMTask(Task):
         read_after_actions = getattr(browser, "read_after_actions", None)
         if read_after_actions is not None:  # the settle's first read rides on each action's last trip
             read_after_actions(_NOW)
+        # Off in a freshly loaded page; a kept page keeps what it had (the prefetch, the
+        # hand-over: set each time, the next task of the page may not take its events).
+        take = "true" if self.take_events and isinstance(sites, LocalSiteClient) else "false"
+        prefetch = " window.__fsm.setPrefetch(true);" if self.prefetch else ""
+        await _read(browser, "(() => { if (!window.__fsm) return false;"
+                             f" if (window.__fsm.handOver) window.__fsm.handOver({take});{prefetch} return true; }})()")
         await self._settle(browser, sites, view.id)  # first paint done before the screenshot
-        if self.prefetch:  # off in a freshly loaded page; a kept page keeps what it had
-            await _read(browser, "window.__fsm && window.__fsm.setPrefetch(true)")
         return TaskSetup(instruction=self.task.instruction, start_url=view.url,
                          allowed_origins=(sites.site_url,), fsm_state=view.state,
                          max_steps=step_budget(self.task), start_distance=view.distance,
@@ -256,6 +269,8 @@ class FSMTask(Task):
         waiting once the server took its event and has that very page (``_confirmed``)."""
         deadline = time.monotonic() + _SETTLE_TIMEOUT_S
         status = await _read(browser, _NOW)
+        while isinstance(status, dict) and status["outbox"]:
+            status = await _hand_back(browser, sites, status["outbox"])
         if isinstance(status, dict) and status["pending"]:
             if status["speculating"] and await self._confirmed(browser, status, sites, sid):
                 return
@@ -263,6 +278,9 @@ class FSMTask(Task):
         while time.monotonic() < deadline:
             if status is None:
                 status = await _read(browser, _STATUS)
+            if isinstance(status, dict) and status["outbox"]:
+                status = await _hand_back(browser, sites, status["outbox"])
+                continue
             if isinstance(status, dict) and not status["pending"] and status["ready"] == "complete":
                 seen = _shown_marker(status["search"])
                 seq = (await _site_call(sites.session(sid))).seq
@@ -272,7 +290,9 @@ class FSMTask(Task):
                     current = (seen in (str(seq), "x") or (seen is None and seq == 0)
                                or (seen, seq) == self._jump_view)
                 if current and status["swapped"]:
-                    return  # a capture renders a swapped-in DOM (tests/harness/test_fsm_task.py)
+                    # A capture renders a swapped-in DOM (tests/harness/test_fsm_task.py), and
+                    # a loaded one that has painted (``swapped`` says either).
+                    return
                 if current:
                     # A freshly loaded document may not have painted yet; wait for two
                     # frames so the screenshot that follows captures it.
@@ -310,6 +330,23 @@ class FSMTask(Task):
                 if not isinstance(now, dict) or now["speculating"] != speculating:
                     return False
         return False
+
+
+async def _hand_back(browser: PageReader, sites: SiteClient, outbox: list[dict[str, Any]]) -> object:
+    """Apply the events the page handed over (``outbox``: site.js ``post`` with
+    ``handOver(true)``) in this process, exactly as the site app's ``POST /s/<id>/event``
+    would (``page_event``: the same checks, verdicts and refusals), and hand the page their
+    answers in the same round trip that reads what it shows once it has shown them (the
+    swap runs there; the frame that renders it is left to the screenshot)."""
+    if not isinstance(sites, LocalSiteClient):
+        raise TaskError(f"expected the page's events to go to the site server, got them handed over to a "
+                        f"task whose site client is a {type(sites).__name__}; only an in-process one takes them")
+    receives = []
+    for message in outbox:
+        _, answer = sites.page_event(str(message["session"]), str(message["body"]))
+        receives.append(f" f.receive({int(message['id'])}, {json.dumps(answer)});")
+    return await _read(browser, "(async () => { const f = window.__fsm; if (!f) return null;"
+                                f"{''.join(receives)} await f.settled(); return {_FIELDS}; }})()")
 
 
 async def _read(browser: PageReader, expression: str) -> object:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 
 import aiohttp
 import pytest
@@ -214,10 +215,38 @@ async def test_next_pages_are_the_pages_their_events_lead_to(server, http) -> No
     tab = prefetched["events"][event_key("tab_items", "click", None)]
     event = {"page": "general", "element": "tab_items", "event": "click", "value": None}
     async with http.post(f"{server.site_url}/s/{sid}/event", json={**event, "expect": tab}) as resp:
-        assert await resp.json() == {"ok": True, "seq": 1}
+        assert await resp.json() == {"ok": True, "seq": 1, "digest": tab}
     async with http.get(f"{server.control_url}/sessions/{sid}/digest") as resp:
         assert await resp.json() == {"seq": 1, "digest": tab}
     back = {"page": "items", "element": "tab_general", "event": "click", "value": None}
     async with http.post(f"{server.site_url}/s/{sid}/event", json={**back, "expect": tab}) as resp:
         answer = await resp.json()
     assert answer["seq"] == 2 and 'data-page="general"' in answer["html"]  # not the page expected
+
+
+async def test_an_answer_carries_only_the_body_when_the_page_holds_the_same_head_and_script(server, http) -> None:
+    """An event that names the page it was sent from (``shown``: the digest an earlier
+    answer gave) is answered with the new page's ``<body ...>`` up to its closing script
+    when both pages share head and script: with them, exactly the new page. A page the
+    server does not know gets the whole page; ``page_event`` (what the hand-over calls) answers alike."""
+    created = await _create(http, server, site="widgets", goal="see_beta", seed=7)
+    sid = created["session_id"]
+    shown = server.page_digest(sid)[1]
+    first = server.render(server.store.get(sid))
+    event = {"page": "general", "element": "tab_items", "event": "click", "value": None}
+    async with http.post(f"{server.site_url}/s/{sid}/event", json={**event, "shown": shown}) as resp:
+        answer = await resp.json()
+    page = server.render(server.store.get(sid))
+    assert answer["seq"] == 1 and answer["digest"] == server.page_digest(sid)[1] and "html" not in answer
+    title = re.search(r"<title>[^<]*</title>", first)
+    assert title is not None and title.group(0) not in answer["body"]  # another page: another title
+    new_title, body = answer["body"].split("</title>", 1)
+    rebuilt = (first[:title.start()] + new_title + "</title>" + first[title.end():first.index("</head><body") + 7]
+               + body + first[first.rindex("<script"):])
+    assert rebuilt == page and 'data-page="items"' in body
+    assert len(answer["body"]) < len(page) / 4
+    back = {"page": "items", "element": "tab_general", "event": "click", "value": None}
+    status, unknown = server.page_event(sid, json.dumps({**back, "shown": "not-a-digest"}))
+    assert status == 200 and unknown["html"] == server.render(server.store.get(sid)) and "body" not in unknown
+    status, stale = server.page_event(sid, json.dumps(back))  # that page is gone now
+    assert status == 409 and stale["kind"] == "StaleEvent" and "seq" not in stale

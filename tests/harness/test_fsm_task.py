@@ -162,17 +162,21 @@ def _pixels(png: bytes) -> bytes:
     return Image.open(io.BytesIO(png)).convert("RGB").tobytes()
 
 
-@pytest.mark.parametrize("width, prefetch", [(1024, False), (390, False), (1024, True)])
-async def test_a_reused_page_looks_exactly_like_a_fresh_context(provider, site_server, width, prefetch) -> None:
-    """The in-place paths (a step's swap, a prefetched page shown at once, a reset that
-    keeps the page) show the same pixels as a fresh context loading the same (state, seed)
-    from scratch, on a wide and on a phone-wide page."""
+@pytest.mark.parametrize("width, prefetch, take", [(1024, False, True), (390, False, True), (1024, True, True),
+                                                   (1024, False, False)])
+async def test_a_reused_page_looks_exactly_like_a_fresh_context(provider, site_server, width, prefetch,
+                                                                take) -> None:
+    """The in-place paths (a step's swap of a whole page or of its body only, a prefetched
+    page shown at once, a reset that keeps the page) show the same pixels as a fresh context
+    loading the same (state, seed) from scratch, on a wide and on a phone-wide page, with
+    the events taken by the task or posted."""
     task = next(t for t in goal_tasks(tiny_shop()) if t.difficulty >= 3)
     # A short viewport, so the pages scroll.
     kept = await provider.new_browser(viewport_width=width, viewport_height=360)
     fresh = await provider.new_browser(viewport_width=width, viewport_height=360)
     try:
-        env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), prefetch=prefetch), kept, max_steps=60)
+        env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), prefetch=prefetch, take_events=take), kept,
+                       max_steps=60)
         first, _ = await env.reset(seed=4)
         page = kept.page
         states, shown_at_once = [], []
@@ -180,8 +184,10 @@ async def test_a_reused_page_looks_exactly_like_a_fresh_context(provider, site_s
             obs, _, _, _, info = await env.step(await env.oracle_action())
             if info.verdict.transition_fired:
                 states.append((info.verdict.state_after, obs.screenshot))
-                shown_at_once.append(await kept.evaluate("window.__fsm.idle.then(() => window.__fsm.last.local)"))
-        assert any(shown_at_once) == prefetch
+                shown_at_once.append(await kept.evaluate("window.__fsm.idle.then(() => window.__fsm.last)"))
+        assert any(last["local"] for last in shown_at_once) == prefetch
+        # After the first answer the page names its page, so the next one carries the body only.
+        assert any(last.get("bodyOnly") for last in shown_at_once) == (not prefetch)
         await kept.evaluate("window.scrollTo(0, 200)")  # where the agent left it
         assert await kept.evaluate("window.scrollY") > 0  # (as far down as this theme's page goes)
         requests: list[str] = []
@@ -214,10 +220,11 @@ async def test_a_reused_page_looks_exactly_like_a_fresh_context(provider, site_s
 async def test_a_prefetched_step_ends_before_the_page_hears_back(provider, site_server) -> None:
     """A click whose page was prefetched shows it at once; the step ends once the server
     has taken the event (its verdict is recorded) and has that very page, while the page's
-    answer is still held back, and the screenshot is what the page shows once it arrives."""
+    answer is still held back, and the screenshot is what the page shows once it arrives.
+    (Events posted over HTTP, so that the answer can be held.)"""
     task = next(t for t in goal_tasks(tiny_shop()) if t.difficulty >= 2)
     sandbox = await provider.new_browser()
-    env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), prefetch=True), sandbox)
+    env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), prefetch=True, take_events=False), sandbox)
     try:
         await env.reset(seed=2)
         page = sandbox.page

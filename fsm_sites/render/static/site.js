@@ -17,25 +17,36 @@
 //   pending   an event or a swap is in flight or queued
 //   idle      a promise that settles when every queued one is done
 //   swapped   the DOM shown was swapped in (false right after a full page load)
+//   painted   the document has rendered a frame since it loaded (two frames went by)
+//   digest    the server's digest of the page shown, when an answer told it (else null): an
+//             event names it (`shown`) so that the answer may carry the new page's body only
 //   next      the prefetched pages of the page shown ({seq, events, pages, parts}), or null
 //   setPrefetch(on)  turn the prefetch on (asking at once when idle) or off; a full load
 //             starts with it off
 //   speculating  {digest, seq} while a prefetched page is shown and its event, the only
 //             one, is in flight: the page's digest and the seq its event will have if the
 //             server takes it (the URL says ?v=<seq> only once the answer came), else null
-//   last      the last event's timings (ms): {local, swap, answer}, for benchmarks
+//   last      the last event's timings (ms) from the event on: {local, swap (the prefetched
+//             page shown), answer (the answer came), shown (its page swapped in)} and whether
+//             the answer carried the body only (bodyOnly), for benchmarks and tests
+//   handOver(on)  let the harness take the page's events (see post below); off after a full load
+//   outbox    the events waiting for the harness, [{id, session, body}] (body: what POST ./event takes)
+//   receive(id, answer)  the answer to the outbox's event `id` (what POST ./event answers)
+//   settled() a promise that settles like `idle`, or once an event waits in the outbox
 //   show(url[, html])  swap in the page at url (fetched unless its html is given; resolves
 //             to true), falling back to a full load if that fails; the harness uses it
 //             after a jump, and the sandbox (as __softNavigate) for a new episode
 (function () {
   if (window.__fsm) return;  // a swapped-in body's copy of this script never runs, but be sure
   var fsm = window.__fsm = {
-    pending: false, idle: Promise.resolve(true), swapped: false,
+    pending: false, idle: Promise.resolve(true), swapped: false, painted: false, digest: null,
     page: document.body.getAttribute("data-page"), next: null, last: null, speculating: null,
   };
   var shownCount = 0;  // pages swapped in so far: a prefetch answer is for the one it asked about
   window.__softNavigate = function (url, html) { return fsm.show(url, html); };
   fsm.send = function (el, event, value) { send(el, event, value); };  // for value_widgets.js
+  // Two frames after the load the document has painted (the harness need not wait for it).
+  requestAnimationFrame(function () { requestAnimationFrame(function () { fsm.painted = true; }); });
   // A full load shows the route of its page too (the server serves every route of a session).
   if (document.body.hasAttribute("data-route")) {
     history.replaceState(null, "", shown(location.href, document.body));
@@ -67,18 +78,27 @@
   }
   function here(suffix) { return baseOf(location.pathname) + suffix; }
 
-  function swap(html, url) {
+  // `html`: a whole page; with `bodyOnly`, the <title> and <body ...> of a page whose head
+  // (but for the title) and closing script are those of the page shown (an event's answer
+  // `body`, see fsm_sites.server), so the page keeps its own head, sets the title, and moves
+  // its script (run once already) into the new body.
+  function swap(html, url, bodyOnly) {
     var doc = new DOMParser().parseFromString(html, "text/html");
     if (!doc.body || !doc.body.hasAttribute("data-page")) throw new Error("not an FSM page: " + url);
-    var body = doc.body, address = shown(url, body);
-    swapHead(doc.head);
-    document.body.replaceWith(body);
+    var body = doc.body, address = shown(url, body), script = document.body.lastElementChild;
+    if (bodyOnly && (!script || script.tagName !== "SCRIPT")) throw new Error("no script to keep: " + url);
+    var scrolled = window.scrollX !== 0 || window.scrollY !== 0;
+    if (bodyOnly) body.appendChild(script);
+    else swapHead(doc.head);
     document.title = doc.title;
+    document.body.replaceWith(body);
     history.replaceState(null, "", address);
-    window.scrollTo(0, 0);
+    // Scrolling lays the page out at once; unscrolled, the next frame does it.
+    if (scrolled) window.scrollTo(0, 0);
     fsm.page = document.body.getAttribute("data-page");
     fsm.swapped = true;
     fsm.next = null;
+    fsm.digest = null;
     shownCount += 1;
   }
 
@@ -140,9 +160,11 @@
       });
   }
 
-  // Swap in html we already have; if it is no FSM page, fetch url (and then reload).
-  function showHtml(html, url) {
-    try { swap(html, url); } catch (err) { return load(url); }
+  // Swap in html we already have (the page of `digest`, when known); if it is no FSM page,
+  // fetch url (and then reload).
+  function showHtml(html, url, digest, bodyOnly) {
+    try { swap(html, url, bodyOnly); } catch (err) { return load(url); }
+    fsm.digest = digest || null;
   }
 
   fsm.show = function (url, html) {
@@ -164,26 +186,67 @@
     if (digest !== undefined) {
       try {
         swap(unpacked(next, digest), location.href);
+        fsm.digest = digest;
         message.expect = digest;
         fsm.speculating = { digest: digest, seq: next.seq + 1 };
         local = true;
       } catch (err) { /* not a page after all: the answer carries the right one */ }
     }
-    var shownAt = performance.now(), body = JSON.stringify(message);
+    var shownAt = performance.now();
     track(function () {
-      return fetch(here("event"), { method: "POST", headers: { "content-type": "application/json" }, body: body })
-        .then(function (r) { return r.json(); })
+      if (fsm.digest) message.shown = fsm.digest;  // what the page shows when the event leaves
+      return post(JSON.stringify(message))
         .then(function (d) {
           fsm.last = { local: local, swap: shownAt - started, answer: performance.now() - started };
           fsm.speculating = null;
           if (d.seq === undefined) return load(here("?v=x"));
           // The answer carries the new state's page unless the page shows it already.
-          if (typeof d.html === "string") return showHtml(d.html, here("?v=" + d.seq));
+          if (typeof d.html === "string" || typeof d.body === "string") {
+            var bodyOnly = typeof d.html !== "string";
+            var result = showHtml(bodyOnly ? d.body : d.html, here("?v=" + d.seq), d.digest, bodyOnly);
+            fsm.last.shown = performance.now() - started;
+            fsm.last.bodyOnly = bodyOnly;
+            return result;
+          }
           if (!local) return load(here("?v=x"));
           history.replaceState(null, "", shown(here("?v=" + d.seq), document.body));
         }, function () { fsm.speculating = null; return load(here("?v=x")); });
     });
   }
+
+  // How an event reaches the server: POST ./event, unless the harness that drives this page
+  // serves its session in its own process and takes the events itself (fsm.handOver(true)):
+  // then an event waits in `outbox` until the harness reads it (with the action's own last
+  // round trip), applies it as POST ./event would and hands the page the answer with
+  // fsm.receive(id, answer); no request goes through the browser's network stack.
+  var replies = {}, posted = 0, handingOver = false, outbox = [], wakers = [];
+  fsm.outbox = outbox;
+  fsm.handOver = function (on) { handingOver = !!on; return handingOver; };
+  function post(body) {
+    var session = location.pathname.match(/^\/s\/([^\/]+)\//);
+    if (!handingOver || !session) {
+      return fetch(here("event"), { method: "POST", headers: { "content-type": "application/json" }, body: body })
+        .then(function (r) { return r.json(); });
+    }
+    return new Promise(function (resolve) {
+      posted += 1;
+      replies[posted] = resolve;
+      outbox.push({ id: posted, session: decodeURIComponent(session[1]), body: body });
+      wakers.splice(0).forEach(function (wake) { wake(true); });
+    });
+  }
+  fsm.receive = function (id, answer) {
+    for (var i = outbox.length - 1; i >= 0; i--) if (outbox[i].id === id) outbox.splice(i, 1);
+    var resolve = replies[id];
+    delete replies[id];
+    if (resolve) resolve(answer);
+    return true;
+  };
+  // Settles like `idle`, or as soon as an event waits in the outbox (it waits for the harness).
+  fsm.settled = function () {
+    if (outbox.length) return Promise.resolve(true);
+    return new Promise(function (resolve) { wakers.push(resolve); fsm.idle.then(resolve); });
+  };
 
   function closeMenus(except) {
     document.querySelectorAll(".dd-menu").forEach(function (m) { if (m !== except) m.hidden = true; });
