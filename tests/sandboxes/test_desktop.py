@@ -49,14 +49,22 @@ async def _probe(desktop: DesktopSandbox) -> tuple[Path, dict]:
     await desktop.wait_for_window(lambda w: w.title == "probe", "the probe app")
     await desktop.settle()
     assert await wait_until(lambda: any(e["kind"] == "ready" for e in _log(path)), 10)
-    ready = [e for e in _log(path) if e["kind"] == "ready"][-1]
     # The first click on a new window can be taken by the window manager's focus handling
-    # while the app is still mapping its widgets: click the canvas until the app sees one.
-    cx, cy = ready["canvas"]
-    for _ in range(5):
+    # while the app is still mapping its widgets, and the app lays its widgets out again once
+    # mapped (the canvas moves down when the entry above it gets its height): click the canvas
+    # where the app last said it is until the app sees that very click with no move since.
+    for _ in range(10):
+        ready = [e for e in _log(path) if e["kind"] == "ready"][-1]
+        cx, cy = ready["canvas"]
+        before = len(_log(path))
         await desktop.execute(Click(x=cx + 5, y=cy + 5))
-        if await wait_until(lambda: any(e["kind"] == "press" for e in _log(path)), 1.0):
+        await wait_until(lambda n=before: any(e["kind"] == "press" for e in _log(path)[n:]), 1.0)
+        after = _log(path)[before:]
+        if [(e["x"], e["y"]) for e in after if e["kind"] == "press"] == [(cx + 5, cy + 5)] and \
+                not any(e["kind"] == "ready" and e != ready for e in after):
             break
+    else:
+        raise AssertionError(f"the probe app never saw a click where it said its canvas is: {_log(path)}")
     path.write_text("")  # the tests read only what comes next
     return path, ready
 
