@@ -131,16 +131,17 @@ async def hand_back(browser: PageReader, sites: SiteClient, outbox: list[dict[st
     """Apply the events the page handed over (``outbox``: site.js ``post`` with
     ``handOver(true)``) in this process, exactly as the site app's ``POST /s/<id>/event``
     would (``page_event``: the same checks, verdicts and refusals), and hand the page their
-    answers (``__fsm.handBack``). The page applies them (the swap) after the round trip
-    has answered, before its next frame, and says what it will show then; None (the settle
-    then waits for the page) when it cannot tell yet, e.g. another event waits behind."""
+    answers in the same round trip that reads what it shows once it has shown them (the
+    swap runs there; the frame that renders it is left to the screenshot)."""
     if not isinstance(sites, LocalSiteClient):
         raise TaskError(f"expected the page's events to go to the site server, got them handed over to a "
                         f"task whose site client is a {type(sites).__name__}; only an in-process one takes them")
-    answers = [[int(message["id"]), sites.page_event(str(message["session"]), str(message["body"]))[1]]
-               for message in outbox]
-    return await _read(browser, "(() => { const f = window.__fsm; if (!f || !f.handBack) return null;"
-                                f" return f.handBack({json.dumps(answers)}); }})()")
+    receives = []
+    for message in outbox:
+        _, answer = sites.page_event(str(message["session"]), str(message["body"]))
+        receives.append(f" f.receive({int(message['id'])}, {json.dumps(answer)});")
+    return await _read(browser, "(async () => { const f = window.__fsm; if (!f) return null;"
+                                f"{''.join(receives)} await f.settled(); return {_FIELDS}; }})()")
 
 
 async def _read(browser: PageReader, expression: str) -> object:

@@ -32,8 +32,6 @@
 //   handOver(on)  let the harness take the page's events (see post below); off after a full load
 //   outbox    the events waiting for the harness, [{id, session, body}] (body: what POST ./event takes)
 //   receive(id, answer)  the answer to the outbox's event `id` (what POST ./event answers)
-//   handBack(answers)  receive each [id, answer] right after this task (or in the next
-//             frame); returns the status the page will have then, when known now, else null
 //   settled() a promise that settles like `idle`, or once an event waits in the outbox
 //   show(url[, html])  swap in the page at url (fetched unless its html is given; resolves
 //             to true), falling back to a full load if that fails; the harness uses it
@@ -243,34 +241,6 @@
     delete replies[id];
     if (resolve) resolve(answer);
     return true;
-  };
-  // The harness's hand-back: the answers ([[id, answer], ...]) to events of the outbox, taken
-  // out of it at once and applied (their swaps) right after this task, or at the latest in
-  // the next frame's animation callbacks, so the harness's round trip does not wait for the
-  // swap and the next frame (a capture's) shows it. Returns what the page will show once they
-  // are applied when that is known now: every answer carries its page (the swap keeps its
-  // script, so it cannot fail on a page it just showed) and no other operation waits behind
-  // them; else null, and the harness waits with settled().
-  fsm.handBack = function (answers) {
-    var applied = false, channel = new MessageChannel();
-    function apply() {
-      if (applied) return;
-      applied = true;
-      channel.port1.close();
-      answers.forEach(function (a) { fsm.receive(a[0], a[1]); });
-    }
-    answers.forEach(function (a) {
-      for (var i = outbox.length - 1; i >= 0; i--) if (outbox[i].id === a[0]) outbox.splice(i, 1);
-    });
-    channel.port1.onmessage = apply;
-    channel.port2.postMessage(null);
-    requestAnimationFrame(apply);
-    var known = queued === answers.length && answers.every(function (a) {
-      return a[1].seq !== undefined && (typeof a[1].html === "string" || typeof a[1].body === "string");
-    });
-    if (!known) return null;
-    return { pending: false, swapped: true, speculating: null, outbox: null, ready: document.readyState,
-             search: "?v=" + answers[answers.length - 1][1].seq };
   };
   // Settles like `idle`, or as soon as an event waits in the outbox (it waits for the harness).
   fsm.settled = function () {
