@@ -28,8 +28,9 @@ from fsm_sites.engine import Edge
 from harness.actions import Action, Click, Drag, Key, Move, TypeText, Wait
 from harness.errors import TaskError
 from harness.tasks.base import Task, TaskSetup, Validation, require_desktop
-from harness.tasks.fsm import FSMTask, _library_tasks, _site_call, step_budget
+from harness.tasks.fsm import FSMTask, _library_tasks, step_budget
 from harness.tasks.fsm_oracle import next_action, probe_expression
+from harness.tasks.fsm_settle import site_call
 from harness.tasks.miniwob import _ORACLE_TARGETS, _STATE_JS, MiniWoBTask
 from sandboxes.actions import POINTER_ACTIONS
 from sandboxes.base import Sandbox, SandboxRequest
@@ -67,7 +68,7 @@ class _DesktopFSMTask(FSMTask):
         layout_seed = 0 if seed is None else int(seed)
         self.task = self.choices[layout_seed % len(self.choices)]
         sites = await self._ensure_site(resources)
-        view = await _site_call(sites.create_session(self.task.site, goal=self.task.goal,
+        view = await site_call(sites.create_session(self.task.site, goal=self.task.goal,
                                                      start_state=self.task.start_state, seed=layout_seed))
         self._session, self._cursor, self.step_events, self._jump_view = view.id, 0, [], None
         return desktop, sites, view
@@ -133,14 +134,14 @@ class TkFSMTask(_DesktopFSMTask):
         return self._task_setup(view, "desktop://tk/" + view.site, ())
 
     async def _shown(self, sandbox: Sandbox, sites: SiteClient, sid: str) -> None:
-        view = await _site_call(sites.session(sid))
+        view = await site_call(sites.session(sid))
         await self._wait_seq(view.seq, _SHOWN_TIMEOUT_S)
         await require_desktop(sandbox, self.id).settle()
 
     async def _edge_action(self, sandbox: Sandbox, edge: Edge, page: str) -> Action:
         sites, sid = self._require()
         state = self._app_state()
-        if state is None or state["page"] != page or state["seq"] != (await _site_call(sites.session(sid))).seq:
+        if state is None or state["page"] != page or state["seq"] != (await site_call(sites.session(sid))).seq:
             return Wait(seconds=0.2)
         return tk_action(edge, state["elements"])
 

@@ -23,18 +23,13 @@ state and layout seed look different, as real sites do, at another width.
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
 
-from fsm_sites.client import LocalSiteClient, SiteClient, SiteUnavailable
+from fsm_sites.client import SiteClient, SiteUnavailable
 from fsm_sites.engine import Edge, Machine
 from fsm_sites.sessions import SessionError
 from fsm_sites.spec import SiteSpec
@@ -44,33 +39,12 @@ from harness.actions import Action, Done
 from harness.errors import TaskError
 from harness.tasks.base import PageReader, Task, TaskSetup, Validation, require_browser
 from harness.tasks.fsm_oracle import next_action, probe_expression
+from harness.tasks.fsm_settle import prepare_page, settle, site_call
 from sandboxes.base import Sandbox, SandboxRequest
-from sandboxes.errors import SandboxEvaluationError
 from sandboxes.viewports import VIEWPORTS, parse_viewport
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
-
-_SETTLE_TIMEOUT_S = 5.0
-# What the harness reads of the page (site.js's window.__fsm): `swapped` says the page shows
-# a DOM that a capture renders as it is (swapped in, or loaded and painted); `outbox`, the
-# events the page hands over to the harness (``take_events``), if any.
-_FIELDS = ("{pending: f.pending, swapped: f.swapped || f.painted, speculating: f.speculating || null,"
-           " outbox: f.outbox && f.outbox.length ? f.outbox : null, ready: document.readyState,"
-           " search: location.search}")
-# Waits for the page's in-flight event or swap (or an event handed over), then says what
-# the page shows.
-_STATUS = ("(async () => { const f = window.__fsm; if (!f) return null;"
-           f" await (f.settled ? f.settled() : f.idle); return {_FIELDS}; }})()")
-_FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
-# What the page shows now, without waiting: read by the action's own last round trip
-# (``read_after_actions``), so a step whose page needs no waiting costs no extra trip.
-_NOW = f"(() => {{ const f = window.__fsm; if (!f) return null; return {_FIELDS}; }})()"
-# While a prefetched page waits for the server to take its event, how often (in polls of
-# the server, 1 ms apart) it also asks the page whether its answer came meanwhile (a refused
-# event, an error): then the settle falls back to the page's own answer.
-_PAGE_EVERY = 10
-
 
 def step_budget(task: Any) -> int:
     """Steps an FSM task gets unless the caller sets a limit: room for the oracle's several
@@ -117,7 +91,7 @@ class FSMTask(Task):
         #: on 2 busy cores it did not pay, see BENCHMARKS.md, issue 12).
         self.prefetch = prefetch
         #: With an in-process site server (``LocalSiteClient``), take the page's events in
-        #: the settle instead of letting the page post them (see ``_hand_back``; it measured
+        #: the settle instead of letting the page post them (``fsm_settle.hand_back``; it measured
         #: faster, see BENCHMARKS.md, issue 12). A remote server's page always posts them.
         self.take_events = take_events
         self.task: Any = first
@@ -137,25 +111,18 @@ class FSMTask(Task):
         layout_seed = 0 if seed is None else int(seed)
         self.task = self.choices[layout_seed % len(self.choices)]
         sites = await self._ensure_site(resources)
-        view = await _site_call(sites.create_session(self.task.site, goal=self.task.goal,
+        view = await site_call(sites.create_session(self.task.site, goal=self.task.goal,
                                                      start_state=self.task.start_state, seed=layout_seed))
         self._session, self._cursor, self.step_events = view.id, 0, []
         self._jump_view = None
         # The page keeps nothing of its own (the state lives in the session), so the
         # previous episode's page can show the new session in place: the sandbox clears
         # cookies and storage and site.js swaps in the new session's page.
-        content = await _site_call(sites.page_html(view.id)) if self.reuse_page else None
+        content = await site_call(sites.page_html(view.id)) if self.reuse_page else None
         await browser.reset(view.url, allowed_origins=(sites.site_url,), keep_page=self.reuse_page,
                             content=content)
-        read_after_actions = getattr(browser, "read_after_actions", None)
-        if read_after_actions is not None:  # the settle's first read rides on each action's last trip
-            read_after_actions(_NOW)
-        # Off in a freshly loaded page; a kept page keeps what it had (the prefetch, the
-        # hand-over: set each time, the next task of the page may not take its events).
-        take = "true" if self.take_events and isinstance(sites, LocalSiteClient) else "false"
-        prefetch = " window.__fsm.setPrefetch(true);" if self.prefetch else ""
-        await _read(browser, "(() => { if (!window.__fsm) return false;"
-                             f" if (window.__fsm.handOver) window.__fsm.handOver({take});{prefetch} return true; }})()")
+        # Set each time: a kept page keeps what it had, and the next task may want otherwise.
+        await prepare_page(browser, sites, take_events=self.take_events, prefetch=self.prefetch)
         await self._settle(browser, sites, view.id)  # first paint done before the screenshot
         return TaskSetup(instruction=self.task.instruction, start_url=view.url,
                          allowed_origins=(sites.site_url,), fsm_state=view.state,
@@ -165,7 +132,7 @@ class FSMTask(Task):
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
         sites, sid = self._require()
         await self._shown(sandbox, sites, sid)
-        records = await _site_call(sites.events(sid, since=self._cursor))
+        records = await site_call(sites.events(sid, since=self._cursor))
         self.step_events.append(len(records))
         if records:
             self._cursor = records[-1].seq
@@ -182,10 +149,10 @@ class FSMTask(Task):
 
     async def cheat(self, sandbox: Sandbox) -> Action | None:
         sites, sid = self._require()
-        view = await _site_call(sites.session(sid))
+        view = await site_call(sites.session(sid))
         if view.goal_reached:
             return Done()
-        edge = await _site_call(sites.oracle_edge(sid))
+        edge = await site_call(sites.oracle_edge(sid))
         if edge is None:
             return None
         return await self._edge_action(sandbox, edge, view.page)
@@ -212,10 +179,10 @@ class FSMTask(Task):
     async def current_state(self) -> State:
         """The session's state now."""
         sites, sid = self._require()
-        return State.from_key((await _site_call(sites.session(sid))).state)
+        return State.from_key((await site_call(sites.session(sid))).state)
 
     async def _idle_verdict(self, sites: SiteClient, sid: str) -> StepVerdict:
-        view = await _site_call(sites.session(sid))
+        view = await site_call(sites.session(sid))
         return StepVerdict(state_before=view.state, state_after=view.state, transition_fired=False,
                            on_shortest_path=False, distance_before=view.distance,
                            distance_after=view.distance, goal_reached=view.goal_reached)
@@ -229,13 +196,13 @@ class FSMTask(Task):
         # Fetched every setup: each run's resources may hold another server.
         sites = self._given_sites or await resources.sites()
         self._sites = sites
-        if not await _site_call(sites.has_site(self.task.site)):
+        if not await site_call(sites.has_site(self.task.site)):
             if self._site_spec is not None and self._site_spec.name == self.task.site:
-                await _site_call(sites.add_site(self._site_spec))
+                await site_call(sites.add_site(self._site_spec))
             else:
                 from fsm_sites.library import load_site
 
-                await _site_call(sites.add_site(load_site(self.task.site)))
+                await site_call(sites.add_site(load_site(self.task.site)))
         return sites
 
     @property
@@ -248,7 +215,7 @@ class FSMTask(Task):
         it in the page; returns the state key reached."""
         sites, sid = self._require()
         browser = require_browser(sandbox, self.id)
-        view = await _site_call(sites.jump(sid, state_key))
+        view = await site_call(sites.jump(sid, state_key))
         self._jumps += 1
         marker = f"j{self._jumps}"
         # Until the next event, the page legitimately shows this marker instead of a seq.
@@ -263,111 +230,9 @@ class FSMTask(Task):
 
     async def _settle(self, browser: PageReader, sites: SiteClient, sid: str,
                       marker: str | None = None) -> None:
-        """Wait until the page shows the state of the session's last event (site.js
-        swaps in ``./?v=<seq>`` after each event, or ``./?v=<marker>`` after a jump), so
-        the screenshot is current. A page that showed a prefetched page at once needs no
-        waiting once the server took its event and has that very page (``_confirmed``)."""
-        deadline = time.monotonic() + _SETTLE_TIMEOUT_S
-        status = await _read(browser, _NOW)
-        while isinstance(status, dict) and status["outbox"]:
-            status = await _hand_back(browser, sites, status["outbox"])
-        if isinstance(status, dict) and status["pending"]:
-            if status["speculating"] and await self._confirmed(browser, status, sites, sid):
-                return
-            status = None  # an event or a swap in flight: wait for it below
-        while time.monotonic() < deadline:
-            if status is None:
-                status = await _read(browser, _STATUS)
-            if isinstance(status, dict) and status["outbox"]:
-                status = await _hand_back(browser, sites, status["outbox"])
-                continue
-            if isinstance(status, dict) and not status["pending"] and status["ready"] == "complete":
-                seen = _shown_marker(status["search"])
-                seq = (await _site_call(sites.session(sid))).seq
-                if marker is not None:
-                    current = seen == marker
-                else:
-                    current = (seen in (str(seq), "x") or (seen is None and seq == 0)
-                               or (seen, seq) == self._jump_view)
-                if current and status["swapped"]:
-                    # A capture renders a swapped-in DOM (tests/harness/test_fsm_task.py), and
-                    # a loaded one that has painted (``swapped`` says either).
-                    return
-                if current:
-                    # A freshly loaded document may not have painted yet; wait for two
-                    # frames so the screenshot that follows captures it.
-                    try:
-                        await browser.evaluate(_FRAMES)
-                    except SandboxEvaluationError:  # navigated again meanwhile; look again
-                        status = None
-                        continue
-                    return
-            status = None
-            await asyncio.sleep(0.02)
-        raise TaskError(f"expected the page of {self.id} to show the new state within "
-                        f"{_SETTLE_TIMEOUT_S}s, got a page still loading at {browser.url}")
-
-    @staticmethod
-    async def _confirmed(browser: PageReader, status: dict[str, Any], sites: SiteClient, sid: str) -> bool:
-        """Whether the server took the event of the prefetched page the page shows (the
-        session's seq reached the one that event gets) and has exactly that page as the
-        session's (same digest): then its verdict is recorded and the page is current, and
-        the page's answer, still on its way, changes nothing it shows. False (the caller
-        waits for the page's answer instead) as soon as that answer came anyway."""
-        speculating = status["speculating"]
-        if not isinstance(speculating, dict):
-            return False
-        deadline = time.monotonic() + _SETTLE_TIMEOUT_S
-        for poll in itertools.count(1):
-            seq, digest = await _site_call(sites.page_digest(sid))
-            if seq == speculating.get("seq"):
-                return bool(digest == speculating.get("digest"))
-            if seq > int(speculating.get("seq") or 0) or time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.001)  # the page's POST is on its way to the server
-            if poll % _PAGE_EVERY == 0:
-                now = await _read(browser, _NOW)
-                if not isinstance(now, dict) or now["speculating"] != speculating:
-                    return False
-        return False
-
-
-async def _hand_back(browser: PageReader, sites: SiteClient, outbox: list[dict[str, Any]]) -> object:
-    """Apply the events the page handed over (``outbox``: site.js ``post`` with
-    ``handOver(true)``) in this process, exactly as the site app's ``POST /s/<id>/event``
-    would (``page_event``: the same checks, verdicts and refusals), and hand the page their
-    answers in the same round trip that reads what it shows once it has shown them (the
-    swap runs there; the frame that renders it is left to the screenshot)."""
-    if not isinstance(sites, LocalSiteClient):
-        raise TaskError(f"expected the page's events to go to the site server, got them handed over to a "
-                        f"task whose site client is a {type(sites).__name__}; only an in-process one takes them")
-    receives = []
-    for message in outbox:
-        _, answer = sites.page_event(str(message["session"]), str(message["body"]))
-        receives.append(f" f.receive({int(message['id'])}, {json.dumps(answer)});")
-    return await _read(browser, "(async () => { const f = window.__fsm; if (!f) return null;"
-                                f"{''.join(receives)} await f.settled(); return {_FIELDS}; }})()")
-
-
-async def _read(browser: PageReader, expression: str) -> object:
-    """The page's answer to ``expression``; None when the page navigated under us."""
-    try:
-        return await browser.evaluate(expression)
-    except SandboxEvaluationError:  # the page navigated twice under us; look again
-        return None
-
-
-def _shown_marker(search: str) -> str | None:
-    """The ``v`` of a page's query string (``?v=<seq>``), or None."""
-    return parse_qs(search.lstrip("?")).get("v", [None])[0]
-
-
-async def _site_call(call: Any) -> Any:
-    """Await a site-client call; a server that cannot be reached is an infrastructure error."""
-    try:
-        return await call
-    except SiteUnavailable as exc:
-        raise TaskError(f"expected the FSM site server to answer, got: {exc}") from exc
+        """Wait until the page shows the state of the session's last event (or of the jump
+        to ``marker``), so the screenshot is current (``harness.tasks.fsm_settle``)."""
+        await settle(browser, sites, sid, task_id=self.id, jump_view=self._jump_view, marker=marker)
 
 
 # ---- the `fsm` suite ---------------------------------------------------------------------
