@@ -20,7 +20,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
                                          ("travel/help_contact", 3), ("crm/newcontact", 7),
                                          ("shop/products_tab_reviews", 3), ("mail/box_pane", 4),
                                          ("calendar/open_tue", 2),
-                                         ("bank/activity_top", 4), ("bank/activity_payee", 4)])
+                                         ("bank/activity_top", 4), ("bank/activity_payee", 4),
+                                         ("bank/activity_flag", 3)])
 async def test_oracle_solves_widget_goals_in_tk(desktop_envs, goal, steps) -> None:
     env = await desktop_envs.open(f"desktop:tk/{goal}", EnvOptions())
     try:
