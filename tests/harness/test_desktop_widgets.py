@@ -2,7 +2,7 @@
 them through the screen (a menu and an accordion are toggle buttons, a tooltip a label that
 sends hover when the pointer enters it, a combobox an entry over its suggestions; a product
 page's tabs, a message's reading-pane list and a month's days are buttons; a data table's
-sort and pager are rows of buttons), with the site's own verdicts."""
+sort and pager are rows of buttons, a row's Flag one of its buttons), with the site's own verdicts."""
 
 from __future__ import annotations
 
