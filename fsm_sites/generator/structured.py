@@ -124,13 +124,13 @@ def bookings(b: SiteBuilder, part: BookingsPart, exit_to: str) -> tuple[str, str
 
 @dataclass(frozen=True)
 class RowAction:
-    """A per-row action that changes its row: a bool field of the records (a column), set by a
-    button on the rows named in ``rows`` and cleared by another on each row that has it
-    set, each updating its own row (``row``). Every row it applies to doubles the states the
-    site can reach (the field persists), so it names few."""
+    """A per-row action that changes its row: a bool field of the records (drawn as a badge
+    on the rows where it holds), set by a button on the rows named in ``rows`` and cleared by
+    another on each row that has it set, each updating its own row (``row``). Every row it
+    applies to doubles the states the site can reach (the field persists), so it names few."""
 
     field: str  # the records' bool field, e.g. "flagged"
-    heading: str  # its column heading, e.g. "Flagged"
+    heading: str  # its label, the badge on a row where it holds, e.g. "Flagged"
     labels: tuple[str, str]  # the buttons that set and clear it, e.g. ("Flag", "Unflag")
     rows: tuple[str, ...]  # the rows (their first field) that have the button
     goals: tuple[tuple[str, str, tuple[str, ...]], ...]  # (goal id, words, rows that have the field set)
