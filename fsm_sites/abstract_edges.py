@@ -148,7 +148,7 @@ class _Builder:
     def _const(self, node: Node, ct: CTrans, args: dict | None, value: Any) -> tuple[bool, Any]:
         """(known, value) of an expression that may read only parameters and the event value."""
         read = names(node)
-        if read & set(self.tables.model.schema.variables) or "it" in read:
+        if read & set(self.tables.model.schema.variables) or read & {"it", "row"}:
             return False, None
         if (args is None and read - {"value"}) or (value is _UNKNOWN and "value" in read):
             return False, None

@@ -3,7 +3,7 @@
 The validator and the engine call the same functions, so a spec that validates is exactly
 the spec that runs. A closure has the signature ``fn(values, ctx)``: ``values`` is the
 state's variable values in layout order (a tuple or list), ``ctx`` a ``Ctx`` with the
-page's parameters, the event's value and the current item ``it``. A type error raises
+page's parameters, the event's value, the current item ``it`` and the copy's item ``row``. A type error raises
 ``CheckError`` saying what was expected and what was found.
 """
 
@@ -43,14 +43,21 @@ class CheckError(ValueError):
 
 
 class Ctx:
-    """What an expression sees besides the variables."""
+    """What an expression sees besides the variables: ``row`` is the item of the repeated
+    element's copy (``it`` at the top of its expressions), which a predicate or an effect's
+    ``where`` keeps while ``it`` scans a collection."""
 
-    __slots__ = ("args", "value", "it")
+    __slots__ = ("args", "value", "it", "row")
 
-    def __init__(self, args: dict[str, Any] | None = None, value: Any = None, it: Any = None) -> None:
+    def __init__(self, args: dict[str, Any] | None = None, value: Any = None, it: Any = None, row: Any = None) -> None:
         self.args = args or {}
         self.value = value
         self.it = it
+        self.row = row
+
+    def scan(self, item: Any) -> Ctx:
+        """The context of a predicate over ``item``: ``it`` is that item, the rest stays."""
+        return Ctx(self.args, self.value, item, self.row)
 
 
 EMPTY_CTX = Ctx()
@@ -77,9 +84,10 @@ class Env:
     params: dict[str, VType] = field(default_factory=dict)
     value: VType | None = None  # None: the context has no event value
     it: VType | None = None
+    row: VType | None = None  # the copy's item: set in a repeated element's expressions only
 
     def with_it(self, it: VType) -> Env:
-        return Env(self.variables, self.position, self.params, self.value, it)
+        return Env(self.variables, self.position, self.params, self.value, it, self.row)
 
 
 INT = IntT(-_BIG, _BIG)
@@ -113,6 +121,12 @@ def _name(node: Name, env: Env) -> tuple[Fn, VType]:
         if env.it is None:
             raise CheckError("'it' is only defined in a repeated element or in any/all/count(items, ...)")
         return (lambda v, c: c.it), env.it
+    if name == "row":
+        if env.row is None:
+            raise CheckError("'row' is only defined in a repeated element's expressions (its copy's item, the one "
+                             "the event came from); use it in a transition, label or condition of an element with "
+                             "`repeat`")
+        return (lambda v, c: c.row), env.row
     if name == "value":
         if env.value is None:
             raise CheckError("'value' is only defined in a transition whose event carries a value")
@@ -244,7 +258,7 @@ def _call(node: Call, env: Env) -> tuple[Fn, VType]:
     pred = compile_bool(node.args[1], env.with_it(item_type))
 
     def test_each(v: Any, c: Any) -> Any:
-        return (pred(v, Ctx(c.args, c.value, it)) for it in items(v, c))
+        return (pred(v, c.scan(it)) for it in items(v, c))
 
     if node.fn == "count":
         return (lambda v, c: sum(1 for ok in test_each(v, c) if ok)), INT

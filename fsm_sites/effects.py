@@ -4,7 +4,9 @@ A compiled effect is ``apply(w, ctx)``: it changes the working list ``w`` of var
 values (layout order); effects of one transition run in order, each seeing the ones
 before it. Semantics (docs/fsm_spec.md): an int is clamped to its range; ``add`` does
 nothing when the list is full or (a set, a unique list) already holds the item;
-``remove`` of an absent item does nothing; a set keeps its canonical order.
+``remove`` of an absent item does nothing; a set keeps its canonical order. The engine adds
+one effect of its own, ``clamp_page``, after those of a transition that may shorten a paged
+table: it brings the table's pager back onto its last page.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from fsm_sites.check import CheckError, Ctx, Env, compile_bool, compile_expr, co
 from fsm_sites.expr import Attr, Binary, ExprSyntaxError, Index, Lit, Name, Node, parse_expr
 from fsm_sites.spec import VALUE_PLACEHOLDER, Effect
 from fsm_sites.types import IntT, MapT, RecordT, SeqT, VType
-from fsm_sites.value_widgets import move_positions, moved
+from fsm_sites.value_widgets import move_positions, moved, page_count
 
 Apply = Callable[[list, Ctx], None]
 
@@ -26,12 +28,13 @@ Apply = Callable[[list, Ctx], None]
 class Plan:
     """One effect in a uniform shape."""
 
-    kind: str  # set | clear | add | remove | remove_where | update | move
+    kind: str  # set | clear | add | remove | remove_where | update | move | clamp_page (the engine's own)
     target: Node  # Name, or Attr/Index of a Name for `set`
-    expr: Node | None = None
+    expr: Node | None = None  # clamp_page: the table's rows (its `repeat`)
     where: Node | None = None
     fields: tuple[tuple[str, Node], ...] = ()
     older: str | None = None  # the op of an older-form effect, for its error messages
+    per_page: int = 0  # clamp_page: the table's rows a page
 
     @property
     def var(self) -> str:
@@ -109,6 +112,8 @@ def compile_plan(plan: Plan, env: Env) -> Apply:
         known = sorted(v for v in env.variables if not v.startswith("_"))
         raise CheckError(f"{name!r} is not a variable; expected one of {known}", at=".var")
     pos, vtype = env.position[name], env.variables[name]
+    if plan.kind == "clamp_page":
+        return _compile_clamp(plan, env, pos)
     if plan.kind == "clear":
         default = vtype.default()
 
@@ -124,6 +129,20 @@ def compile_plan(plan: Plan, env: Env) -> Apply:
     if plan.kind == "move":
         return _compile_move(env, pos, vtype, name)
     return _compile_items(plan, env, pos, vtype)
+
+
+def _compile_clamp(plan: Plan, env: Env, pos: int) -> Apply:
+    """A paged table's pager (at ``pos``) brought back onto the table's last page, so a
+    transition that removes rows while the last page is shown never leaves an empty page."""
+    assert plan.expr is not None
+    rows, size = compile_expr(plan.expr, env)[0], plan.per_page
+
+    def clamp_page(w: list, c: Ctx) -> None:
+        last = page_count(len(rows(w, c)), size)
+        if w[pos] > last:
+            w[pos] = last
+
+    return clamp_page
 
 
 def _compile_move(env: Env, pos: int, vtype: SeqT, name: str) -> Apply:
@@ -211,7 +230,7 @@ def _compile_items(plan: Plan, env: Env, pos: int, vtype: SeqT) -> Apply:
         pred = compile_bool(plan.where, env.with_it(vtype.item))
         if plan.kind == "remove_where":
             def remove_where(w: list, c: Ctx) -> None:
-                w[pos] = tuple(x for x in w[pos] if not pred(w, Ctx(c.args, c.value, x)))
+                w[pos] = tuple(x for x in w[pos] if not pred(w, c.scan(x)))
 
             return remove_where
         return _compile_update(plan, env, pos, vtype, pred)
@@ -251,7 +270,7 @@ def _compile_update(plan: Plan, env: Env, pos: int, vtype: SeqT, pred: Callable)
     def update(w: list, c: Ctx) -> None:
         out = []
         for x in w[pos]:
-            ctx = Ctx(c.args, c.value, x)
+            ctx = c.scan(x)
             if pred(w, ctx):
                 for name, fn, conv in setters:
                     x = x.replace(name, conv(fn(w, ctx)))

@@ -9,8 +9,10 @@ Grammar, loosest first: ``or``, ``and``, ``not``, comparisons (``== != < <= > >=
 ``not in``), ``+ -``, ``*``, unary ``-``, then postfix ``.field`` and ``[key]`` on a primary:
 an int, a quoted string, ``true``/``false``, a name, a call ``f(args)``, ``( expr )``, a
 list ``[a, b]`` or a record ``{field: expr, ...}``. Names are variables, page parameters,
-``value`` (what the event carried) and ``it`` (the item of a repeated element or of a
-predicate in ``any``/``all``/``count``). Types are checked by ``fsm_sites.check``.
+``value`` (what the event carried), ``it`` (the item of a repeated element, of a predicate
+in ``any``/``all``/``count`` or of an effect's ``where``) and ``row`` (the item of the
+repeated element's copy the expression belongs to: ``it`` there, but unlike ``it`` it keeps
+that meaning inside predicates and ``where``). Types are checked by ``fsm_sites.check``.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class Const(Node):
 
 FUNCTIONS = {"count": (1, 2), "any": (2, 2), "all": (2, 2), "sum": (1, 1), "min": (2, 2), "max": (2, 2),
              "rank": (2, 3)}
-SPECIAL_NAMES = ("value", "it")
+SPECIAL_NAMES = ("value", "it", "row")
 _KEYWORDS = {"and", "or", "not", "in", "true", "false"}
 _TOKEN = re.compile(r"""\s*(?:(?P<num>\d+)|(?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?P<name>[A-Za-z_][A-Za-z0-9_]*)
                        |(?P<op>==|!=|<=|>=|[<>+\-*()\[\]{},.:]))""", re.VERBOSE)
@@ -277,7 +279,7 @@ def parse_expr(text: str) -> Node:
 
 
 def names(node: Node) -> set[str]:
-    """Every free name the expression reads (variables, parameters, value, it)."""
+    """Every free name the expression reads (variables, parameters, value, it, row)."""
     if isinstance(node, Name):
         return {node.name}
     if isinstance(node, Call) and node.fn in ("any", "all", "count") and len(node.args) == 2:

@@ -85,9 +85,11 @@ class SiteModel:
     transitions: list[TransitionModel] = field(default_factory=list)
     goals: dict[str, Node] = field(default_factory=dict)
     problems: list[SpecProblem] = field(default_factory=list)
+    pagers: list[tuple[Node, str, int]] = field(default_factory=list)  # each paged table: (its rows, pager, rows a page)
 
     def env(self, page: str, *, value: VType | None = None, it: VType | None = None) -> Env:
-        return Env(self.schema.variables, self.schema.position(), dict(self.schema.params.get(page, ())), value, it)
+        # ``row``, the copy's item, is defined where ``it`` is a repeated element's item
+        return Env(self.schema.variables, self.schema.position(), dict(self.schema.params.get(page, ())), value, it, it)
 
 
 def reads_of(node: Node | None, params: set[str]) -> set[str]:

@@ -5,14 +5,16 @@ of every element of that page repeated over the same collection show N rows a pa
 rows whose place in the table (``rank``, in the order of the table's ``sort`` variable when
 it has one) falls on page ``VAR`` (1 first). The engine adds that to each row's visibility,
 so a row's buttons fire only while its row is shown, and distances, goals and verdicts see
-pages as they see any other variable.
+pages as they see any other variable. A transition that may shorten the table gets one
+more effect, ``clamp_page`` (``page_clamps``): the pager back onto the last page there is.
 """
 
 from __future__ import annotations
 
 from fsm_sites.check import CheckError, compile_expr
+from fsm_sites.effects import Plan
 from fsm_sites.errors import SpecProblem
-from fsm_sites.expr import Binary, Call, ExprSyntaxError, Lit, Name, Node, parse_expr
+from fsm_sites.expr import Binary, Call, ExprSyntaxError, Lit, Name, Node, names, parse_expr
 from fsm_sites.model import SiteModel
 from fsm_sites.spec import Element, Page
 from fsm_sites.types import IntT, SeqT
@@ -36,6 +38,9 @@ def table_paging(model: SiteModel, page: Page, place: str) -> dict[str, Node]:
             continue
         owners[el.repeat or ""] = el.id
         out[el.repeat or ""] = _on_page(page, el)
+        pager = (parse_expr(el.repeat or ""), el.pager or "", el.per_page or 1)
+        if pager not in model.pagers:
+            model.pagers.append(pager)
     return out
 
 
@@ -78,3 +83,22 @@ def _on_page(page: Page, el: Element) -> Node:
     pager, size = Name(el.pager or ""), Lit(el.per_page or 1)
     first = Binary("*", Binary("-", pager, Lit(1)), size)
     return Binary("and", Binary("<=", first, rank), Binary("<", rank, Binary("*", pager, size)))
+
+
+def page_clamps(model: SiteModel, plans: tuple[Plan, ...]) -> tuple[Plan, ...]:
+    """A ``clamp_page`` effect for each paged table the effects ``plans`` may shorten (an
+    effect on a variable its rows read, but an ``add``, a ``move`` or an ``update`` of a list,
+    which keep its length), so its pager never points past its last page."""
+    out = []
+    for rows, pager, per_page in model.pagers:
+        read = names(rows)
+        if not read <= set(model.schema.variables):
+            continue  # rows that depend on a page parameter: left to the spec (see docs/fsm_spec.md)
+        for plan in plans:
+            vtype = model.schema.variables.get(plan.var)
+            keeps_length = plan.kind in ("add", "move") or (
+                plan.kind == "update" and isinstance(vtype, SeqT) and vtype.ordered)
+            if plan.var in read and not keeps_length:
+                out.append(Plan("clamp_page", Name(pager), rows, per_page=per_page))
+                break
+    return tuple(out)

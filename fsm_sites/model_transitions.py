@@ -15,6 +15,7 @@ from fsm_sites.model import (
     reads_of,
     when_node,
 )
+from fsm_sites.model_paging import page_clamps
 from fsm_sites.schema import TOAST_VAR
 from fsm_sites.spec import (
     EVENTS_BY_KIND,
@@ -53,6 +54,7 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
                                               f"({el.repeat!r}), got it on a {el.kind}'s {t.event!r} moving {plan.var!r}"))
     if guard is None or len(plans) != len(t.effects):
         return
+    plans += page_clamps(model, plans)
     params = {p for p, _ in model.schema.params.get(t.page, ())}
     opened = em.opened if t.event == "pick" else None  # a date picker's days are there only while it is open
     # a heading or the pager acts on the whole table: shown whichever rows are on the page
@@ -73,7 +75,7 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
             got |= reads_of(part, params)
         if plan.kind != "set" or not isinstance(plan.target, Name):
             got |= reads_of(plan.target, params)  # a field, entry or item update keeps the rest
-        got |= reads_of(em.repeat, params) if "it" in _names(plan) else set()
+        got |= reads_of(em.repeat, params) if _names(plan) & {"it", "row"} else set()
         plan_reads.append((plan.var, frozenset(got)))
     reads = guard_reads.union(*(r for _, r in plan_reads))
     writes = {p.var for p in plans}

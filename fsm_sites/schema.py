@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fsm_sites.errors import SpecProblem
+from fsm_sites.expr import SPECIAL_NAMES
 from fsm_sites.spec import FieldDef, SiteSpec, TypeDef
 from fsm_sites.types import BoolT, EnumT, IntT, MapT, RecordT, SeqT, TextT, VType, show_value
 
@@ -192,6 +193,8 @@ def build_schema(spec: SiteSpec) -> tuple[Schema, list[SpecProblem]]:
         place = f"variables.{var.name}"
         if var.name.startswith("_"):
             problems.append(SpecProblem(place, f"expected a name not starting with '_' (kept for the engine), got {var.name!r}"))
+        if var.name in SPECIAL_NAMES:
+            problems.append(SpecProblem(place, _reserved(var.name)))
         vtype = resolver.resolve(var, place)
         if vtype is None:
             continue
@@ -226,6 +229,9 @@ def _params(resolver: _Resolver, page: str, params: tuple, problems: list[SpecPr
     out = []
     for p in params:
         place = f"pages.{page}.params.{p.name}"
+        if p.name in SPECIAL_NAMES:
+            problems.append(SpecProblem(place, _reserved(p.name)))
+            continue
         ptype = resolver.ref(p.type, place, what="a parameter type")
         if ptype is not None and not isinstance(ptype, (EnumT, IntT, BoolT)):
             problems.append(SpecProblem(place, f"expected an enum, int or bool parameter, got {ptype.describe()}"))
@@ -233,3 +239,8 @@ def _params(resolver: _Resolver, page: str, params: tuple, problems: list[SpecPr
         if ptype is not None:
             out.append((p.name, ptype))
     return tuple(out)
+
+
+def _reserved(name: str) -> str:
+    return (f"expected a name other than {list(SPECIAL_NAMES)} (the expression language's own names: the event's "
+            f"value, the item, the row), got {name!r}; rename it")

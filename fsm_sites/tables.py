@@ -123,7 +123,7 @@ class Tables:
         sorter = ((self.position.get(el.sort or ""), order.values)
                   if t.event == "sort" and isinstance(order, EnumT) else None)
         return CTrans(
-            tm, t.id, t.page, t.element, t.event, guard, bool(names(tm.guard) & {"value", "it"}) or repeat is not None,
+            tm, t.id, t.page, t.element, t.event, guard, bool(names(tm.guard) & {"value", "it", "row"}) or repeat is not None,
             tm.edge_values, repeat, em.repeat_type.keys.values if isinstance(em.repeat_type, MapT) else None, effects,
             t.target, args, toast, free, tuple(self.position[v] for v in tm.raw_text if v in self.position), pager, sorter,
         )
@@ -175,10 +175,10 @@ class Tables:
             guard = ct.guard
             if ct.values is None:
                 for value, item in ct.instances(vals, ctx):
-                    ctx.value, ctx.it = value, item
+                    ctx.value, ctx.it, ctx.row = value, item, item
                     if guard is None or guard(vals, ctx):
                         out.append((ct, value, self.fire(ct, page, vals, ctx)))
-                ctx.it = None
+                ctx.it = ctx.row = None
             elif ct.per_value:
                 for value in ct.values:
                     ctx.value = value
@@ -196,7 +196,7 @@ class Tables:
         if ct.values is None:
             for value, item in ct.instances(vals, ctx):
                 if value == raw:
-                    ctx.value, ctx.it = value, item
+                    ctx.value, ctx.it, ctx.row = value, item, item
                     return value, None
             return None
         if ct.free_text is not None and raw is not None:
@@ -230,4 +230,4 @@ class Tables:
         fn = self._visible.get(key)
         if fn is None:
             fn = self._visible[key] = compile_bool(node, self._env(em.page, it=em.item_type))
-        return bool(fn(vals, Ctx(self.page_of(page)[1], None, it)))
+        return bool(fn(vals, Ctx(self.page_of(page)[1], None, it, it)))

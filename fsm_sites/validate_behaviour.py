@@ -77,7 +77,7 @@ def _both_enabled(machine: Machine, a: TransitionModel, b: TransitionModel, valu
     """A reachable state where both fire (its key), or None."""
     mapping = {"value": Lit(value)} if value is not None else {}
     guard = all_of([replace_names(a.guard, mapping), replace_names(b.guard, mapping)])
-    if "it" in names(guard) or "value" in names(guard):
+    if names(guard) & {"it", "row", "value"}:
         report.notes.append(f"could not check whether {a.t.id!r} and {b.t.id!r} can both fire (their guards read "
                             "the repeated item); make them exclusive by hand")
         return None

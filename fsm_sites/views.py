@@ -139,7 +139,7 @@ class PageViewMixin:
             parts = [p if isinstance(p, str) else compile_expr(p, env) for p in template_parts(template)]
             self._texts[key] = parts
         _, vals = self.node(state)
-        ctx = Ctx(args, None, item)
+        ctx = Ctx(args, None, item, item)
         if raw:
             from fsm_sites.model_goals import format_arg
 
@@ -188,7 +188,7 @@ class PageViewMixin:
                 fn = self._conditions[key] = compile_bool(em.disabled, env)
             copies = dict(self.instances(state, element.id)) if em.repeat is not None else {}
             item = copies.get(value) if value is not None else None
-            if fn(self.full.canonical(vals), Ctx(self.full.page_of(page)[1], None, item)):
+            if fn(self.full.canonical(vals), Ctx(self.full.page_of(page)[1], None, item, item)):
                 return True
         if element.kind != "button" or not self.full.by_trigger.get((pid, element.id, "click")):
             return False

@@ -29,6 +29,7 @@ from fsm_sites.generator.compose import (
     WizardPart,
     compose,
 )
+from fsm_sites.generator.structured import RowAction
 from fsm_sites.generator.templates import FieldDef, Item, option_label
 from fsm_sites.generator.vocab import VOCABS, DomainVocab
 from fsm_sites.generator.widgets import FaqPart, MenuPart
@@ -126,7 +127,8 @@ def draw_recipe(rng: random.Random, seed: int, difficulty: str, shrink: int = 0)
 def _draw_table(rng: random.Random, items: tuple[Item, ...]) -> TablePart | None:
     """A third of the time, a history table: 6-8 entries (reference, date, item, amount),
     3 a page, sortable by date (newest first at first), amount and item; its goals open
-    the costliest entry sorted highest first, and the oldest one."""
+    the costliest entry sorted highest first, and the oldest one; half of those tables get
+    a per-row action (``_draw_row_action``)."""
     if rng.random() >= 1 / 3:
         return None
     n = rng.randint(6, 8)
@@ -141,7 +143,18 @@ def _draw_table(rng: random.Random, items: tuple[Item, ...]) -> TablePart | None
     top = next(r[0] for r in rows if r[3] == f"a{cents[-1]}")
     return TablePart("history", "History", fields, rows, ("-date", "date", "amount", "-amount", "item"), 3, (
         ("history_top", "sort the history by amount, highest first, and open the top entry", "-amount", top),
-        ("history_oldest", f"open the oldest entry of the history (Jul {days[0]})", None, rows[0][0])))
+        ("history_oldest", f"open the oldest entry of the history (Jul {days[0]})", None, rows[0][0])),
+        _draw_row_action(rng, rows, dict(fields[2][2])))
+
+
+def _draw_row_action(rng: random.Random, rows: tuple[tuple[str, ...], ...], names: dict[str, str]) -> RowAction | None:
+    """Half of the time, a Flag button on one entry past the first page (newest first), so
+    its goal, flagging it, needs paging or sorting; one row, as each doubles the states."""
+    if rng.random() >= 0.5:
+        return None
+    ref, day, item, _ = rng.choice(rows[:-3])
+    return RowAction("flagged", "Flagged", ("Flag", "Unflag"), (ref,), (
+        ("history_flag", f"flag the {names[item]} entry of Jul {int(day[1:])} in the history", (ref,)),))
 
 
 def _draw_widget_field(rng: random.Random) -> FieldDef:

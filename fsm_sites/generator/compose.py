@@ -397,4 +397,9 @@ def _table_part(b: SiteBuilder, part: TablePart) -> list[tuple[str, str]]:
     for gid, words, order, row in part.goals:
         conditions = [f"{part.key}_sort == '{order}'"] if order else []
         b.add_goal(gid, words, page=f"{detail}({row})", conditions=conditions)
+    action, key_field = part.action, part.fields[0][0]
+    if action is not None:
+        for gid, words, rows in action.goals:
+            b.add_goal(gid, words, conditions=[f"any({part.key}, it.{key_field} == '{r}' and it.{action.field})"
+                                               for r in rows])
     return [(page, part.title)]

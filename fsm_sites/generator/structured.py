@@ -4,6 +4,7 @@ records made by a form, listed with a cancel button each)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from fsm_sites.generator.builder import SiteBuilder
@@ -122,10 +123,25 @@ def bookings(b: SiteBuilder, part: BookingsPart, exit_to: str) -> tuple[str, str
 
 
 @dataclass(frozen=True)
+class RowAction:
+    """A per-row action that changes its row: a bool field of the records (drawn as a badge
+    on the rows where it holds), set by a button on the rows named in ``rows`` and cleared by
+    another on each row that has it set, each updating its own row (``row``). Every row it
+    applies to doubles the states the site can reach (the field persists), so it names few."""
+
+    field: str  # the records' bool field, e.g. "flagged"
+    heading: str  # its label, the badge on a row where it holds, e.g. "Flagged"
+    labels: tuple[str, str]  # the buttons that set and clear it, e.g. ("Flag", "Unflag")
+    rows: tuple[str, ...]  # the rows (their first field) that have the button
+    goals: tuple[tuple[str, str, tuple[str, ...]], ...]  # (goal id, words, rows that have the field set)
+
+
+@dataclass(frozen=True)
 class TablePart:
     """A data table of records (a fixed list: a bank's transactions, an order history) with
     sortable column headings, ``per_page`` rows a page, and an Open button per row that shows
-    the row's detail page. Its sort and page are local to the table and its detail page."""
+    the row's detail page; optionally a per-row action (``RowAction``). Its sort and page are
+    local to the table and its detail page."""
 
     key: str  # the list variable and the page, e.g. "activity"
     title: str  # e.g. "Activity"
@@ -135,6 +151,7 @@ class TablePart:
     orders: tuple[str, ...]  # the sort variable's values (`field`, `-field`: descending); the first is the default
     per_page: int
     goals: tuple[tuple[str, str, str | None, str], ...]  # (goal id, words, order wanted or None, row opened)
+    action: RowAction | None = None
 
 
 def table(b: SiteBuilder, part: TablePart) -> tuple[str, str]:
@@ -145,8 +162,11 @@ def table(b: SiteBuilder, part: TablePart) -> tuple[str, str]:
         labels = {v: label for v, label in values if label != v}
         types.append({"name": name, "type": b.add_type(f"{part.key}_{name}", "enum", values=[v for v, _ in values],
                                                        labels=labels), "label": heading.lower()})
-    record = b.add_type(f"{part.key}_entry", "record", fields=types)
-    rows = [dict(zip([n for n, _, _ in part.fields], row, strict=True)) for row in part.rows]
+    action = part.action
+    flag = [{"name": action.field, "type": "bool", "label": action.heading.lower()}] if action else []
+    record = b.add_type(f"{part.key}_entry", "record", fields=types + flag)
+    rows = [dict(zip([n for n, _, _ in part.fields], row, strict=True)) | {f["name"]: False for f in flag}
+            for row in part.rows]
     var = b.add_var(part.key, "list", item=record, max_len=len(rows), default=rows, label=part.title.lower())
     headings = {n: heading.lower() for n, heading, _ in part.fields}
     order = b.add_var(f"{part.key}_sort", "enum", values=list(part.orders), label="sort order",
@@ -165,6 +185,8 @@ def table(b: SiteBuilder, part: TablePart) -> tuple[str, str]:
     b.add_transition(page, "row", f"go to page $value of {part.title.lower()}", event="page",
                      effects=[{"set": pager, "to": "value"}])
     b.add_transition(page, "open", f"open {{it.{key_field}}}", target=detail, args={key_field: f"it.{key_field}"})
+    if action is not None:
+        _row_action(b, page, var, key_field, action)
     shown_as = {n: dict(values) for n, _, values in part.fields}
     for row in part.rows:
         words = ", ".join(f"{heading}: {shown_as[n][v]}"
@@ -173,3 +195,16 @@ def table(b: SiteBuilder, part: TablePart) -> tuple[str, str]:
     b.link(detail, "back", f"Back to {part.title.lower()}", page, f"go back to {part.title.lower()}", section="header")
     b.local_group({page, detail}, [order, pager])
     return page, detail
+
+
+def _row_action(b: SiteBuilder, page: str, var: str, key_field: str, action: RowAction) -> None:
+    """The buttons of a ``RowAction``: each changes its own row, the one its event came from
+    (``row``; inside ``where``, ``it`` is the item scanned)."""
+    mine = f"it.{key_field} == row.{key_field}"
+    (on, off), rows = action.labels, ", ".join(f"'{r}'" for r in action.rows)
+    for label, value, shown in ((on, True, [f"it.{key_field} in [{rows}]", f"not it.{action.field}"]),
+                                (off, False, [f"it.{action.field}"])):
+        eid = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+        b.add_element(page, eid, "button", label, repeat=var, visible_when=shown)
+        b.add_transition(page, eid, f"{label.lower()} {{row.{key_field}}}",
+                         effects=[{"update": var, "where": mine, "fields": {action.field: value}}])

@@ -25,6 +25,7 @@ from fsm_sites.generator.compose import (
     WizardPart,
     compose,
 )
+from fsm_sites.generator.structured import RowAction
 from fsm_sites.generator.templates import FieldDef as F
 from fsm_sites.generator.templates import Item as I  # noqa: E741
 from fsm_sites.generator.widgets import FaqPart, MenuPart
@@ -137,7 +138,10 @@ RECIPES: tuple[SiteRecipe, ...] = (
               "-amount", "t4"),
              ("activity_city", "open the City Power payment of Jun 3 in your activity", None, "t2"),
              ("activity_payee", "sort your activity by payee from A to Z and open the last transaction listed",
-              "payee", "t6"))),
+              "payee", "t6")),
+            # payments over $500 can be flagged for review: two rows, so four flag states
+            action=RowAction("flagged", "Flagged", ("Flag", "Unflag"), ("t4", "t6"), (
+                ("activity_flag", "flag the largest payment in your activity for review", ("t4",)),))),
     ),
     SiteRecipe(
         "travel", "SkyTrip", "travel", "Flights and hotels at fair prices.",

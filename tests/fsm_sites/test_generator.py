@@ -85,6 +85,17 @@ def test_some_sites_get_a_sortable_paged_table_whose_goals_sort_or_page() -> Non
     assert all(any(e.event in ("sort", "page") for e in path) for path in oldest)  # newest first: sort or page
 
 
+def test_half_of_the_tables_get_a_per_row_action_whose_goal_pages_or_sorts_to_its_row() -> None:
+    tabled = [(s, d) for s in range(8) for d in ("easy", "medium") if "history" in {p.id for p in _site(s, d).pages}]
+    flagged = [case for case in tabled if "history_flag" in {g.id for g in _site(*case).goals}]
+    assert flagged  # half of the tables (a draw of the table generator's own, after the rest of the table)
+    machine = _machine(*flagged[0])
+    flag = next(t for t in machine.spec.transitions if t.page == "history" and t.element == "flag")
+    assert flag.effects[0].where == "it.ref == row.ref"  # the row the button is on, not every row
+    path = machine.shortest_paths(machine.initial, "history_flag")[0]
+    assert path[-1].element == "flag" and any(e.event in ("sort", "page") for e in path[:-1])
+
+
 def test_bad_difficulty_is_refused() -> None:
     with pytest.raises(ValueError, match="expected difficulty in"):
         synthesize_site(0, "impossible")  # type: ignore[arg-type]

@@ -2,7 +2,9 @@
 send `page` with their number and the page shows that page's rows; a click on the page shown
 or on a disabled Previous reaches the machine, which fires nothing; a heading sorts and goes
 back to page 1; every theme family and a phone draw it (touch-sized, no sideways scroll);
-the same state, seed and viewport give the same pixels; the element list names each button."""
+the same state, seed and viewport give the same pixels; the element list names each button;
+a row's Flag button flags that row (a badge on it, an Unflag button), and with those buttons
+a phone still shows every column, none scrolled out of the table's box."""
 
 from __future__ import annotations
 
@@ -30,14 +32,20 @@ async def server():
         yield srv
 
 
-def _activity() -> str:
+def _activity(*events: UIEvent) -> str:
     machine = load_machine("bank")
-    return machine.step(machine.initial, UIEvent("home", "go_activity", "click", None))[1].key()
+    state = machine.step(machine.initial, UIEvent("home", "go_activity", "click", None))[1]
+    for event in events:
+        state = machine.step(state, event)[1]
+    return state.key()
 
 
-async def _open(browser, server, seed: int, viewport: str = "desktop"):
+_SECOND_PAGE = UIEvent("activity", "row", "page", "2")  # SkyTrip (t6) and Acme Rentals (t4): over $500, flaggable
+
+
+async def _open(browser, server, seed: int, viewport: str = "desktop", *events: UIEvent):
     session = server.create_session("bank", goal="activity_payee", seed=seed)
-    server.jump(session.id, _activity())
+    server.jump(session.id, _activity(*events))
     width, height = VIEWPORTS[viewport]
     context = await browser.new_context(viewport={"width": width, "height": height})
     page = await context.new_page()
@@ -120,5 +128,36 @@ async def test_the_element_list_names_the_pager_and_the_headings(browser, server
         assert (elements["row=page1"]["label"], elements["row=page1"]["value"]) == ("Page 1", "current")
         assert elements["row=page2"]["role"] == "button" and elements["row=page2"]["value"] is None
         assert elements["row=amount"]["label"] == "Sort by Amount"
+    finally:
+        await context.close()
+
+
+async def test_a_rows_flag_button_flags_its_own_row(browser, server) -> None:
+    session, context, page = await _open(browser, server, SEEDS[0], "desktop", _SECOND_PAGE)
+    try:
+        assert await page.evaluate(_REFS) == ["#10236", "#10235", "#10234"]
+        assert await page.locator("[data-el='flag']").count() == 2  # t6 and t4 only
+        await _click(page, "[data-el='flag'][data-value='3']")  # Acme Rentals, t4
+        flagged = [i.get("ref") for i in server.state(session.id).get("activity") if i.get("flagged")]
+        assert flagged == ["t4"]
+        assert await page.inner_text(".data-table tbody tr:nth-child(3) .row-mark") == "Flagged"
+        assert await page.locator(".row-mark").count() == 1
+        assert await page.get_attribute("[data-el='unflag']", "data-value") == "3"
+    finally:
+        await context.close()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+async def test_on_a_phone_a_table_with_row_actions_keeps_every_column_in_its_box(browser, server, seed) -> None:
+    flag_t6 = UIEvent("activity", "flag", "click", "5")
+    _, context, page = await _open(browser, server, seed, "phone", _SECOND_PAGE, flag_t6)
+    try:
+        assert await page.locator("[data-el='unflag'], [data-el='flag']").count() == 2
+        box = await page.evaluate("""() => { const w = document.querySelector('.table-wrap');
+            return [w.scrollWidth, w.clientWidth]; }""")
+        assert box[0] <= box[1], box  # nothing to scroll sideways to: every button can be seen
+        right = await page.evaluate("""() => Math.max(...[...document.querySelectorAll('.data-table .btn')]
+            .map(b => b.getBoundingClientRect().right))""")
+        assert right <= await page.evaluate("window.innerWidth")
     finally:
         await context.close()

@@ -2,7 +2,7 @@
 them through the screen (a menu and an accordion are toggle buttons, a tooltip a label that
 sends hover when the pointer enters it, a combobox an entry over its suggestions; a product
 page's tabs, a message's reading-pane list and a month's days are buttons; a data table's
-sort and pager are rows of buttons), with the site's own verdicts."""
+sort and pager are rows of buttons, a row's Flag one of its buttons), with the site's own verdicts."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
                                          ("travel/help_contact", 3), ("crm/newcontact", 7),
                                          ("shop/products_tab_reviews", 3), ("mail/box_pane", 4),
                                          ("calendar/open_tue", 2),
-                                         ("bank/activity_top", 4), ("bank/activity_payee", 4)])
+                                         ("bank/activity_top", 4), ("bank/activity_payee", 4),
+                                         ("bank/activity_flag", 3)])
 async def test_oracle_solves_widget_goals_in_tk(desktop_envs, goal, steps) -> None:
     env = await desktop_envs.open(f"desktop:tk/{goal}", EnvOptions())
     try:
