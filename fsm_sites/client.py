@@ -179,8 +179,8 @@ class LocalSiteClient:
 
     def page_event(self, session_id: str, body: str) -> tuple[int, dict[str, Any]]:
         """Answer a page's event message as ``POST /s/<id>/event`` would, without HTTP: for
-        a browser that hands the page's events straight to this process (a binding, see
-        ``harness.tasks.fsm``). In-process only: a remote server's page posts its events."""
+        a task that takes the page's events in its settle (``harness.tasks.fsm_settle``).
+        In-process only: a remote server's page posts its events."""
         return self.server.page_event(session_id, body)
 
     def _view(self, session: Session) -> SessionView:

@@ -59,7 +59,9 @@ class SiteServer:
         self._runners: list[web.AppRunner] = []
         self._urls: list[str] = []
         self._html: OrderedDict[tuple[Machine, State, int], tuple[str, str]] = OrderedDict()
-        self._by_digest: dict[str, str] = {}  # the pages of _html by digest
+        # the pages of _html by digest as (their frame: ``page_digest`` of the head without
+        # the title and of the closing script, the title and the body; ``_page_parts``)
+        self._by_digest: dict[str, tuple[str, str] | None] = {}
 
     # ---- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -204,7 +206,8 @@ class SiteServer:
         else:
             html = render_page(machine.spec, state, seed=seed, machine=machine)
             entry = self._html[key] = (html, page_digest(html))
-            self._by_digest[entry[1]] = html
+            parts = _page_parts(html)
+            self._by_digest[entry[1]] = (page_digest(parts[0] + parts[3]), parts[1] + parts[2]) if parts else None
             if len(self._html) > _RENDER_CACHE:
                 _, (_, dropped) = self._html.popitem(last=False)
                 self._by_digest.pop(dropped, None)
@@ -239,8 +242,9 @@ class SiteServer:
     def page_event(self, session_id: str, body: str) -> tuple[int, dict[str, Any]]:
         """The answer to a page's event message ``body`` (JSON ``{page, element, event,
         value[, expect]}``) as (HTTP status, JSON object): what ``POST /s/{sid}/event``
-        answers, and what a page handed to the server through a browser binding gets
-        (``fsm_sites.client.LocalSiteClient.page_event``), so both apply it alike."""
+        answers, and what a page whose events the task takes in its settle gets
+        (``fsm_sites.client.LocalSiteClient.page_event``, ``harness.tasks.fsm_settle``), so
+        both apply it alike."""
         try:
             try:
                 payload = json.loads(body)
@@ -261,26 +265,24 @@ class SiteServer:
         html, digest = self._page(session.machine, session.state, session.seed)
         answer: dict[str, Any] = {"ok": True, "seq": record.seq, "digest": digest}
         if expect != digest:
-            only = self._body_only(html, shown)
+            only = self._body_only(digest, shown)
             if only is not None:
                 answer["body"] = only
             else:
                 answer["html"] = html
         return 200, answer
 
-    def _body_only(self, html: str, shown: object) -> str | None:
-        """The ``<title>`` and the ``<body ...>`` up to the closing script of ``html``, when
-        the page that ``shown`` names holds the very same head (but for its title) and
-        closing script: site.js then keeps its own head and script and swaps in the title
+    def _body_only(self, digest: str, shown: object) -> str | None:
+        """The ``<title>`` and the ``<body ...>`` up to the closing script of the page
+        ``digest`` names (one of ``_page``'s), when the page that ``shown`` names holds the
+        very same head (but for its title) and closing script: site.js then keeps its own head and script and swaps in the title
         and the body only (most of a page's bytes are the stylesheet and the script every
         page of a site holds); else None (the answer carries the whole page)."""
-        shown_html = self._by_digest.get(shown) if isinstance(shown, str) else None
-        if shown_html is None:
+        shown_parts = self._by_digest.get(shown) if isinstance(shown, str) else None
+        parts = self._by_digest.get(digest)
+        if parts is None or shown_parts is None or parts[0] != shown_parts[0]:
             return None
-        parts, shown_parts = _page_parts(html), _page_parts(shown_html)
-        if parts is None or shown_parts is None or (parts[0], parts[3]) != (shown_parts[0], shown_parts[3]):
-            return None
-        return parts[1] + parts[2]
+        return parts[1]
 
     async def _next(self, request: web.Request) -> web.StreamResponse:
         try:
