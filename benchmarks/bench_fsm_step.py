@@ -11,7 +11,10 @@ events; ``prefetch``, ``FSMTask(prefetch=True)``), the page showing the page the
 carries, the order rotating. After every oracle step the **floor**
 takes one step on its own page (bare Playwright in its own context, an FSM page of the same
 server): ``page.mouse.click`` on a point that sends no event + ``Page.captureScreenshot``
-with the env's capture settings, which is ``bench_env``'s floor. Each step of the env is
+with the env's capture settings, which is ``bench_env``'s floor. Each env step and each
+floor step starts after a random pause of up to one 60 Hz frame (``--no-jitter``: none), so
+that neither starts at a phase of the frame clock the other's length sets (a capture waits
+for a frame). Each step of the env is
 timed either whole (``env.step``) or, every other step, in its parts, the same calls one by one:
 
 - click: ``page.mouse.click`` (the page's event handler runs inside it: a prefetched
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -68,6 +72,7 @@ from sandboxes.providers import LocalProvider
 MODES: dict[str, dict[str, Any]] = {"default": {}, "post": {"take_events": False},
                                     "prefetch": {"prefetch": True}}
 ONE_FRAME_MS = 25.0  # between one 60 Hz frame (16.7 ms) and two (33.3 ms)
+FRAME_S = 1 / 60
 _LAST = "(() => { const f = window.__fsm; return f && f.last ? f.last : null; })()"
 Samples = dict[str, list[float]]
 
@@ -188,6 +193,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await floor.open()
         sandbox = await provider.new_browser()
         counter = 0
+        rng = random.Random(0)
         modes = args.modes.split(",")
         for lap in range(args.laps):
             episodes = [(task, mode) for index, task in enumerate(tasks)  # the order rotates
@@ -204,6 +210,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     counter += 1
                     whole = counter % 2 == 0
                     parts: Samples = {}
+                    if args.jitter:
+                        await asyncio.sleep(rng.uniform(0, FRAME_S))
                     if whole:
                         start = time.perf_counter()
                         _, _, terminated, truncated, _ = await env.step(action)
@@ -211,6 +219,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     else:
                         env_ms, terminated = await parts_step(env, action, parts)
                         truncated = False
+                    if args.jitter:
+                        await asyncio.sleep(rng.uniform(0, FRAME_S))
                     floor_ms = await floor.step(handlers)
                     last = await sandbox.evaluate(_LAST)
                     cell = steps.setdefault(f"{mode}: {kind_of(env.task, last, before)}",
@@ -290,6 +300,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              "the hand-over, the task takes the page's events), post "
                              "(FSMTask(take_events=False): the page posts them; not on a tree before "
                              "the option), prefetch (FSMTask(prefetch=True))")
+    parser.add_argument("--no-jitter", dest="jitter", action="store_false",
+                        help="start each env and floor step right after the previous one, not after "
+                             "a random pause of up to one frame")
     parser.add_argument("--out", default=None, help="JSON results path")
     args = parser.parse_args(argv)
     args.laps = args.laps or (1 if args.quick else 2)

@@ -75,6 +75,8 @@ class BrowserSandbox:
         self._shown = asyncio.Event()
         self._after_read: str | None = None  # see read_after_actions
         self._read_value: object = NOT_READ
+        #: (the address the page reports, the page's URL when it did): see show_address
+        self._address: tuple[str, str] | None = None
 
     @property
     def blocked_requests(self) -> list[str]:
@@ -115,6 +117,7 @@ class BrowserSandbox:
         """
         self._check_open()
         self._after_read, self._read_value = None, NOT_READ
+        self._address = None
         if url is None:
             url, allowed_origins, keep_page = _BLANK, (), False
         allowed = normalize_origins(tuple(allowed_origins), url)
@@ -211,12 +214,25 @@ class BrowserSandbox:
         """The interactive elements the viewport shows (``sandboxes.browser_elements``)."""
         return parse_elements(await self.evaluate(ELEMENTS_JS))
 
+    def show_address(self, url: str) -> None:
+        """Report ``url`` as the page's URL from now on: a page that shows its pages in
+        place may leave the browser's URL as it is, since each change of it is a
+        same-document navigation that costs the browser's main thread about 10 ms (the FSM
+        sites' site.js, told so by ``FSMTask``), and say where it is instead. ``url``
+        holds until the page's own URL changes (a navigation) or the next reset."""
+        if self._episode is not None and not self._episode.page.is_closed():
+            self._address = (url, self._episode.page.url)
+
     @property
     def url(self) -> str:
-        """The page's current URL ("about:blank" before the first reset)."""
+        """The page's current URL ("about:blank" before the first reset), or the address
+        it reported since its URL last changed (``show_address``)."""
         if self._episode is None or self._episode.page.is_closed():
             return "about:blank"
-        return self._episode.page.url
+        url = self._episode.page.url
+        if self._address is not None and self._address[1] == url:
+            return self._address[0]
+        return url
 
     @property
     def page(self) -> Page:

@@ -1,8 +1,11 @@
 """How ``FSMTask`` knows that the page shows the state of the session's last event.
 
 site.js (``fsm_sites/render/static/site.js``) swaps in the new state's page after each
-event, as ``./?v=<seq>`` (``./?v=<marker>`` after a jump). ``settle`` waits for that, so the
-screenshot that follows is current. With an in-process site server the page hands its
+event, at the address ``<route>?v=<seq>`` (``?v=<marker>`` after a jump). ``settle`` waits
+for that, so the screenshot that follows is current. A sandbox that can report the address
+itself (``BrowserSandbox.show_address``) is told it after each settle, and the page then
+keeps the browser's URL as it is for an event's page (``setAddressing(false)``): changing it
+is a same-document navigation, about 10 ms of the browser's main thread per step. With an in-process site server the page hands its
 events over instead of posting them (``prepare_page``): the settle's first read, which
 rides on the action's own last round trip (``read_after_actions``), returns them, and
 ``hand_back`` applies them here and hands the page their answers (docs/fsm_server.md).
@@ -15,7 +18,7 @@ import itertools
 import json
 import time
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from fsm_sites.client import LocalSiteClient, SiteClient, SiteUnavailable
 from harness.errors import TaskError
@@ -25,10 +28,11 @@ from sandboxes.errors import SandboxEvaluationError
 SETTLE_TIMEOUT_S = 5.0
 # What the harness reads of the page (site.js's window.__fsm): `swapped` says the page shows
 # a DOM that a capture renders as it is (swapped in, or loaded and painted); `outbox`, the
-# events the page hands over to the harness (``take_events``), if any.
+# events the page hands over to the harness (``take_events``), if any; `address`, the URL
+# of the page shown (the browser's may lag behind it, see ``prepare_page``).
 _FIELDS = ("{pending: f.pending, swapped: f.swapped || f.painted, speculating: f.speculating || null,"
            " outbox: f.outbox && f.outbox.length ? f.outbox : null, ready: document.readyState,"
-           " search: location.search}")
+           " address: f.address || location.href}")
 # Waits for the page's in-flight event or swap (or an event handed over), then says what
 # the page shows.
 _STATUS = ("(async () => { const f = window.__fsm; if (!f) return null;"
@@ -45,15 +49,19 @@ _PAGE_EVERY = 10
 
 async def prepare_page(browser: PageReader, sites: SiteClient, *, take_events: bool, prefetch: bool) -> None:
     """Set up a freshly shown episode page: the settle's first read rides on each action's
-    last round trip, and the page hands its events over (only to an in-process server) and
-    prefetches as asked. A kept page keeps what it had, so both are set every time."""
+    last round trip, the page hands its events over (only to an in-process server) and
+    prefetches as asked, and an event's page leaves the browser's URL as it is when the
+    sandbox reports the page's address itself (``show_address``). A kept page keeps what
+    it had, so all are set every time."""
     read_after_actions = getattr(browser, "read_after_actions", None)
     if read_after_actions is not None:
         read_after_actions(_NOW)
     take = "true" if take_events and isinstance(sites, LocalSiteClient) else "false"
+    addressing = "false" if callable(getattr(browser, "show_address", None)) else "true"
     also = " window.__fsm.setPrefetch(true);" if prefetch else ""
-    await _read(browser, "(() => { if (!window.__fsm) return false;"
-                         f" if (window.__fsm.handOver) window.__fsm.handOver({take});{also} return true; }})()")
+    await _read(browser, "(() => { const f = window.__fsm; if (!f) return false;"
+                         f" if (f.handOver) f.handOver({take}); if (f.setAddressing) f.setAddressing({addressing});"
+                         f"{also} return true; }})()")
 
 
 async def settle(browser: PageReader, sites: SiteClient, sid: str, *, task_id: str,
@@ -68,6 +76,8 @@ async def settle(browser: PageReader, sites: SiteClient, sid: str, *, task_id: s
         status = await hand_back(browser, sites, status["outbox"])
     if isinstance(status, dict) and status["pending"]:
         if status["speculating"] and await _confirmed(browser, status, sites, sid):
+            # The page's answer, still on its way, gives the address the seq its event got.
+            _report_address(browser, _with_marker(status["address"], str(status["speculating"]["seq"])))
             return
         status = None  # an event or a swap in flight: wait for it below
     while time.monotonic() < deadline:
@@ -77,7 +87,7 @@ async def settle(browser: PageReader, sites: SiteClient, sid: str, *, task_id: s
             status = await hand_back(browser, sites, status["outbox"])
             continue
         if isinstance(status, dict) and not status["pending"] and status["ready"] == "complete":
-            seen = _shown_marker(status["search"])
+            seen = _shown_marker(status["address"])
             seq = (await site_call(sites.session(sid))).seq
             if marker is not None:
                 current = seen == marker
@@ -87,6 +97,7 @@ async def settle(browser: PageReader, sites: SiteClient, sid: str, *, task_id: s
             if current and status["swapped"]:
                 # A capture renders a swapped-in DOM (tests/harness/test_fsm_task.py), and
                 # a loaded one that has painted (``swapped`` says either).
+                _report_address(browser, status["address"])
                 return
             if current:
                 # A freshly loaded document may not have painted yet; wait for two
@@ -96,6 +107,7 @@ async def settle(browser: PageReader, sites: SiteClient, sid: str, *, task_id: s
                 except SandboxEvaluationError:  # navigated again meanwhile; look again
                     status = None
                     continue
+                _report_address(browser, status["address"])
                 return
         status = None
         await asyncio.sleep(0.02)
@@ -152,9 +164,22 @@ async def _read(browser: PageReader, expression: str) -> object:
         return None
 
 
-def _shown_marker(search: str) -> str | None:
-    """The ``v`` of a page's query string (``?v=<seq>``), or None."""
-    return parse_qs(search.lstrip("?")).get("v", [None])[0]
+def _shown_marker(address: str) -> str | None:
+    """The ``v`` of a page's address (``...?v=<seq>``), or None."""
+    return parse_qs(urlsplit(address).query).get("v", [None])[0]
+
+
+def _with_marker(address: str, marker: str) -> str:
+    """``address`` with ``?v=<marker>``."""
+    return urlunsplit(urlsplit(address)._replace(query=urlencode({"v": marker})))
+
+
+def _report_address(browser: PageReader, address: object) -> None:
+    """Tell a sandbox that reports the page's address itself (``show_address``) what the
+    page shows, since the browser's own URL stays behind (``prepare_page``)."""
+    show_address = getattr(browser, "show_address", None)
+    if callable(show_address) and isinstance(address, str):
+        show_address(address)
 
 
 async def site_call(call: Any) -> Any:

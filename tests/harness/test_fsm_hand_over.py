@@ -87,7 +87,9 @@ async def test_a_stale_taken_event_is_refused_and_the_page_shows_the_current_sta
         assert env.task.step_events[-1] == 0 and not info.verdict.transition_fired
         assert site_server.events(sid) == []
         assert await sandbox.evaluate("document.body.getAttribute('data-page')") == "details"
-        assert await sandbox.evaluate("location.search") == "?v=x"
+        # The page reports where it is (the browser's URL stays as loaded: addressing is off).
+        assert sandbox.url == await sandbox.evaluate("window.__fsm.address")
+        assert sandbox.url.endswith("?v=x") and "?v=x" not in await sandbox.evaluate("location.href")
         await env.close()
     finally:
         await sandbox.close()
@@ -119,5 +121,38 @@ async def test_a_kept_page_posts_again_for_a_task_that_does_not_take_events(prov
             verdicts.append(steps)
             await env.close()
         assert verdicts[0] == verdicts[1]
+    finally:
+        await sandbox.close()
+
+
+async def test_the_observed_url_is_the_pages_address_and_the_browsers_stays(provider, site_server) -> None:
+    """With a sandbox that reports the page's address (``BrowserSandbox.show_address``),
+    swapping a page in leaves the browser's URL as loaded (no same-document navigation per
+    step) and the observation's URL is the page's own: its session, route and ?v=<seq>. A
+    kept page shows the next episode's session the same way and sends its events there,
+    taken or posted."""
+    task = next(t for t in goal_tasks(tiny_shop()) if t.difficulty >= 2)
+    sandbox = await provider.new_browser()
+    try:
+        loaded = None
+        for take in (True, False):
+            env = AsyncEnv(FSMTask(task, LocalSiteClient(site_server), take_events=take), sandbox, max_steps=30)
+            obs, _ = await env.reset(seed=1)
+            sid = env.task.session_id
+            assert sid is not None and obs.url.startswith(site_server.session_url(sid))
+            loaded = loaded or await sandbox.evaluate("location.href")  # the first episode's load
+            routes = set()
+            for _ in range(30):
+                obs, _, done, _, info = await env.step(await env.oracle_action())
+                route = str(await sandbox.evaluate("document.body.getAttribute('data-route')")).lstrip("/")
+                seq, _ = site_server.page_digest(sid)
+                assert obs.url == f"{site_server.session_url(sid)}{route}?v={seq}"
+                assert obs.url == sandbox.url == await sandbox.evaluate("window.__fsm.address")
+                assert await sandbox.evaluate("location.href") == loaded
+                routes.add(route)
+                if done:
+                    break
+            assert info.success and len(routes) > 1, routes
+            await env.close()
     finally:
         await sandbox.close()

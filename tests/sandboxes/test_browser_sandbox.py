@@ -70,6 +70,21 @@ async def test_url_tracks_navigation_and_page_is_exposed(browser_sandbox, static
     assert await browser_sandbox.health() is True
 
 
+async def test_a_reported_address_is_the_url_until_the_page_navigates_or_resets(browser_sandbox, static_server):
+    """A page that shows its pages in place may report where it is instead of changing its
+    URL (``show_address``); that address is the sandbox's URL until the page's own URL
+    changes, and a reset forgets it."""
+    storage, links = static_server.url("storage.html"), static_server.url("links.html")
+    await browser_sandbox.reset(storage)
+    browser_sandbox.show_address(storage + "#in-place")
+    assert browser_sandbox.url == storage + "#in-place"
+    await browser_sandbox.page.goto(links)  # a navigation: the page's URL changed
+    assert browser_sandbox.url == links
+    browser_sandbox.show_address(links + "?v=2")
+    await browser_sandbox.reset(links)  # the same URL again, but another episode
+    assert browser_sandbox.url == links
+
+
 async def test_unreachable_start_url_is_an_infrastructure_error(browser_sandbox):
     with pytest.raises(SandboxNavigationError, match="expected http://127.0.0.1:9/ to load"):
         await browser_sandbox.reset("http://127.0.0.1:9/")

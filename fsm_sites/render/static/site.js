@@ -1,7 +1,11 @@
 // Sends UI events of [data-el] elements to the site server, then shows the new state in
 // place: the server's answer carries the new state's page, whose <head> and <body> are
-// swapped in, and history.replaceState records it as "./?v=<seq>", so no reload happens
-// between two steps.
+// swapped in, and the page's address becomes "<route>?v=<seq>", so no reload happens
+// between two steps. The address is `__fsm.address`, and the browser's URL too (with
+// history.replaceState) unless the harness turned that off (`setAddressing(false)`): each
+// replaceState is a same-document navigation that costs the browser about 10 ms of its
+// main thread, and the harness reports the address itself. Requests go to the session of
+// the address, so the browser's URL may name another session (a kept page's first).
 // Prefetch (off until `__fsm.setPrefetch(true)`; FSMTask(prefetch=True) turns it on): once
 // idle, the page asks the server (POST ./next) for the pages its events
 // lead to (clicks, options, checkboxes: every event whose value is known in advance). Such
@@ -9,8 +13,8 @@
 // that page's digest (`expect`); the answer confirms it (no html) or carries the page to
 // show instead, so once `idle` settles the page shows what the server decided either way.
 // URLs: the page lives under /s/<session>/ and posts to /s/<session>/event; the path after
-// the session is the page's route (its body's data-route, e.g. pets/rex), shown with
-// history.replaceState, so the HTML is the same for every session. Every handler is
+// the session is the page's route (its body's data-route, e.g. pets/rex), shown as the
+// address, so the HTML is the same for every session. Every handler is
 // delegated to `document`, so a swapped-in body needs no new script run.
 //
 // window.__fsm, read by the harness:
@@ -18,6 +22,10 @@
 //   idle      a promise that settles when every queued one is done
 //   swapped   the DOM shown was swapped in (false right after a full page load)
 //   painted   the document has rendered a frame since it loaded (two frames went by)
+//   address   the URL of the page shown: its session, route and ?v=<seq> (or the marker of
+//             the URL it was shown as); the browser's URL too while addressing is on
+//   setAddressing(on)  whether a page swapped in also becomes the browser's URL (on after
+//             a full load, which always does)
 //   digest    the server's digest of the page shown, when an answer told it (else null): an
 //             event names it (`shown`) so that the answer may carry the new page's body only
 //   next      the prefetched pages of the page shown ({seq, events, pages, parts}), or null
@@ -47,10 +55,18 @@
   fsm.send = function (el, event, value) { send(el, event, value); };  // for value_widgets.js
   // Two frames after the load the document has painted (the harness need not wait for it).
   requestAnimationFrame(function () { requestAnimationFrame(function () { fsm.painted = true; }); });
-  // A full load shows the route of its page too (the server serves every route of a session).
-  if (document.body.hasAttribute("data-route")) {
-    history.replaceState(null, "", shown(location.href, document.body));
+  var addressing = true;
+  fsm.setAddressing = function (on) { addressing = !!on; return addressing; };
+  // The address of the page shown, and the browser's URL while addressing is on.
+  function setAddress(address) {
+    fsm.address = absolute(address);
+    if (addressing) history.replaceState(null, "", address);
   }
+  // A full load shows the route of its page too (the server serves every route of a session).
+  // A URL relative to the page's address (not the browser's URL, which may lag behind).
+  function absolute(url) { return new URL(url, fsm.address).href; }
+  fsm.address = location.href;
+  if (document.body.hasAttribute("data-route")) setAddress(shown(location.href, document.body));
 
   // Another layout seed changes the theme's <style>; patch only what differs, so the big
   // shared stylesheet is not parsed again.
@@ -72,11 +88,11 @@
     return m ? m[0] : "./";
   }
   function shown(url, body) {
-    var target = new URL(url, location.href);
+    var target = new URL(absolute(url));
     var route = (body.getAttribute("data-route") || "/").replace(/^\//, "");
     return baseOf(target.pathname) + route + target.search;
   }
-  function here(suffix) { return baseOf(location.pathname) + suffix; }
+  function here(suffix) { return baseOf(new URL(fsm.address).pathname) + suffix; }
 
   // `html`: a whole page; with `bodyOnly`, the <title> and <body ...> of a page whose head
   // (but for the title) and closing script are those of the page shown (an event's answer
@@ -90,9 +106,9 @@
     var scrolled = window.scrollX !== 0 || window.scrollY !== 0;
     if (bodyOnly) body.appendChild(script);
     else swapHead(doc.head);
-    document.title = doc.title;
+    if (document.title !== doc.title) document.title = doc.title;
     document.body.replaceWith(body);
-    history.replaceState(null, "", address);
+    setAddress(address);
     // Scrolling lays the page out at once; unscrolled, the next frame does it.
     if (scrolled) window.scrollTo(0, 0);
     fsm.page = document.body.getAttribute("data-page");
@@ -148,6 +164,7 @@
   }
 
   function load(url) {
+    url = absolute(url);
     return fetch(url, { cache: "no-store" })
       .then(function (r) {
         if (!r.ok) throw new Error("HTTP " + r.status + " for " + url);
@@ -185,7 +202,7 @@
     fsm.speculating = null;
     if (digest !== undefined) {
       try {
-        swap(unpacked(next, digest), location.href);
+        swap(unpacked(next, digest), fsm.address);
         fsm.digest = digest;
         message.expect = digest;
         fsm.speculating = { digest: digest, seq: next.seq + 1 };
@@ -209,7 +226,7 @@
             return result;
           }
           if (!local) return load(here("?v=x"));
-          history.replaceState(null, "", shown(here("?v=" + d.seq), document.body));
+          setAddress(shown(here("?v=" + d.seq), document.body));
         }, function () { fsm.speculating = null; return load(here("?v=x")); });
     });
   }
@@ -223,7 +240,7 @@
   fsm.outbox = outbox;
   fsm.handOver = function (on) { handingOver = !!on; return handingOver; };
   function post(body) {
-    var session = location.pathname.match(/^\/s\/([^\/]+)\//);
+    var session = new URL(fsm.address).pathname.match(/^\/s\/([^\/]+)\//);
     if (!handingOver || !session) {
       return fetch(here("event"), { method: "POST", headers: { "content-type": "application/json" }, body: body })
         .then(function (r) { return r.json(); });
