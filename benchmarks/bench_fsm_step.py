@@ -99,8 +99,21 @@ def timed_handler(handler: Callable[[Any], Awaitable[Any]], into: list[float]) -
     return wrapper
 
 
+#: The page-change floor's click handler (capture phase, before site.js sees the click):
+#: swap in the other of two pages of the site, parsed from HTML the page already holds.
+_CHANGE_ON_CLICK = """([pages, x, y]) => { let shown = 0;
+  document.addEventListener("click", (e) => {
+    if (Math.abs(e.clientX - x) > 1 || Math.abs(e.clientY - y) > 1) return;
+    e.stopPropagation(); e.preventDefault(); shown ^= 1;
+    document.body.replaceWith(new DOMParser().parseFromString(pages[shown], "text/html").body);
+  }, true); return true; }"""
+
+
 class Floor:
-    """Bare Playwright on an FSM page: a click that sends nothing + a CDP screenshot."""
+    """Bare Playwright on an FSM page: a click that sends nothing + a CDP screenshot. Its
+    page-change twin (``change_step``), on a page of its own, clicks a point whose handler
+    swaps in another page of the same site from HTML the page holds (no server, no
+    harness): what showing a new page costs the browser at least."""
 
     def __init__(self, provider: LocalProvider, server: SiteServer, task: Any) -> None:
         self.provider, self.server, self.task = provider, server, task
@@ -115,6 +128,19 @@ class Floor:
         await self.page.goto(self.server.session_url(session.id), wait_until="domcontentloaded")
         self.cdp = await self.context.new_cdp_session(self.page)
         await capture(self.cdp, self.config, attempts=50)
+        # Two pages of the site: the start page, and the page after the oracle's first event.
+        pages = [self.server.render(session)]
+        start = session.state
+        other = next(s for s in session.machine.graph().states if s.page != start.page)
+        self.server.jump(session.id, other.key())
+        pages.append(self.server.render(session))
+        self.server.jump(session.id, start.key())
+        self.change_page = await self.context.new_page()
+        await self.change_page.goto(self.server.session_url(session.id), wait_until="domcontentloaded")
+        x, y = 3, self.config.viewport_height - 3
+        await self.change_page.evaluate(_CHANGE_ON_CLICK, [pages, x, y])
+        self.change_cdp = await self.context.new_cdp_session(self.change_page)
+        await capture(self.change_cdp, self.config, attempts=50)
 
     async def step(self, into: Samples) -> float:
         start = time.perf_counter()
@@ -124,6 +150,15 @@ class Floor:
         end = time.perf_counter()
         into.setdefault("floor: click", []).append((clicked - start) * 1000)
         into.setdefault("floor: screenshot", []).append((end - clicked) * 1000)
+        return (end - start) * 1000
+
+    async def change_step(self, into: Samples) -> float:
+        """A click that shows the other page + a CDP screenshot, ms."""
+        start = time.perf_counter()
+        await self.change_page.mouse.click(3, self.config.viewport_height - 3)
+        await capture(self.change_cdp, self.config)
+        end = time.perf_counter()
+        into.setdefault("page-change floor", []).append((end - start) * 1000)
         return (end - start) * 1000
 
     async def close(self) -> None:
@@ -222,13 +257,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     if args.jitter:
                         await asyncio.sleep(rng.uniform(0, FRAME_S))
                     floor_ms = await floor.step(handlers)
+                    if args.jitter:
+                        await asyncio.sleep(rng.uniform(0, FRAME_S))
+                    change_ms = await floor.change_step(handlers)
                     last = await sandbox.evaluate(_LAST)
                     cell = steps.setdefault(f"{mode}: {kind_of(env.task, last, before)}",
-                                            {"whole": [], "floor": [], "ratio": [], "parts": {}, "page": {}})
+                                            {"whole": [], "floor": [], "ratio": [], "change": [],
+                                             "change_ratio": [], "parts": {}, "page": {}})
                     cell["floor"].append(floor_ms)
+                    cell["change"].append(change_ms)
                     if whole:
                         cell["whole"].append(env_ms)
                         cell["ratio"].append(ratio(env_ms, floor_ms))
+                        cell["change_ratio"].append(ratio(env_ms, change_ms))
                     else:
                         for name, values in parts.items():
                             cell["parts"].setdefault(name, []).extend(values)
@@ -254,6 +295,8 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             "env_step_ms_p50": median(whole), "env_step_ms_p90": percentile(whole, 90),
             "floor_ms_p50": median(cell["floor"]),
             "env_over_floor_paired_p50": median(r for r in cell["ratio"] if r is not None),
+            "change_floor_ms_p50": median(cell.get("change", [])),
+            "env_over_change_floor_paired_p50": median(r for r in cell.get("change_ratio", []) if r is not None),
             "env_steps_in_one_frame": (sum(1 for v in whole if v < ONE_FRAME_MS) / len(whole)) if whole else None,
             "parts_ms_p50": {name: median(v) for name, v in cell["parts"].items()},
             "page_ms_p50": {name: median(v) for name, v in cell["page"].items()},
@@ -266,6 +309,9 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             "n": len(every_floor), "env_step_ms_p50": median(every_whole),
             "env_step_ms_p90": percentile(every_whole, 90), "floor_ms_p50": median(every_floor),
             "env_over_floor_paired_p50": median(r for c in cells for r in c["ratio"] if r is not None),
+            "change_floor_ms_p50": median(v for c in cells for v in c.get("change", [])),
+            "env_over_change_floor_paired_p50": median(r for c in cells for r in c.get("change_ratio", [])
+                                                       if r is not None),
             "env_steps_in_one_frame": (sum(1 for v in every_whole if v < ONE_FRAME_MS)
                                        / max(1, len(every_whole))),
             "parts_ms_p50": {}, "page_ms_p50": {}}
@@ -276,9 +322,11 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
     summary = summarize(result)
     kinds = summary["kinds"]
     print_table("an FSM step against the floor (ms, medians; ratio paired per step)",
-                ["kind", "steps", "env.step", "p90", "floor", "env/floor", "in one frame"],
+                ["kind", "steps", "env.step", "p90", "floor", "env/floor", "page-change floor",
+                 "env/page-change floor", "in one frame"],
                 [[k, str(s["n"]), fmt(s["env_step_ms_p50"]), fmt(s["env_step_ms_p90"]), fmt(s["floor_ms_p50"]),
-                  fmt(s["env_over_floor_paired_p50"], 2), fmt(s["env_steps_in_one_frame"], 2)]
+                  fmt(s["env_over_floor_paired_p50"], 2), fmt(s["change_floor_ms_p50"]),
+                  fmt(s["env_over_change_floor_paired_p50"], 2), fmt(s["env_steps_in_one_frame"], 2)]
                  for k, s in kinds.items()])
     names = ["click", "flush", "settle", "verdict", "screenshot", "total (parts)"]
     print_table("the same steps in parts (ms, medians)", ["kind", *names, "page: swap", "page: answer",

@@ -215,21 +215,43 @@
       return post(JSON.stringify(message))
         .then(function (d) {
           fsm.last = { local: local, swap: shownAt - started, answer: performance.now() - started };
-          fsm.speculating = null;
-          if (d.seq === undefined) return load(here("?v=x"));
-          // The answer carries the new state's page unless the page shows it already.
-          if (typeof d.html === "string" || typeof d.body === "string") {
-            var bodyOnly = typeof d.html !== "string";
-            var result = showHtml(bodyOnly ? d.body : d.html, here("?v=" + d.seq), d.digest, bodyOnly);
-            fsm.last.shown = performance.now() - started;
-            fsm.last.bodyOnly = bodyOnly;
-            return result;
-          }
-          if (!local) return load(here("?v=x"));
-          setAddress(shown(here("?v=" + d.seq), document.body));
-        }, function () { fsm.speculating = null; return load(here("?v=x")); });
+          return released().then(function () { return answered(d); });
+        }, function () { fsm.speculating = null; return released().then(function () { return load(here("?v=x")); }); });
     });
+    function answered(d) {
+      fsm.speculating = null;
+      if (d.seq === undefined) return load(here("?v=x"));
+      // The answer carries the new state's page unless the page shows it already.
+      if (typeof d.html === "string" || typeof d.body === "string") {
+        var bodyOnly = typeof d.html !== "string";
+        var result = showHtml(bodyOnly ? d.body : d.html, here("?v=" + d.seq), d.digest, bodyOnly);
+        fsm.last.shown = performance.now() - started;
+        fsm.last.bodyOnly = bodyOnly;
+        return result;
+      }
+      if (!local) return load(here("?v=x"));
+      setAddress(shown(here("?v=" + d.seq), document.body));
+    }
   }
+
+  // A page swapped in while a pointer is pressed would take away the element it was
+  // pressed on, and the click would be lost: a click right after typing presses, which
+  // blurs the field, whose text is sent, and that answer may come before the release. So an
+  // answer waits until the pointer is up and the click it fires has been handled (the
+  // click's own event is then queued behind it); a press that fires no click (a drag)
+  // releases in a task after the pointerup.
+  var pressed = false, waiting = [];
+  function release() {
+    if (!pressed) return;
+    pressed = false;
+    waiting.splice(0).forEach(function (resolve) { resolve(true); });
+  }
+  function released() {
+    return pressed ? new Promise(function (resolve) { waiting.push(resolve); }) : Promise.resolve(true);
+  }
+  document.addEventListener("pointerdown", function () { pressed = true; }, true);
+  document.addEventListener("pointerup", function () { setTimeout(release, 0); }, true);
+  document.addEventListener("pointercancel", release, true);
 
   // How an event reaches the server: POST ./event, unless the harness that drives this page
   // serves its session in its own process and takes the events itself (fsm.handOver(true)):
@@ -378,4 +400,6 @@
       send(host.getAttribute("data-el"), "hover", null);
     }
   });
+  // Registered last: runs after the click's own handlers above have sent its event.
+  document.addEventListener("click", release);
 })();
