@@ -4,11 +4,12 @@ site.js (``fsm_sites/render/static/site.js``) swaps in the new state's page afte
 event, at the address ``<route>?v=<seq>`` (``?v=<marker>`` after a jump). ``settle`` waits
 for that, so the screenshot that follows is current. A sandbox that can report the address
 itself (``BrowserSandbox.show_address``) is told it after each settle, and the page then
-keeps the browser's URL as it is for an event's page (``setAddressing(false)``): changing it
-is a same-document navigation, about 10 ms of the browser's main thread per step. With an in-process site server the page hands its
-events over instead of posting them (``prepare_page``): the settle's first read, which
-rides on the action's own last round trip (``read_after_actions``), returns them, and
-``hand_back`` applies them here and hands the page their answers (docs/fsm_server.md).
+leaves the browser's URL as it is when it swaps a page in (``setAddressing(false)``):
+changing it is a same-document navigation, about 10 ms of the browser's main thread per
+step. With an in-process site server the page hands its events over instead of posting
+them (``prepare_page``): the settle's first read, which rides on the action's own last round
+trip (``read_after_actions``), returns them, and ``hand_back`` applies them here and hands
+the page their answers (docs/fsm_server.md).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ _PAGE_EVERY = 10
 async def prepare_page(browser: PageReader, sites: SiteClient, *, take_events: bool, prefetch: bool) -> None:
     """Set up a freshly shown episode page: the settle's first read rides on each action's
     last round trip, the page hands its events over (only to an in-process server) and
-    prefetches as asked, and an event's page leaves the browser's URL as it is when the
+    prefetches as asked, and a page swapped in leaves the browser's URL as it is when the
     sandbox reports the page's address itself (``show_address``). A kept page keeps what
     it had, so all are set every time."""
     read_after_actions = getattr(browser, "read_after_actions", None)

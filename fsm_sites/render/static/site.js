@@ -62,9 +62,9 @@
     fsm.address = absolute(address);
     if (addressing) history.replaceState(null, "", address);
   }
-  // A full load shows the route of its page too (the server serves every route of a session).
   // A URL relative to the page's address (not the browser's URL, which may lag behind).
   function absolute(url) { return new URL(url, fsm.address).href; }
+  // A full load shows the route of its page too (the server serves every route of a session).
   fsm.address = location.href;
   if (document.body.hasAttribute("data-route")) setAddress(shown(location.href, document.body));
 
