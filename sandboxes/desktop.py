@@ -191,10 +191,12 @@ class DesktopSandbox:
         return {**env, **(extra or {})}
 
     def launch(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
-               cwd: str | os.PathLike[str] | None = None) -> subprocess.Popen[bytes]:
-        """Start an app on the display; it ends (with all it started) at reset or close."""
+               cwd: str | os.PathLike[str] | None = None,
+               log: str | os.PathLike[str] | None = None) -> subprocess.Popen[bytes]:
+        """Start an app on the display; it ends (with all it started) at reset or close. Its
+        output (stdout and stderr) is appended to ``log``, or discarded."""
         self._require_screen()
-        return self._apps.spawn(argv, env=self.app_env(env), cwd=str(cwd or self.home))
+        return self._apps.spawn(argv, env=self.app_env(env), cwd=str(cwd or self.home), log=log)
 
     def add_cleanup(self, cleanup: Callable[[], Awaitable[None]]) -> None:
         """Run ``cleanup`` at the next reset or close (e.g. a browser driver's disconnect)."""

@@ -62,8 +62,9 @@ class Processes:
         self.jail = jail
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
-              pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
-        """Start ``argv`` in a session of its own, its output discarded."""
+              pass_fds: Sequence[int] = (), log: str | os.PathLike[str] | None = None) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in a session of its own, its output written to ``log`` (appended)
+        or discarded."""
         binary = shutil.which(argv[0]) or argv[0]
         if not os.path.isfile(binary):
             raise SandboxStartError(f"expected the program {argv[0]!r} on PATH, got none; install it "
@@ -72,10 +73,10 @@ class Processes:
         if self.jail is not None:
             inner = ["/usr/bin/env", *(f"{key}={value}" for key, value in env.items()), *command]
             command = ["/bin/sh", "-c", self.jail.shell_command(inner)]
-        proc = subprocess.Popen(command, env=dict(env), cwd=cwd, pass_fds=tuple(pass_fds),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=_die_with_parent)
+        with open(log, "ab") if log is not None else contextlib.nullcontext(subprocess.DEVNULL) as out:
+            proc = subprocess.Popen(command, env=dict(env), cwd=cwd, pass_fds=tuple(pass_fds),
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True, preexec_fn=_die_with_parent)
         self.started.append(proc)
         return proc
 

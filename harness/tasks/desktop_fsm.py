@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,14 +121,18 @@ class TkFSMTask(_DesktopFSMTask):
     """An FSM site rendered natively by the Tk app, which reports its events to the server."""
 
     _state_file: Path | None = None
+    _app: subprocess.Popen[bytes] | None = None
 
     async def setup(self, sandbox: Sandbox, *, seed: int | None, resources: TaskResources) -> TaskSetup:
         desktop, sites, view = await self._open_session(sandbox, seed, resources)
         self._state_file = desktop.state_dir / "tkapp.json"
         width, height = desktop.config.width, desktop.config.height
-        desktop.launch([sys.executable, "-m", "fsm_sites.tkapp", "--control", sites.control_url,
-                        "--session", view.id, "--state-file", str(self._state_file),
-                        "--geometry", f"{width - 8}x{height - 28}+0+0"], env={"PYTHONPATH": _SOURCE_ROOT})
+        # ``--name=value``: a session id may begin with "-" (token_urlsafe's alphabet has it),
+        # which argparse would take for an option
+        self._app = desktop.launch(
+            [sys.executable, "-m", "fsm_sites.tkapp", f"--control={sites.control_url}", f"--session={view.id}",
+             f"--state-file={self._state_file}", f"--geometry={width - 8}x{height - 28}+0+0"],
+            env={"PYTHONPATH": _SOURCE_ROOT}, log=self._state_file.with_suffix(".log"))
         await self._wait_seq(view.seq, desktop.config.start_timeout_s + _SHOWN_TIMEOUT_S)
         await desktop.wait_for_window(lambda w: bool(w.title), "the Tk app")
         await desktop.settle()
@@ -152,17 +157,31 @@ class TkFSMTask(_DesktopFSMTask):
             state = self._app_state()
             if state is not None and state["seq"] == seq and state.get("viewable"):
                 return
+            if self._app is not None and self._app.poll() is not None:
+                raise TaskError(f"expected the Tk app of {self.id} to show event seq {seq}, got its exit "
+                                f"(code {self._app.returncode}); its output: {self._app_output()!r}")
             if loop.time() > deadline:
                 shown = state["seq"] if state else None
                 raise TaskError(f"expected the Tk app of {self.id} to show event seq {seq} within "
                                 f"{timeout_s}s, got {shown}; check that it runs (python -m fsm_sites.tkapp)")
             await asyncio.sleep(0.01)
 
-    def _app_state(self) -> dict[str, Any] | None:
+    def _app_output(self) -> str:
+        """The end of what the Tk app printed (its traceback, if it crashed)."""
+        try:
+            return self._require_state_file().with_suffix(".log").read_text(encoding="utf-8",
+                                                                            errors="replace")[-2000:]
+        except OSError as exc:
+            return f"(unreadable: {exc})"
+
+    def _require_state_file(self) -> Path:
         if self._state_file is None:
             raise TaskError(f"expected setup() before using task {self.id}, got no Tk app")
+        return self._state_file
+
+    def _app_state(self) -> dict[str, Any] | None:
         try:
-            return dict(json.loads(self._state_file.read_text(encoding="utf-8")))
+            return dict(json.loads(self._require_state_file().read_text(encoding="utf-8")))
         except (OSError, ValueError):
             return None
 

@@ -5,12 +5,16 @@ reaches success 1.0, and the evaluators refuse what does not meet the goal."""
 from __future__ import annotations
 
 import json
+import secrets
+import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from harness.actions import Done, TypeText
 from harness.agents.oracle import OracleAgent
 from harness.env_providers import EnvOptions
+from harness.errors import TaskError
 from harness.rollout import rollout
 from harness.tasks.desktop import task_names
 from harness.tasks.registry import make_task, suite_task_ids
@@ -40,6 +44,33 @@ async def test_oracle_solves_fsm_goals_in_tk_with_the_sites_verdicts(desktop_env
     assert len(fired) == 6 and all(v.on_shortest_path for v in fired)  # the goal is 6 transitions away
     typed = [t.agent_step.action for t in episode.transitions if isinstance(t.agent_step.action, TypeText)]
     assert [a.text for a in typed] == ["hunter2", "Correct-Horse-9"]
+
+
+async def test_the_tk_app_starts_for_a_session_id_that_reads_as_an_option(desktop_envs, monkeypatch) -> None:
+    """Session ids come from token_urlsafe, whose alphabet has "-": one in 64 begins with it,
+    and the app's command line must not take such an id for an option."""
+    token = secrets.token_urlsafe
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda n: "-" + token(n))
+    env = await desktop_envs.open("desktop:tk/shop/account_signout", EnvOptions())
+    try:
+        episode = await rollout(env, OracleAgent(), seed=1)
+        session = env.task.session_id
+    finally:
+        await desktop_envs.release(env)
+    assert episode.success and session is not None and session.startswith("-")
+
+
+async def test_a_tk_app_that_exits_is_reported_with_its_output(desktop_envs, monkeypatch, tmp_path) -> None:
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'no Tk here' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    env = await desktop_envs.open("desktop:tk/shop/account_signout", EnvOptions())
+    try:
+        with pytest.raises(TaskError, match=r"got its exit \(code 3\); its output: 'no Tk here"):
+            await env.reset(seed=0)
+    finally:
+        await desktop_envs.release(env)
 
 
 async def test_xterm_evaluator_refuses_wrong_content_and_early_done(desktop_envs) -> None:

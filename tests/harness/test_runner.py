@@ -4,6 +4,7 @@ streaming results, resume, sinks, one shared agent."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -23,15 +24,20 @@ from sandboxes.providers import LocalProvider
 
 
 class KillBrowserOnce(OracleAgent):
-    """Plays the oracle, but on the very first act kills Chromium with SIGKILL."""
+    """Plays the oracle, but on its first acts kills the shared Chromium with SIGKILL, until
+    ``kills`` kills have found a browser."""
 
     def __init__(self, provider: LocalProvider, kills: int = 1) -> None:
         self.provider, self.kills = provider, kills
 
     async def act(self, obs, ctx):
-        if self.kills:
-            self.kills -= 1
-            os.kill(self.provider.host.browser_pid, signal.SIGKILL)
+        pid = self.provider.host.browser_pid
+        if self.kills and pid is not None:
+            # At concurrency, another episode's kill may have got there first and the browser
+            # is not back yet: only a kill that finds it counts.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                self.kills -= 1
         return await super().act(obs, ctx)
 
 
