@@ -19,6 +19,7 @@ from typing import Any
 from fsm_sites.atoms import entry_key, field_nodes, item_shape
 from fsm_sites.check import Ctx, compile_bool, compile_expr
 from fsm_sites.expr import (
+    ITEM_NAMES,
     Attr,
     Binary,
     Index,
@@ -148,7 +149,7 @@ class _Builder:
     def _const(self, node: Node, ct: CTrans, args: dict | None, value: Any) -> tuple[bool, Any]:
         """(known, value) of an expression that may read only parameters and the event value."""
         read = names(node)
-        if read & set(self.tables.model.schema.variables) or read & {"it", "row"}:
+        if read & set(self.tables.model.schema.variables) or read & ITEM_NAMES:
             return False, None
         if (args is None and read - {"value"}) or (value is _UNKNOWN and "value" in read):
             return False, None

@@ -3,8 +3,8 @@
 The validator and the engine call the same functions, so a spec that validates is exactly
 the spec that runs. A closure has the signature ``fn(values, ctx)``: ``values`` is the
 state's variable values in layout order (a tuple or list), ``ctx`` a ``Ctx`` with the
-page's parameters, the event's value, the current item ``it`` and the copy's item ``row``. A type error raises
-``CheckError`` saying what was expected and what was found.
+page's parameters, the event's value, the current item ``it`` and the copy's item ``row``.
+A type error raises ``CheckError`` saying what was expected and what was found.
 """
 
 from __future__ import annotations

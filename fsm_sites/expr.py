@@ -95,6 +95,8 @@ class Const(Node):
 FUNCTIONS = {"count": (1, 2), "any": (2, 2), "all": (2, 2), "sum": (1, 1), "min": (2, 2), "max": (2, 2),
              "rank": (2, 3)}
 SPECIAL_NAMES = ("value", "it", "row")
+#: the special names an item gives: a repeated element's copy (both), a predicate's or a `where`'s (``it``)
+ITEM_NAMES = frozenset(SPECIAL_NAMES[1:])
 _KEYWORDS = {"and", "or", "not", "in", "true", "false"}
 _TOKEN = re.compile(r"""\s*(?:(?P<num>\d+)|(?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?P<name>[A-Za-z_][A-Za-z0-9_]*)
                        |(?P<op>==|!=|<=|>=|[<>+\-*()\[\]{},.:]))""", re.VERBOSE)

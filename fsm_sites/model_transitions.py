@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fsm_sites.errors import SpecProblem
-from fsm_sites.expr import Lit, Name, all_of
+from fsm_sites.expr import ITEM_NAMES, Lit, Name, all_of
 from fsm_sites.model import (
     ElementModel,
     SiteModel,
@@ -75,7 +75,7 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
             got |= reads_of(part, params)
         if plan.kind != "set" or not isinstance(plan.target, Name):
             got |= reads_of(plan.target, params)  # a field, entry or item update keeps the rest
-        got |= reads_of(em.repeat, params) if _names(plan) & {"it", "row"} else set()
+        got |= reads_of(em.repeat, params) if _names(plan) & ITEM_NAMES else set()
         plan_reads.append((plan.var, frozenset(got)))
     reads = guard_reads.union(*(r for _, r in plan_reads))
     writes = {p.var for p in plans}

@@ -275,9 +275,10 @@ class SiteServer:
     def _body_only(self, digest: str, shown: object) -> str | None:
         """The ``<title>`` and the ``<body ...>`` up to the closing script of the page
         ``digest`` names (one of ``_page``'s), when the page that ``shown`` names holds the
-        very same head (but for its title) and closing script: site.js then keeps its own head and script and swaps in the title
-        and the body only (most of a page's bytes are the stylesheet and the script every
-        page of a site holds); else None (the answer carries the whole page)."""
+        very same head (but for its title) and closing script: site.js then keeps its own
+        head and script and swaps in the title and the body only (most of a page's bytes are
+        the stylesheet and the script every page of a site holds); else None (the answer
+        carries the whole page)."""
         shown_parts = self._by_digest.get(shown) if isinstance(shown, str) else None
         parts = self._by_digest.get(digest)
         if parts is None or shown_parts is None or parts[0] != shown_parts[0]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from fsm_sites.check import Ctx, compile_bool, compile_expr, converter
 from fsm_sites.effects import Apply, compile_plan
-from fsm_sites.expr import Lit, names
+from fsm_sites.expr import SPECIAL_NAMES, Lit, names
 from fsm_sites.model import ElementModel, SiteModel, TransitionModel
 from fsm_sites.model_goals import page_string, parse_arg, split_page
 from fsm_sites.schema import TOAST_VAR
@@ -123,7 +123,7 @@ class Tables:
         sorter = ((self.position.get(el.sort or ""), order.values)
                   if t.event == "sort" and isinstance(order, EnumT) else None)
         return CTrans(
-            tm, t.id, t.page, t.element, t.event, guard, bool(names(tm.guard) & {"value", "it", "row"}) or repeat is not None,
+            tm, t.id, t.page, t.element, t.event, guard, bool(names(tm.guard).intersection(SPECIAL_NAMES)) or repeat is not None,
             tm.edge_values, repeat, em.repeat_type.keys.values if isinstance(em.repeat_type, MapT) else None, effects,
             t.target, args, toast, free, tuple(self.position[v] for v in tm.raw_text if v in self.position), pager, sorter,
         )

@@ -16,7 +16,18 @@ from itertools import combinations
 
 from fsm_sites.engine import Machine, compile_site
 from fsm_sites.errors import SearchBudgetExceeded, SpecProblem, StateGraphTooLarge
-from fsm_sites.expr import Binary, Const, Lit, Node, Unary, all_of, conjuncts, names, replace_names
+from fsm_sites.expr import (
+    SPECIAL_NAMES,
+    Binary,
+    Const,
+    Lit,
+    Node,
+    Unary,
+    all_of,
+    conjuncts,
+    names,
+    replace_names,
+)
 from fsm_sites.model import TransitionModel
 from fsm_sites.spec import SiteSpec
 
@@ -77,7 +88,7 @@ def _both_enabled(machine: Machine, a: TransitionModel, b: TransitionModel, valu
     """A reachable state where both fire (its key), or None."""
     mapping = {"value": Lit(value)} if value is not None else {}
     guard = all_of([replace_names(a.guard, mapping), replace_names(b.guard, mapping)])
-    if names(guard) & {"it", "row", "value"}:
+    if names(guard).intersection(SPECIAL_NAMES):
         report.notes.append(f"could not check whether {a.t.id!r} and {b.t.id!r} can both fire (their guards read "
                             "the repeated item); make them exclusive by hand")
         return None

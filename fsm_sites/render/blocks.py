@@ -4,10 +4,10 @@ detail page's hero picture.
 A collection whose items are records with several fields is a table with one column per
 field and the item's buttons in a last column (a yes/no field that no heading sorts by is a
 badge on its row, shown while it holds, not a column of "Yes" and "No": a row's own toggle,
-such as a Flag button, adds no column a phone has no room for); any other collection is a list of rows,
-each led by the item's picture on sites whose items are products or people. Every copy
-keeps its element's ``data-el``/``data-value`` wiring, so what an agent can do is the same
-in every template.
+such as a Flag button, adds no column a phone has no room for); any other collection is a
+list of rows, each led by the item's picture on sites whose items are products or people.
+Every copy keeps its element's ``data-el``/``data-value`` wiring, so what an agent can do is
+the same in every template.
 """
 
 from __future__ import annotations

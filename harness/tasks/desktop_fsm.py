@@ -132,7 +132,7 @@ class TkFSMTask(_DesktopFSMTask):
         self._app = desktop.launch(
             [sys.executable, "-m", "fsm_sites.tkapp", f"--control={sites.control_url}", f"--session={view.id}",
              f"--state-file={self._state_file}", f"--geometry={width - 8}x{height - 28}+0+0"],
-            env={"PYTHONPATH": _SOURCE_ROOT}, log=self._state_file.with_suffix(".log"))
+            env={"PYTHONPATH": _SOURCE_ROOT}, log=self._log_file())
         await self._wait_seq(view.seq, desktop.config.start_timeout_s + _SHOWN_TIMEOUT_S)
         await desktop.wait_for_window(lambda w: bool(w.title), "the Tk app")
         await desktop.settle()
@@ -169,10 +169,13 @@ class TkFSMTask(_DesktopFSMTask):
     def _app_output(self) -> str:
         """The end of what the Tk app printed (its traceback, if it crashed)."""
         try:
-            return self._require_state_file().with_suffix(".log").read_text(encoding="utf-8",
-                                                                            errors="replace")[-2000:]
+            return self._log_file().read_text(encoding="utf-8", errors="replace")[-2000:]
         except OSError as exc:
             return f"(unreadable: {exc})"
+
+    def _log_file(self) -> Path:
+        """Where the Tk app's output goes: beside its state file."""
+        return self._require_state_file().with_suffix(".log")
 
     def _require_state_file(self) -> Path:
         if self._state_file is None:
