@@ -4,7 +4,8 @@
 for this process accounts for its sandboxes too) for the controllers it needs:
 
 - cgroup v1 (a hierarchy per controller, as on this project's machines): one directory
-  under ``memory`` (``memory.limit_in_bytes``) and one under ``pids`` (``pids.max``);
+  under ``memory`` (``memory.limit_in_bytes``; only with a memory limit) and one under
+  ``pids`` (``pids.max``; always, since it is what ``kill_all`` reads);
 - cgroup v2 (one unified hierarchy): one directory with ``memory.max`` and ``pids.max``,
   which needs both controllers enabled for this process's cgroup (a delegated subtree).
 
@@ -88,6 +89,8 @@ class SandboxCgroup:
         limits = {"memory": ("memory.limit_in_bytes", self.memory_mb),
                   "pids": ("pids.max", self.max_processes)}
         for controller, (limit_file, value) in limits.items():
+            if controller == "memory" and value is None:
+                continue  # no limit: the pids hierarchy alone holds the members
             mount = _v1_mount(controller)
             if mount is None:
                 raise OSError(f"no cgroup v1 hierarchy for {controller}")

@@ -162,8 +162,9 @@ class DesktopSandbox:
             return
         self._closed = True
         try:  # each part runs even if one before it failed; the jail goes last
-            await close_all([self._run_cleanups, lambda: asyncio.to_thread(self._apps.kill_all),
-                             lambda: asyncio.to_thread(self._stop_display)])
+            await close_all([self._run_cleanups, lambda: asyncio.to_thread(self._apps.close),
+                             lambda: asyncio.to_thread(self._stop_display),
+                             lambda: asyncio.to_thread(self._display_procs.close)])
         finally:
             try:
                 shutil.rmtree(self._root, ignore_errors=True)

@@ -2,7 +2,10 @@
 processes started on it, all ended together.
 
 Every process starts in a session of its own, so a terminal's shell or a browser's
-renderers are found again as its descendants (by parent pid) and killed with it; and with
+renderers are found again as its descendants (by parent pid) and killed with it; in a
+tracker (``sandboxes.tracked``: a cgroup, or an environment tag where cgroups cannot be
+written), so that a daemon it started that detached (``setsid``, a double fork) is killed
+with it too (in a bubblewrap jail, each launch's PID namespace does that); and with
 ``PR_SET_PDEATHSIG``, so that it dies with the thread that started it should this process
 die without closing its sandboxes (no Xvfb outlives a crashed harness).
 Waiting is always on a condition (the X server writing its display number, the window
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from sandboxes.errors import SandboxStartError
 from sandboxes.procs import descendants, is_alive, kill_pids
+from sandboxes.tracked import Tracker
 
 if TYPE_CHECKING:
     from sandboxes.isolation import Isolation
@@ -53,13 +57,17 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> No
 
 
 class Processes:
-    """Processes started for one display; ``kill_all`` ends them and everything below them.
+    """Processes started for one display; ``kill_all`` ends them and all they started.
     With a ``jail``, each runs inside it (its network namespace, cgroup, limits, bwrap)
     with exactly ``env`` (bwrap's own ``HOME`` is overridden)."""
 
     def __init__(self, jail: Isolation | None = None) -> None:
         self.started: list[subprocess.Popen[bytes]] = []
         self.jail = jail
+        # A bwrap jail gives each launch a PID namespace, whose end ends all in it; a jail
+        # without bwrap makes its launches join its own cgroup, so only the tag can track.
+        bwrap = jail is not None and jail.config.bubblewrap
+        self.tracker = None if bwrap else Tracker(use_cgroup=jail is None)
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
               pass_fds: Sequence[int] = (), log: str | os.PathLike[str] | None = None) -> subprocess.Popen[bytes]:
@@ -70,19 +78,24 @@ class Processes:
             raise SandboxStartError(f"expected the program {argv[0]!r} on PATH, got none; install it "
                                     "(`make setup` installs xvfb, openbox, xterm)")
         command = [binary, *argv[1:]]
+        preexec = _die_with_parent
+        if self.tracker is not None:
+            env = {**env, **self.tracker.env()}
+            preexec = self.tracker.before_exec(_die_with_parent)
         if self.jail is not None:
             inner = ["/usr/bin/env", *(f"{key}={value}" for key, value in env.items()), *command]
             command = ["/bin/sh", "-c", self.jail.shell_command(inner)]
         with open(log, "ab") if log is not None else contextlib.nullcontext(subprocess.DEVNULL) as out:
             proc = subprocess.Popen(command, env=dict(env), cwd=cwd, pass_fds=tuple(pass_fds),
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, preexec_fn=_die_with_parent)
+                                    start_new_session=True, preexec_fn=preexec)
         self.started.append(proc)
         return proc
 
     def pids(self) -> set[int]:
-        """Every live process started here, and their descendants."""
-        return descendants({p.pid for p in self.started})
+        """Every live process started here, their descendants and what the tracker holds."""
+        tracked = self.tracker.pids() if self.tracker is not None else set()
+        return descendants({p.pid for p in self.started} | tracked)
 
     def started_pid_of(self, ns_pid: int) -> int | None:
         """The started process under which a process runs whose pid in its own (bwrap) PID
@@ -95,6 +108,8 @@ class Processes:
         """SIGKILL every process started here and its descendants; reap our children."""
         doomed = self.pids()
         kill_pids(doomed)
+        if self.tracker is not None:  # a fork that raced the kill above
+            doomed |= self.tracker.kill_all(timeout_s)
         for proc in self.started:
             try:
                 proc.wait(timeout=timeout_s)
@@ -107,6 +122,12 @@ class Processes:
         with contextlib.suppress(SandboxStartError):
             wait_until(lambda: _reaped(doomed), timeout_s, f"processes {sorted(doomed)} to be reaped")
         self.started.clear()
+
+    def close(self) -> None:
+        """``kill_all``, then remove the tracker's cgroup. Idempotent."""
+        self.kill_all()
+        if self.tracker is not None:
+            self.tracker.close()
 
 
 def _reaped(pids: set[int]) -> bool:

@@ -36,6 +36,7 @@ import asyncio
 import os
 import shlex
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterable
 
@@ -149,11 +150,22 @@ class Isolation:
         jail: list[str] = []
         if cfg.bubblewrap:
             jail = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                    "--bind", self.tmp, "/tmp", *[a for d in self.shared for a in ("--bind", d, d)],
-                    "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL",
+                    *self._filesystem(), "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL",
                     *[a for cap in cfg.capabilities for a in ("--cap-add", cap)],
                     "--setenv", "HOME", "/tmp/home", "--setenv", "TMPDIR", "/tmp", "--"]
         return [*self.network.enter_prefix(), *limits, *jail, *argv]
+
+    def _filesystem(self) -> list[str]:
+        """bwrap's mounts after the read-only root: the directory that holds the jails'
+        roots hidden (other jails' sockets and files), the jail's own ``/tmp``, this Python's
+        paths that those two hid (read-only again), and the shared directories."""
+        parent = os.path.dirname(self.root)
+        hidden = ["/tmp"] if parent in ("/", "/tmp") else ["/tmp", parent]
+        args = ["--tmpfs", parent] if len(hidden) > 1 else []
+        args += ["--bind", self.tmp, "/tmp"]
+        for path in _python_paths(hidden):
+            args += ["--ro-bind", path, path]
+        return args + [a for d in self.shared for a in ("--bind", d, d)]
 
     def shell_command(self, argv: list[str]) -> str:
         """A shell line that joins the cgroup and then runs ``argv`` in the jail."""
@@ -196,6 +208,23 @@ class Isolation:
                 if self.root:
                     shutil.rmtree(self.root, ignore_errors=True)
                     self.root = ""
+
+
+def _python_paths(hidden: list[str]) -> list[str]:
+    """This Python's interpreter, environment, project and import paths that lie under a
+    ``hidden`` directory (a checkout or a venv under /tmp), none holding a hidden one."""
+    project = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, project,
+                  os.path.dirname(os.path.realpath(sys.executable)),
+                  *(entry for entry in sys.path if entry)}
+    under = sorted(path for path in {os.path.abspath(c) for c in candidates}
+                   if os.path.isdir(path) and any(path.startswith(h + os.sep) for h in hidden))
+    kept: list[str] = []
+    for path in under:  # sorted, so a parent comes before what lies under it
+        holds_hidden = any(h == path or h.startswith(path + os.sep) for h in hidden)
+        if not holds_hidden and not any(path.startswith(k + os.sep) for k in kept):
+            kept.append(path)
+    return kept
 
 
 def _require_tools(config: IsolationConfig) -> None:

@@ -1,12 +1,13 @@
-"""What isolated sandboxes may leave behind, listed, so tests and benchmarks can check that
-nothing was: processes (under a given root, and in a jail's cgroup), network
-namespaces, veth ends and service addresses, jail homes, cgroup directories and host
-display links. By default only what this process made counts (``sandboxes.owned``), so
-other runs on a shared machine do not.
+"""What sandboxes may leave behind, listed, so tests and benchmarks can check that nothing
+was: processes (under a given root, and in a jail's or a process tracker's cgroup),
+network namespaces, veth ends and service addresses, jail homes, cgroup directories (a
+jail's, or a desktop's process tracker's, ``sandboxes.tracked``) and host display links.
+By default only what this process made counts (``sandboxes.owned``), so other runs on a
+shared machine do not.
 
 Other programs on a shared machine run their own Chromium; only processes that descend
-from ``root`` (our process, which is the subreaper of its browsers) or sit in a jail's
-cgroup count as ours.
+from ``root`` (our process, which is the subreaper of its browsers) or sit in one of our
+cgroups count as ours.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sandboxes.netns import (
     leftover_service_addresses,
 )
 from sandboxes.owned import made
+from sandboxes.tracked import CGROUP_PREFIX
 from sandboxes.xlink import leftover_links
 
 #: process names that count as a sandbox's (browser, display, window manager, Playwright)
@@ -66,19 +68,16 @@ def descendants(root: int) -> list[procs.ProcInfo]:
     return found
 
 
-def _ours(everyone: bool) -> set[str] | None:
-    """Base names of the jail homes this process made (None with ``everyone``: any jail's)."""
-    return None if everyone else {os.path.basename(home) for home in made("home")}
-
-
 def jail_cgroup_dirs(*, everyone: bool = False) -> list[str]:
-    """Cgroup directories of the jails this process made (``everyone``: of any jail made
-    by a process in this process's cgroups) that still exist."""
-    ours = _ours(everyone)
+    """Cgroup directories of the jails and process trackers (``sandboxes.tracked``) this
+    process made (``everyone``: any made by a process in this process's cgroups) that
+    still exist."""
+    ours = None if everyone else {os.path.basename(h) for h in made("home")} | made("cgroup")
     found: list[str] = []
     for parent in parent_dirs():
-        found.extend(d for d in glob.glob(os.path.join(parent, f"{HOME_PREFIX}*"))
-                     if ours is None or os.path.basename(d) in ours)
+        for prefix in (HOME_PREFIX, CGROUP_PREFIX):
+            found.extend(d for d in glob.glob(os.path.join(parent, f"{prefix}*"))
+                         if ours is None or os.path.basename(d) in ours)
     return sorted(found)
 
 

@@ -1,5 +1,6 @@
-"""What this process made for isolated sandboxes, by name: jail homes (their cgroups share
-the home's name, and a desktop's host display link points into its home), network
+"""What this process made for sandboxes, by name: jail homes (their cgroups share the
+home's name, and a desktop's host display link points into its home), the cgroups that
+track a desktop's processes (``sandboxes.tracked``), network
 namespaces (their veth host ends are the name plus ``h``) and the service addresses it
 holds now (an address is reused: once this process removed it, another run may add it).
 
@@ -12,9 +13,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-Kind = Literal["home", "namespace", "address"]
+Kind = Literal["home", "namespace", "address", "cgroup"]
 
-_MADE: dict[Kind, set[str]] = {"home": set(), "namespace": set(), "address": set()}
+_MADE: dict[Kind, set[str]] = {"home": set(), "namespace": set(), "address": set(), "cgroup": set()}
 
 
 def remember(kind: Kind, name: str) -> None:
