@@ -51,6 +51,7 @@ from sandboxes.desktop_config import DesktopConfig
 from sandboxes.display import Processes, start_xvfb, wait_until
 from sandboxes.errors import SandboxClosed, SandboxCrashed, SandboxStartError, SandboxTimeout
 from sandboxes.teardown import close_all, finish_in_thread
+from sandboxes.xauth import HOST, new_cookie, write_authority
 from sandboxes.xinput import XInput
 from sandboxes.xlink import HostDisplay
 from sandboxes.xscreen import Screen, Window
@@ -76,6 +77,7 @@ class DesktopSandbox:
         self._display_procs = Processes(jail)
         self._apps = Processes(jail)
         self._host_display: HostDisplay | None = None
+        self._host_number: int | None = None  # the display's number in HOST (sandboxes.xauth)
         self._xvfb: subprocess.Popen[bytes] | None = None
         self._number: int | None = None
         self._input: XInput | None = None
@@ -188,7 +190,8 @@ class DesktopSandbox:
         env = {"DISPLAY": self.app_display, "HOME": str(self.home), "USER": os.environ.get("USER", "cua"),
                "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
                "XDG_RUNTIME_DIR": str(runtime), "XDG_CONFIG_HOME": str(self.home / ".config"),
-               "XDG_CACHE_HOME": str(self.home / ".cache"), "SHELL": "/bin/bash", "TERM": "xterm"}
+               "XDG_CACHE_HOME": str(self.home / ".cache"), "SHELL": "/bin/bash", "TERM": "xterm",
+               "XAUTHORITY": str(self._xauthority)}
         return {**env, **(extra or {})}
 
     def launch(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
@@ -240,6 +243,11 @@ class DesktopSandbox:
         await self._x(lambda: screen.settle(self.config.settle_quiet_ms / 1000, self.config.settle_timeout_s))
 
     # ---- internals --------------------------------------------------------------------
+    @property
+    def _xauthority(self) -> Path:
+        """The display's cookie (``sandboxes.xauth``), for Xvfb and this sandbox's apps only."""
+        return self._root / "xauthority"
+
     def _act(self, action: Action) -> None:
         xin = self._input
         assert xin is not None and self._screen is not None
@@ -279,13 +287,19 @@ class DesktopSandbox:
 
     def _start_display(self) -> None:
         cfg = self.config
+        cookie = new_cookie()  # a new display, a new cookie: an old display's apps cannot reach it
+        write_authority(str(self._xauthority), cookie)
         self._xvfb, self._number = start_xvfb(self._display_procs, cfg.xvfb_path, cfg.width, cfg.height,
                                               {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                                              cfg.start_timeout_s)
+                                              cfg.start_timeout_s, auth=str(self._xauthority))
         try:
+            self._host_number = self._number
             if self.jail is not None and self.jail.config.bubblewrap:  # its socket is in the jail's /tmp
                 self._host_display = HostDisplay(os.path.join(self.jail.tmp, ".X11-unix", f"X{self._number}"))
                 self._host_display.link()
+                self._host_number = self._host_display.number
+            assert self._host_number is not None
+            HOST.add(self._host_number, cookie)
             self._input = XInput(self.display_name)
             self._screen = Screen(self.display_name, cfg.width, cfg.height)
             if cfg.window_manager:
@@ -308,6 +322,9 @@ class DesktopSandbox:
                 except Exception:  # noqa: BLE001 - the connection may be gone with the server
                     pass
         self._input = self._screen = None
+        if self._host_number is not None:
+            HOST.remove(self._host_number)
+            self._host_number = None
         self._display_procs.kill_all()
         self._xvfb = None
         if self.jail is not None and self.jail.config.bubblewrap and self._number is not None:

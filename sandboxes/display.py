@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from sandboxes.errors import SandboxStartError
-from sandboxes.procs import descendants, is_alive, kill_pids
+from sandboxes.procs import descendants, is_alive, kill_pids, read_proc
 from sandboxes.tracked import Tracker
 
 if TYPE_CHECKING:
@@ -131,21 +131,30 @@ class Processes:
 
 
 def _reaped(pids: set[int]) -> bool:
-    """Reap those of ``pids`` that are our zombies; True once none of them exists."""
+    """Reap those of ``pids`` that are our zombies; True once none of them exists but
+    zombies that another live process (PID 1, when this process is no subreaper) is to
+    reap: one whose parent is us, or is one of ``pids`` (it will be re-parented), counts."""
     for pid in pids:
         try:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
-    return not any(os.path.exists(f"/proc/{pid}") for pid in pids)
+    me = os.getpid()
+    for pid in pids:
+        info = read_proc(pid)
+        if info is not None and (info.state not in ("Z", "X") or info.ppid == me or info.ppid in pids):
+            return False
+    return True
 
 
 def start_xvfb(procs: Processes, xvfb: str, width: int, height: int, env: Mapping[str, str],
-               timeout_s: float) -> tuple[subprocess.Popen[bytes], int]:
-    """Start Xvfb on a free display number (``-displayfd``); return it and the number."""
+               timeout_s: float, *, auth: str | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """Start Xvfb on a free display number (``-displayfd``); return it and the number.
+    ``auth``: an X authority file (``sandboxes.xauth``); only clients with its cookie connect."""
     read_fd, write_fd = os.pipe()
     try:
-        proc = procs.spawn([xvfb, "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24",
+        proc = procs.spawn([xvfb, "-displayfd", str(write_fd), *(["-auth", auth] if auth else []),
+                            "-screen", "0", f"{width}x{height}x24",
                             "-nolisten", "tcp", "-noreset", "-dpi", "96"], env=env, pass_fds=[write_fd])
     except BaseException:
         os.close(read_fd)
