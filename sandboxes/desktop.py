@@ -125,7 +125,8 @@ class DesktopSandbox:
         if self.config.reset_mode == "new_display" or crashed or self._xvfb is None:
             await asyncio.to_thread(self._stop_display)
             await finish_in_thread(self._start_display, self._stop_display)
-        else:
+        else:  # what openbox's own menu launched (a terminal) ends too; openbox stays
+            await asyncio.to_thread(self._display_procs.kill_descendants)
             await self._x(self._wait_no_clients)
 
     async def screenshot(self) -> Screenshot:

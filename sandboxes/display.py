@@ -105,23 +105,36 @@ class Processes:
         return owners.pop() if len(owners) == 1 else None
 
     def kill_all(self, timeout_s: float = 5.0) -> None:
-        """SIGKILL every process started here and its descendants; reap our children."""
-        doomed = self.pids()
+        """SIGKILL every process started here and all it started; reap our children."""
+        self._kill(set(), timeout_s)
+        self.started.clear()
+
+    def kill_descendants(self, timeout_s: float = 5.0) -> None:
+        """SIGKILL all that the started programs started, keeping those programs (in a
+        bwrap jail, with the bwrap processes that hold them): what a window manager's own
+        menu launched, say, while the window manager stays."""
+        keep = {p.pid for p in self.started}
+        if self.jail is not None and self.jail.config.bubblewrap:  # bwrap's init is 1, its program 2
+            keep |= {pid for pid in descendants(keep) if _ns_pids(pid)[1:][-1:] in ([1], [2])}
+        self._kill(keep, timeout_s)
+
+    def _kill(self, keep: set[int], timeout_s: float) -> None:
+        doomed = self.pids() - keep
         kill_pids(doomed)
         if self.tracker is not None:  # a fork that raced the kill above
-            doomed |= self.tracker.kill_all(timeout_s)
+            doomed |= self.tracker.kill_all(timeout_s, keep=keep)
         for proc in self.started:
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                pass
+            if proc.pid not in keep:
+                try:
+                    proc.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    pass
         wait_until(lambda: not any(is_alive(pid) for pid in doomed), timeout_s,
                    f"processes {sorted(doomed)} to end")
         # Grandchildren re-parented to us (a subreaper) become our zombies, some only once
         # their own parent has died: reap until every one is gone, within the same limit.
         with contextlib.suppress(SandboxStartError):
             wait_until(lambda: _reaped(doomed), timeout_s, f"processes {sorted(doomed)} to be reaped")
-        self.started.clear()
 
     def close(self) -> None:
         """``kill_all``, then remove the tracker's cgroup. Idempotent."""

@@ -87,12 +87,12 @@ class Tracker:
         """Every live process tracked: the cgroup's members, else those carrying the tag."""
         return self._group.pids() if self._group is not None else tagged(self.tag)
 
-    def kill_all(self, timeout_s: float = 5.0) -> set[int]:
-        """SIGKILL every tracked process until none is left (a fork racing the kill is
-        caught on the next round); every pid it killed."""
+    def kill_all(self, timeout_s: float = 5.0, *, keep: set[int] | frozenset[int] = frozenset()) -> set[int]:
+        """SIGKILL every tracked process but ``keep`` until none is left (a fork racing
+        the kill is caught on the next round); every pid it killed."""
         killed: set[int] = set()
         deadline = time.monotonic() + timeout_s
-        while (members := self.pids() - {os.getpid()}) and time.monotonic() < deadline:
+        while (members := self.pids() - {os.getpid(), *keep}) and time.monotonic() < deadline:
             for pid in members:
                 try:
                     os.kill(pid, signal.SIGKILL)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from sandboxes import procs
-from sandboxes.actions import Click, TypeText
+from sandboxes.actions import Click, RightClick, TypeText
 from sandboxes.desktop import DesktopSandbox
 from sandboxes.desktop_config import DesktopConfig
 from sandboxes.display import Processes
@@ -59,9 +59,10 @@ def _detach(name: str) -> str:
     return f"setsid bash -c 'exec -a {name} sleep 900' &"
 
 
-async def _desktops(kind: str, count: int) -> tuple[LocalProvider | IsolatedProvider, list[DesktopSandbox]]:
+async def _desktops(kind: str, count: int, config: DesktopConfig = SMALL
+                    ) -> tuple[LocalProvider | IsolatedProvider, list[DesktopSandbox]]:
     provider: LocalProvider | IsolatedProvider
-    provider = LocalProvider(desktop=SMALL) if kind == "local" else IsolatedProvider(desktop=SMALL)
+    provider = LocalProvider(desktop=config) if kind == "local" else IsolatedProvider(desktop=config)
     desktops = []
     for _ in range(count):
         desktop = await provider.new_desktop()
@@ -89,6 +90,23 @@ async def test_a_daemon_started_from_xterm_or_an_app_ends_with_reset_and_close(
     finally:
         await provider.close()
     assert not _named(daemon_name + "-app"), "a daemon an app started outlived the provider's close"
+
+
+@pytest.mark.parametrize("kind", ["local", "isolated"])
+async def test_a_terminal_opened_from_the_window_managers_menu_ends_at_a_same_display_reset(kind: str) -> None:
+    provider, [desktop] = await _desktops(kind, 1, SMALL.with_overrides({"reset_mode": "same_display"}))
+    try:
+        await desktop.execute(RightClick(x=100, y=100))  # openbox's root menu opens here
+        await desktop.execute(Click(x=140, y=110))  # its first entry: "Terminal emulator"
+        await desktop.wait_for_window(lambda w: True, "the menu's terminal")
+        terminals = {pid for pid in desktop.display_pids()
+                     if (info := procs.read_proc(pid)) is not None and info.comm == "xterm"}
+        assert terminals, "the menu started no terminal"
+        await desktop.reset()
+        assert not any(procs.is_alive(pid) for pid in terminals), "the menu's terminal outlived the reset"
+        assert await desktop.health() and desktop.display_pids(), "the display did not stay"
+    finally:
+        await provider.close()
 
 
 async def test_without_a_cgroup_the_environment_tag_still_ends_a_detached_daemon(daemon_name: str) -> None:
