@@ -10,23 +10,28 @@ it. ``Tracker`` finds it anyway:
   or parent. A process leaves only by writing its pid into another cgroup's
   ``cgroup.procs``, which needs write access to the cgroup filesystem (a root process on
   the host has it: see docs/security.md).
-- **where cgroups cannot be written** (a container without a delegated cgroup), an
-  environment tag (``CUA_SANDBOX_TAG``) that every launch gets: a process that keeps the
+- **where cgroups cannot be written** (a container without a delegated cgroup; checked
+  once per tracker by a child that joins, and logged once per process), an environment tag (``CUA_SANDBOX_TAG``) that every launch gets: a process that keeps the
   environment it inherited is found by it in ``/proc/PID/environ``. A daemon that clears
   its environment (``env -i``) and detaches escapes this fallback.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 
 from sandboxes.cgroups import SandboxCgroup
 from sandboxes.errors import SandboxStartError
 from sandboxes.owned import remember
+
+log = logging.getLogger(__name__)
+_warned: list[bool] = []  # the fallback is logged once per process
 
 #: The environment variable that tags a tracker's processes (the fallback).
 TAG_VAR = "CUA_SANDBOX_TAG"
@@ -57,31 +62,36 @@ class Tracker:
 
     def before_exec(self, then: Callable[[], None]) -> Callable[[], None]:
         """A ``preexec_fn`` that joins the cgroup (made now if need be), then calls ``then``."""
-        files = self._procs_files()
+        if self._group is None and self._use_cgroup and self.fallback_reason is None:
+            self._open_group()
+        join = _joiner(self._group.procs_files if self._group is not None else [])
 
-        def join() -> None:
-            for path in files:  # "0": the writing process itself; runs in the child, no imports
-                fd = os.open(path, os.O_WRONLY)
-                try:
-                    os.write(fd, b"0")
-                finally:
-                    os.close(fd)
+        def before() -> None:
+            join()
             then()
 
-        return join
+        return before
 
-    def _procs_files(self) -> list[str]:
-        if self._group is None and self._use_cgroup and self.fallback_reason is None:
-            name = CGROUP_PREFIX + self.tag
-            remember("cgroup", name)
-            group = SandboxCgroup(name, memory_mb=None, max_processes=None)
-            try:
-                group.open()
-            except SandboxStartError as exc:
-                self.fallback_reason = str(exc.__cause__ or exc)
-            else:
-                self._group = group
-        return self._group.procs_files if self._group is not None else []
+    def _open_group(self) -> None:
+        """Make the cgroup, and check that a child can join it (cgroup v2 may let us make
+        a directory but not move processes into it); else fall back to the tag."""
+        name = CGROUP_PREFIX + self.tag
+        remember("cgroup", name)
+        group = SandboxCgroup(name, memory_mb=None, max_processes=None)
+        try:
+            group.open()
+            subprocess.run(["/bin/sh", "-c", ":"], preexec_fn=_joiner(group.procs_files), check=True)
+        except (SandboxStartError, OSError, subprocess.SubprocessError) as exc:
+            group.close()
+            self.fallback_reason = f"{type(exc).__name__}: {exc.__cause__ or exc}"
+            if not _warned:
+                _warned.append(True)
+                log.warning("desktop processes are tracked by an environment tag, not a cgroup "
+                            "(%s): a daemon that clears its environment can outlive its "
+                            "episode; run as root with /sys/fs/cgroup writable to close that",
+                            self.fallback_reason)
+        else:
+            self._group = group
 
     def pids(self) -> set[int]:
         """Every live process tracked: the cgroup's members, else those carrying the tag."""
@@ -108,6 +118,21 @@ class Tracker:
         if self._group is not None:
             self._group.close()
             self._group = None
+
+
+def _joiner(files: list[str]) -> Callable[[], None]:
+    """What a child runs between fork and exec to join the cgroup whose ``cgroup.procs``
+    are ``files`` (nothing imported or allocated beyond the writes)."""
+
+    def join() -> None:
+        for path in files:  # "0": the writing process itself
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+
+    return join
 
 
 def tagged(tag: str) -> set[int]:
