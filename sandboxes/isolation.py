@@ -8,7 +8,8 @@ A jail is, for one sandbox (a browser, or a desktop's Xvfb, window manager and a
   jail's processes, so an X socket made by Xvfb is seen by the app), with ``$HOME`` at
   ``/tmp/home`` in it, removed when the jail closes;
 - **bubblewrap** (``bwrap``): a read-only view of the host's filesystem with only the jail's
-  ``/tmp`` writable, a fresh ``/dev`` (its own ``/dev/shm``) and ``/proc``, its own PID
+  ``/tmp`` writable, the directory of the jails' homes (when not ``/tmp``) an empty tmpfs,
+  and this Python's own paths under either (a venv under /tmp) bound back read-only, a fresh ``/dev`` (its own ``/dev/shm``) and ``/proc``, its own PID
   and IPC namespaces, no capabilities (so nothing inside can change the network rules),
   and ``--die-with-parent``: when the launcher's parent dies, the jail's PID namespace
   and every process in it end;
@@ -73,7 +74,9 @@ class IsolationConfig(BaseModel):
                                           "keeps (all others are dropped), e.g. CAP_CHOWN for "
                                           "xterm, which chowns its pty as root")
     home_root: str | None = Field(default=None, description="where temporary homes are made; "
-                                  "None: the system's temp directory")
+                                  "None: the system's temp directory. A bwrap jail sees this "
+                                  "directory empty but for its own home (other jails' files "
+                                  "hidden), so give it a directory of its own")
 
     def uses_cgroup(self) -> bool:
         return self.memory_limit_mb is not None or self.max_processes is not None
