@@ -5,19 +5,23 @@ started it (its parent is now init or a subreaper), so a walk of the process tre
 it. ``Tracker`` finds it anyway:
 
 - **a cgroup** (``sandboxes.cgroups.SandboxCgroup`` without limits, named
-  ``cua-procs-*``), made at the first launch: each launched process joins it between fork
-  and exec, and the kernel keeps every descendant in it whatever it does to its session
-  or parent. A process leaves only by writing its pid into another cgroup's
-  ``cgroup.procs``, which needs write access to the cgroup filesystem (a root process on
-  the host has it: see docs/security.md).
+  ``cua-procs-<our pid>-<tag>``), made at the first launch: each launched process joins
+  it between fork and exec, and the kernel keeps every descendant in it whatever it does
+  to its session or parent. A process leaves only by writing its pid into another
+  cgroup's ``cgroup.procs``, which needs write access to the cgroup filesystem (a root
+  process on the host has it: see docs/security.md). ``close`` removes the cgroup; the
+  empty ones of a harness that was killed are removed by the next tracker made.
 - **where cgroups cannot be written** (a container without a delegated cgroup; checked
-  once per tracker by a child that joins, and logged once per process), an environment tag (``CUA_SANDBOX_TAG``) that every launch gets: a process that keeps the
-  environment it inherited is found by it in ``/proc/PID/environ``. A daemon that clears
-  its environment (``env -i``) and detaches escapes this fallback.
+  once per tracker by a child that joins, and logged once per process), an environment
+  tag (``CUA_SANDBOX_TAG``) that every launch gets: a process that keeps the environment
+  it inherited is found by it in ``/proc/PID/environ``. A daemon that clears its
+  environment (``env -i``) and detaches escapes this fallback.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import logging
 import os
 import secrets
@@ -26,7 +30,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from sandboxes.cgroups import SandboxCgroup
+from sandboxes.cgroups import SandboxCgroup, parent_dirs
 from sandboxes.errors import SandboxStartError
 from sandboxes.owned import remember
 
@@ -75,10 +79,11 @@ class Tracker:
     def _open_group(self) -> None:
         """Make the cgroup, and check that a child can join it (cgroup v2 may let us make
         a directory but not move processes into it); else fall back to the tag."""
-        name = CGROUP_PREFIX + self.tag
+        name = f"{CGROUP_PREFIX}{os.getpid()}-{self.tag}"  # the owner's pid: see _remove_orphans
         remember("cgroup", name)
         group = SandboxCgroup(name, memory_mb=None, max_processes=None)
         try:
+            _remove_orphans()
             group.open()
             subprocess.run(["/bin/sh", "-c", ":"], preexec_fn=_joiner(group.procs_files), check=True)
         except (SandboxStartError, OSError, subprocess.SubprocessError) as exc:
@@ -118,6 +123,17 @@ class Tracker:
         if self._group is not None:
             self._group.close()
             self._group = None
+
+
+def _remove_orphans() -> None:
+    """Remove the empty tracking cgroups of processes that died without closing their
+    sandboxes (a killed harness: its apps died with it, their cgroups stayed)."""
+    for parent in parent_dirs():
+        for directory in glob.glob(os.path.join(parent, f"{CGROUP_PREFIX}*")):
+            owner = os.path.basename(directory)[len(CGROUP_PREFIX):].split("-")[0]
+            if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+                with contextlib.suppress(OSError):  # not empty, or another run removed it
+                    os.rmdir(directory)
 
 
 def _joiner(files: list[str]) -> Callable[[], None]:
