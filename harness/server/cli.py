@@ -2,6 +2,7 @@
 
     cua env-server --suite miniwob:click-test,click-button --port 8000 --token T
     cua env-server --suite fsm:shop --unix /run/cua/env.sock     # token from CUA_ENV_TOKEN
+    cua env-server --suite fsm:shop --expose oracle,jump         # trainer-only tools on
 
 It prints one line, ``cua env-server: serving <what> on <url>``, once it answers, and runs
 until SIGTERM or SIGINT. ``--port 0`` picks a free port (the line says which).
@@ -24,7 +25,7 @@ from harness.env_providers import EnvOptions, LocalEnvs
 from harness.errors import ConfigError
 from harness.rewards import RewardMode
 from harness.server.app import EnvServer
-from harness.server.sessions import SessionPool
+from harness.server.sessions import SessionPool, parse_expose
 from harness.tasks.registry import suite_task_ids
 
 TOKEN_ENV = "CUA_ENV_TOKEN"
@@ -54,6 +55,15 @@ class EnvServerConfig(BaseModel):
     reset_timeout_s: float = Field(default=60.0, gt=0, description="limit for one reset")
     bind_host: str = Field(default="127.0.0.1", description="address the task servers (FSM "
                            "sites, MiniWoB pages) bind; the browser runs beside them")
+    expose: str = Field(default="", description="trainer-only calls to serve, comma-separated: "
+                        "oracle (the task's next oracle action), jump (move an FSM episode to a "
+                        "state); off by default, since a client that may call them can score an "
+                        "episode without playing it")
+
+    @field_validator("expose")
+    @classmethod
+    def _exposable(cls, expose: str) -> str:
+        return ",".join(sorted(parse_expose(expose)))
 
     @field_validator("suite")
     @classmethod
@@ -84,7 +94,7 @@ async def serve(config: EnvServerConfig, *, ready: asyncio.Event | None = None) 
     tasks = suite_task_ids(config.suite) if config.suite is not None else None
     pool = SessionPool(LocalEnvs(bind_host=config.bind_host), tasks=tasks,
                        defaults=config.options(), max_sessions=config.max_sessions,
-                       idle_timeout_s=config.session_timeout_s)
+                       idle_timeout_s=config.session_timeout_s, expose=parse_expose(config.expose))
     runner = web.AppRunner(EnvServer(pool, server_token(config)).app(), access_log=None,
                            handle_signals=False)
     await runner.setup()
