@@ -57,8 +57,8 @@ def parse_expose(text: str | Iterable[str]) -> frozenset[str]:
     names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
     unknown = sorted({n for n in names if n} - set(EXPOSABLE))
     if unknown:
-        raise ConfigError(f"--expose: expected a comma-separated subset of {list(EXPOSABLE)}, got "
-                          f"{unknown}")
+        raise ConfigError(f"expected the calls to expose as a comma-separated subset of "
+                          f"{list(EXPOSABLE)}, got {unknown}")
     return frozenset(n for n in names if n)
 
 
