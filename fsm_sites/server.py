@@ -7,12 +7,9 @@ Agent app (``site_url``; the only origin the agent's browser may visit):
                                 -> {"ok", "seq", "digest"[, "html" | "body"]}
     POST /s/{session}/next      the pages the current state's events lead to (the page's prefetch)
     GET  /s/{session}/view      the current page as data {"seq", "view"} (the Tk app's page)
-Control app (``control_url``; never handed to the browser, and behind the server's
-``admin_token`` and per-session capability tokens): see ``fsm_sites.control``.
-
-The site app is what the page, and so the agent, may use: the session id in its URL lets
-it see its own page and send the events that page shows, which the machine judges as
-the task defines; nothing there reads another session, jumps, resets or adds a site.
+Control app (``control_url``; never handed to the browser; behind ``admin_token`` and
+per-session tokens): see ``fsm_sites.control``. The site app is all a page, and so the
+agent, may use: nothing there reads another session, jumps, resets or adds a site.
 
 Both bind to ``host`` (127.0.0.1 by default; a container or a remote browser needs an
 address it can reach). Sessions live in a ``SessionStore``; ``SiteServer`` also exposes
@@ -26,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import re
 import secrets
 from collections import OrderedDict
@@ -297,14 +295,13 @@ class SiteServer:
         return parts[1]
 
     async def _view(self, request: web.Request) -> web.StreamResponse:
-        """The page as data for a native page (the Tk app): what the HTML shows, without
-        the state key (which may hold variables the page does not show)."""
+        """The page as data for a native page (the Tk app), without the state key (it may
+        hold variables the page does not show)."""
         try:
             data = self.page_view(request.match_info["sid"])
         except SessionError as exc:
             return error_response(exc)
-        return web.json_response({"seq": data["seq"], "view": data["view"]},
-                                 headers={"Cache-Control": "no-store"})
+        return web.json_response({"seq": data["seq"], "view": data["view"]})
 
     async def _next(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -400,8 +397,6 @@ ADMIN_TOKEN_ENV = "CUA_SITES_TOKEN"
 def serve(sites: Iterable[str | Path | SiteSpec] = (), host: str = "127.0.0.1", port: int = 8900) -> None:
     """Run a SiteServer until interrupted: site app on ``port``, control app on ``port + 1``,
     whose admin token is ``$CUA_SITES_TOKEN`` (or a fresh one, printed once)."""
-    import os
-
     chosen = os.environ.get(ADMIN_TOKEN_ENV) or None
 
     async def run() -> None:
