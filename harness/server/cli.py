@@ -131,8 +131,27 @@ async def _until_signalled() -> None:
             loop.remove_signal_handler(sig)
 
 
+def hide_secrets(config: EnvServerConfig) -> EnvServerConfig:
+    """The config with its token, which then leaves this process's environment (so no child,
+    such as Playwright's driver or Chromium, inherits it); and this process made
+    non-dumpable, so that a process without CAP_SYS_PTRACE (a shell in the same container,
+    under Docker's or podman's default capabilities) cannot read its memory or its initial
+    environment in /proc: the env server's token and the site server's admin token live
+    there. See docs/security.md."""
+    config = config.model_copy(update={"token": server_token(config)})
+    os.environ.pop(TOKEN_ENV, None)
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    return config
+
+
+_PR_SET_DUMPABLE = 4  # <linux/prctl.h>
+
+
 def run_env_server(config: EnvServerConfig) -> None:
-    server_token(config)  # refuse before starting anything
+    config = hide_secrets(config)  # also refuses a missing token before starting anything
     try:
         asyncio.run(serve(config))
     except KeyboardInterrupt:
