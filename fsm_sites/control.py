@@ -102,7 +102,8 @@ def _check_access(request: web.Request, store: SessionStore, admin_token: str, a
     if access == "open":
         return
     call = f"{request.method} {request.path}"
-    need = ("the site server's admin token (SiteServer.admin_token)" if access == "admin" else
+    need = ("the site server's admin token (SiteServer.admin_token; `cua sites serve` prints it "
+            "or takes $CUA_SITES_TOKEN)" if access == "admin" else
             "the admin token or this session's capability token (the 'token' of POST /sessions)")
     given = bearer_token(request.headers.get("Authorization", ""))
     if given is None:
