@@ -2,7 +2,8 @@
 # Build: docker build -t cua-harness .    (podman build works the same)
 # Run:   docker run --rm cua-harness --help
 #        docker run --rm --network none -v /tmp/cua:/run/cua -e CUA_ENV_TOKEN=T \
-#          cua-harness env-server --unix /run/cua/env.sock     (what the docker provider runs)
+#          cua-harness env-server --unix /run/cua/env.sock     (the docker provider adds
+#          --expose oracle,jump, the trainer-only calls; see docs/security.md)
 # The base image is a build argument: any Debian 12 image with python3 (3.11) and its venv
 # module works, e.g. one made without a registry by debootstrap + `podman import`
 # (scripts/podman_setup.sh does that): --build-arg BASE_IMAGE=<image>.

@@ -40,7 +40,7 @@ class ServedEnvs(RemoteEnvs):
         env = {**os.environ, "CUA_ENV_TOKEN": self._token}
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from harness.cli import main; main()", "env-server",
-             "--port", "0", "--max-sessions", str(self.sessions)],
+             "--port", "0", "--max-sessions", str(self.sessions), "--expose", "oracle"],  # the oracle agent
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert self.proc.stdout is not None
         line = await asyncio.to_thread(self.proc.stdout.readline)

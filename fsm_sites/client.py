@@ -2,10 +2,13 @@
 a site server's sessions.
 
 ``LocalSiteClient(server)`` calls a ``SiteServer`` in the same process (no HTTP);
-``HttpSiteClient(control_url, site_url)`` speaks the server's control API, so the server
-may live in another process, container or machine. Both answer the same typed values,
-and both raise ``SessionError`` subclasses for refused requests (4xx) and
-``SiteUnavailable`` when the server cannot be reached or fails.
+``HttpSiteClient(control_url, site_url, token=...)`` speaks the server's control API, so
+the server may live in another process, container or machine; its token is the server's
+admin token (every call) or one session's capability token (reading that session only).
+Both answer the same typed values, and both raise ``SessionError`` subclasses for refused
+requests (4xx) and ``SiteUnavailable`` when the server cannot be reached or fails.
+``SitePage`` is what a page may do, over the agent-facing site app: a native page (the
+Tk app) uses it, and needs no token.
 
     client = LocalSiteClient(server)
     view = await client.create_session("shop", goal="add_lamp", seed=3)
@@ -24,9 +27,11 @@ from fsm_sites.errors import FsmSiteError
 from fsm_sites.sessions import (
     BadRequest,
     EventRecord,
+    Forbidden,
     Session,
     SessionError,
     StaleEvent,
+    Unauthorized,
     UnknownSession,
 )
 from fsm_sites.spec import SiteSpec
@@ -77,7 +82,7 @@ class SiteClient(Protocol):
 
     @property
     def control_url(self) -> str:
-        """Origin of the control API (for native apps that report events, never the agent)."""
+        """Origin of the control API (the harness's; never handed to the agent or its apps)."""
 
     async def has_site(self, name: str) -> bool:
         """Whether the server serves a site of this name."""
@@ -189,21 +194,65 @@ class LocalSiteClient:
 
 _ERRORS: dict[str, type[SessionError]] = {
     "BadRequest": BadRequest, "StaleEvent": StaleEvent, "UnknownSession": UnknownSession,
+    "Unauthorized": Unauthorized, "Forbidden": Forbidden,
 }
 
 
-class HttpSiteClient:
-    """A site server's control API over HTTP (``control_url``), e.g. one in a container."""
+async def _request(http: aiohttp.ClientSession, method: str, url: str, *, what: str,
+                   body: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Any:
+    """One JSON call; a 4xx answer raises its ``SessionError``, no answer or a 5xx
+    ``SiteUnavailable`` (``what`` names the API in its message)."""
+    import aiohttp
 
-    def __init__(self, control_url: str, site_url: str, *, timeout_s: float = 30.0) -> None:
+    try:
+        async with http.request(method, url, json=body, headers=headers) as response:
+            data = await response.json(content_type=None)
+            status = response.status
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        raise SiteUnavailable(f"expected {what} to answer {method} {url}, got "
+                              f"{type(exc).__name__}: {exc}") from exc
+    if status >= 500 or not isinstance(data, dict | list):
+        raise SiteUnavailable(f"expected an answer from {url}, got status {status}: {data!r:.200}")
+    if status >= 400:
+        kind = data.get("kind", "") if isinstance(data, dict) else ""
+        message = data.get("error", "") if isinstance(data, dict) else str(data)
+        raise _ERRORS.get(kind, BadRequest)(message)
+    return data
+
+
+def _new_http(timeout_s: float) -> aiohttp.ClientSession:
+    import aiohttp
+
+    return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s))
+
+
+class HttpSiteClient:
+    """A site server's control API over HTTP (``control_url``), e.g. one in a container.
+
+    ``token``: the server's admin token (``SiteServer.admin_token``; every call), or one
+    session's capability token (``session_token``; only the reads of that session)."""
+
+    def __init__(self, control_url: str, site_url: str, *, token: str, timeout_s: float = 30.0) -> None:
+        if not token:
+            raise Unauthorized("expected the site server's admin token (or a session's capability "
+                             "token) for HttpSiteClient(token=...), got none")
         self.control_url = control_url.rstrip("/")
         self._site_url = site_url.rstrip("/")
         self.timeout_s = timeout_s
+        self._headers = {"Authorization": f"Bearer {token}"}
+        self._session_tokens: dict[str, str] = {}
         self._http: aiohttp.ClientSession | None = None
 
     @property
     def site_url(self) -> str:
         return self._site_url
+
+    def session_token(self, session_id: str) -> str:
+        """The capability token of a session this client created: it lets its holder read
+        that session and nothing else (keep it from the agent all the same)."""
+        if session_id not in self._session_tokens:
+            raise KeyError(f"expected a session this client created, got {session_id!r}")
+        return self._session_tokens[session_id]
 
     async def has_site(self, name: str) -> bool:
         sites = await self._call("GET", "/sites")
@@ -215,7 +264,9 @@ class HttpSiteClient:
     async def create_session(self, site: str, *, goal: str, start_state: str | None = None,
                              seed: int = 0) -> SessionView:
         body = {"site": site, "goal": goal, "start_state": start_state, "seed": seed}
-        return SessionView.from_dict(await self._call("POST", "/sessions", body))
+        data = await self._call("POST", "/sessions", body)
+        self._session_tokens[data["session_id"]] = data["token"]
+        return SessionView.from_dict(data)
 
     async def session(self, session_id: str) -> SessionView:
         return SessionView.from_dict(await self._call("GET", f"/sessions/{session_id}"))
@@ -251,6 +302,7 @@ class HttpSiteClient:
             await self._call("DELETE", f"/sessions/{session_id}")
         except UnknownSession:
             pass
+        self._session_tokens.pop(session_id, None)
 
     async def close(self) -> None:
         http, self._http = self._http, None
@@ -258,26 +310,43 @@ class HttpSiteClient:
             await http.close()
 
     async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        import aiohttp
-
         if self._http is None:
-            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_s))
-        url = self.control_url + path
-        try:
-            async with self._http.request(method, url, json=body) as response:
-                data = await response.json(content_type=None)
-                status = response.status
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-            raise SiteUnavailable(f"expected the site server's control API at {self.control_url} "
-                                  f"to answer {method} {path}, got {type(exc).__name__}: {exc}") from exc
-        if status >= 500 or not isinstance(data, dict | list):
-            raise SiteUnavailable(f"expected an answer from {url}, got status {status}: {data!r:.200}")
-        if status >= 400:
-            kind = data.get("kind", "") if isinstance(data, dict) else ""
-            message = data.get("error", "") if isinstance(data, dict) else str(data)
-            raise _ERRORS.get(kind, BadRequest)(message)
-        return data
+            self._http = _new_http(self.timeout_s)
+        return await _request(self._http, method, self.control_url + path, body=body, headers=self._headers,
+                              what=f"the site server's control API at {self.control_url}")
 
 
-__all__ = ["HttpSiteClient", "LocalSiteClient", "SessionView", "SiteClient", "SiteUnavailable",
-           "session_view"]
+class SitePage:
+    """One session's page over the agent-facing site app: its page as data and the events
+    it shows, exactly what the browser's page may do (the session id is all it holds).
+    A native page, the Tk app, uses it, so nothing the agent's apps run needs the control
+    API or a token."""
+
+    def __init__(self, site_url: str, session_id: str, *, timeout_s: float = 30.0) -> None:
+        self.url = f"{site_url.rstrip('/')}/s/{session_id}"
+        self.timeout_s = timeout_s
+        self._http: aiohttp.ClientSession | None = None
+
+    async def view(self) -> dict[str, Any]:
+        """``{"seq", "view"}``: the current page as data (``fsm_sites.page_model``)."""
+        return dict(await self._call("GET", "/view"))
+
+    async def send_event(self, event: UIEvent) -> int:
+        """Send a UI event as the page does; the seq the server gave it (a refused one
+        raises its ``SessionError``)."""
+        body = {"page": event.page, "element": event.element, "event": event.event, "value": event.value}
+        return int((await self._call("POST", "/event", body))["seq"])
+
+    async def close(self) -> None:
+        http, self._http = self._http, None
+        if http is not None:
+            await http.close()
+
+    async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        if self._http is None:
+            self._http = _new_http(self.timeout_s)
+        return await _request(self._http, method, self.url + path, body=body, what="the site app")
+
+
+__all__ = ["HttpSiteClient", "LocalSiteClient", "SessionView", "SiteClient", "SitePage",
+           "SiteUnavailable", "session_view"]

@@ -1,27 +1,41 @@
 """The control app of a ``SiteServer``: sessions, state, reset, jump, event log.
 
 Served on its own port, which the agent's browser is never allowed to reach (the
-browser sandbox confines navigation to the site origin). Every error is JSON
-``{"error": "...", "kind": "..."}`` with a 4xx status. See docs/fsm_server.md.
+browser sandbox confines navigation to the site origin), and behind tokens, since an
+agent's process (an xterm on a local desktop) may reach the port anyway:
 
-    GET    /health                       {"ok": true}
-    GET    /sites                        [{"name", "title", "pages", "goals"}]
-    POST   /sites                        {spec} -> serve one more site (replaces a namesake)
-    POST   /sessions                     {site, goal, start_state?, seed?} -> 201 session
-    GET    /sessions/{id}                the session: state, distance, goal_reached, seq, ...
-    GET    /sessions/{id}/state          {"state", "page", "vars", "distance", "goal_reached"}
-    POST   /sessions/{id}/reset          back to the start state -> state
-    POST   /sessions/{id}/jump           {state} -> state
-    POST   /sessions/{id}/event          {page, element, event, value} -> the event record
-    GET    /sessions/{id}/events?since=N {"events": [record...]} with seq > N
-    GET    /sessions/{id}/html           {"html": the page of the current state}
-    GET    /sessions/{id}/view           {"seq", "state", "view": the page as data (fsm_sites.page_model)}
-    GET    /sessions/{id}/oracle         {"edge": first edge of a shortest path, or null}
-    DELETE /sessions/{id}                {"deleted": id}
+- the server's **admin token** (``SiteServer.admin_token``) grants every call;
+- a session's **capability token** (``token`` in the answer to ``POST /sessions``) grants
+  only the reads of that session (its GETs below other than ``oracle``);
+- ``GET /health`` needs none.
+
+A call sends ``Authorization: Bearer TOKEN``; without one it is refused with 401, with a
+token that does not grant it with 403. Every error is JSON ``{"error": "...", "kind":
+"..."}`` with a 4xx status. See docs/fsm_server.md and docs/security.md.
+
+    GET    /health                       {"ok": true}                                    (open)
+    GET    /sites                        [{"name", "title", "pages", "goals"}]           (admin)
+    POST   /sites                        {spec} -> serve one more site (replaces a namesake) (admin)
+    POST   /sessions                     {site, goal, start_state?, seed?} -> 201 session + token (admin)
+    GET    /sessions/{id}                the session: state, distance, goal_reached, seq, ... (session)
+    GET    /sessions/{id}/state          {"state", "page", "vars", "distance", "goal_reached"} (session)
+    POST   /sessions/{id}/reset          back to the start state -> state                (admin)
+    POST   /sessions/{id}/jump           {state} -> state                                (admin)
+    POST   /sessions/{id}/event          {page, element, event, value} -> the event record (admin)
+    GET    /sessions/{id}/events?since=N {"events": [record...]} with seq > N            (session)
+    GET    /sessions/{id}/html           {"html": the page of the current state}         (session)
+    GET    /sessions/{id}/digest         {"seq", "digest"} of the current page           (session)
+    GET    /sessions/{id}/view           {"seq", "state", "view": the page as data (fsm_sites.page_model)} (session)
+    GET    /sessions/{id}/oracle         {"edge": first edge of a shortest path, or null} (admin)
+    DELETE /sessions/{id}                {"deleted": id}                                 (admin)
+
+(The page itself sends its events to the site app, ``POST /s/{id}/event``, which takes
+only the events its page shows; see ``fsm_sites.server``.)
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 from typing import Any, Protocol
 
@@ -29,7 +43,15 @@ from aiohttp import web
 
 from fsm_sites.engine import Edge
 from fsm_sites.errors import SpecInvalid
-from fsm_sites.sessions import BadRequest, Session, SessionError, SessionStore, parse_event
+from fsm_sites.sessions import (
+    BadRequest,
+    Forbidden,
+    Session,
+    SessionError,
+    SessionStore,
+    Unauthorized,
+    parse_event,
+)
 from fsm_sites.spec import SiteSpec
 from fsm_sites.types import to_json
 from fsm_sites.validate import validate_spec_data
@@ -64,9 +86,43 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
-def _guard(handler):  # turns SessionError into its JSON 4xx answer
+def bearer_token(header: str) -> str | None:
+    """The token of an ``Authorization: Bearer TOKEN`` header; None without one."""
+    scheme, _, value = header.partition(" ")
+    return (value.strip() or None) if scheme.lower() == "bearer" else None
+
+
+def _same(given: str, secret: str) -> bool:
+    return hmac.compare_digest(given.encode(), secret.encode())
+
+
+def _check_access(request: web.Request, store: SessionStore, admin_token: str, access: str) -> None:
+    """Raise Unauthorized/Forbidden unless the request's token grants ``access``: "open",
+    "admin" (the admin token) or "session" (the admin token or the session's own token)."""
+    if access == "open":
+        return
+    call = f"{request.method} {request.path}"
+    need = ("the site server's admin token (SiteServer.admin_token; `cua sites serve` prints it "
+            "or takes $CUA_SITES_TOKEN)" if access == "admin" else
+            "the admin token or this session's capability token (the 'token' of POST /sessions)")
+    given = bearer_token(request.headers.get("Authorization", ""))
+    if given is None:
+        raise Unauthorized(f"expected an 'Authorization: Bearer <token>' header for {call}, got "
+                           f"none; it needs {need}")
+    if _same(given, admin_token):
+        return
+    if access == "session":
+        session = store.sessions.get(request.match_info["sid"])
+        if session is not None and _same(given, session.token):
+            return
+    raise Forbidden(f"expected {need} for {call}, got a token that does not grant it")
+
+
+def _guard(handler, store: SessionStore, admin_token: str, access: str):
+    """``handler`` behind the token check; a SessionError becomes its JSON 4xx answer."""
     async def wrapped(request: web.Request) -> web.StreamResponse:
         try:
+            _check_access(request, store, admin_token, access)
             return await handler(request)
         except SessionError as exc:
             return error_response(exc)
@@ -78,6 +134,7 @@ class SessionHost(Protocol):
     """What the control app drives (``fsm_sites.server.SiteServer`` is one)."""
 
     store: SessionStore
+    admin_token: str
 
     def sites(self) -> list[SiteSpec]: ...
     def add_site(self, spec: SiteSpec) -> None: ...
@@ -143,7 +200,8 @@ def control_app(server: SessionHost) -> web.Application:
         if start is not None and not isinstance(start, str):
             raise BadRequest(f"expected field 'start_state' to be a state key string, got {start!r}")
         session = server.create_session(body["site"], goal=body["goal"], start_state=start, seed=seed)
-        return web.json_response({**session.describe(), "url": server.session_url(session.id)}, status=201)
+        return web.json_response({**session.describe(), "url": server.session_url(session.id),
+                                  "token": session.token}, status=201)
 
     async def describe(request: web.Request) -> web.Response:
         session = store.get(request.match_info["sid"])
@@ -177,19 +235,23 @@ def control_app(server: SessionHost) -> web.Application:
         return web.json_response({"deleted": request.match_info["sid"]})
 
     app = web.Application(client_max_size=256 * 1024)
-    app.router.add_get("/health", _guard(health))
-    app.router.add_get("/sites", _guard(sites))
-    app.router.add_post("/sites", _guard(add_site))
-    app.router.add_get("/sessions/{sid}/html", _guard(html))
-    app.router.add_get("/sessions/{sid}/oracle", _guard(oracle))
-    app.router.add_get("/sessions/{sid}/view", _guard(view))
-    app.router.add_get("/sessions/{sid}/digest", _guard(digest))
-    app.router.add_post("/sessions", _guard(create))
-    app.router.add_get("/sessions/{sid}", _guard(describe))
-    app.router.add_get("/sessions/{sid}/state", _guard(state))
-    app.router.add_post("/sessions/{sid}/reset", _guard(reset))
-    app.router.add_post("/sessions/{sid}/jump", _guard(jump))
-    app.router.add_post("/sessions/{sid}/event", _guard(event))
-    app.router.add_get("/sessions/{sid}/events", _guard(events))
-    app.router.add_delete("/sessions/{sid}", _guard(delete))
+    routes = [  # (method, path, handler, who may call it: see _check_access)
+        ("GET", "/health", health, "open"),
+        ("GET", "/sites", sites, "admin"),
+        ("POST", "/sites", add_site, "admin"),
+        ("GET", "/sessions/{sid}/html", html, "session"),
+        ("GET", "/sessions/{sid}/oracle", oracle, "admin"),
+        ("GET", "/sessions/{sid}/view", view, "session"),
+        ("GET", "/sessions/{sid}/digest", digest, "session"),
+        ("POST", "/sessions", create, "admin"),
+        ("GET", "/sessions/{sid}", describe, "session"),
+        ("GET", "/sessions/{sid}/state", state, "session"),
+        ("POST", "/sessions/{sid}/reset", reset, "admin"),
+        ("POST", "/sessions/{sid}/jump", jump, "admin"),
+        ("POST", "/sessions/{sid}/event", event, "admin"),
+        ("GET", "/sessions/{sid}/events", events, "session"),
+        ("DELETE", "/sessions/{sid}", delete, "admin"),
+    ]
+    for method, path, handler, access in routes:
+        app.router.add_route(method, path, _guard(handler, store, server.admin_token, access))
     return app

@@ -6,7 +6,10 @@ Agent app (``site_url``; the only origin the agent's browser may visit):
     POST /s/{session}/event     a UI event {page, element, event, value[, expect][, shown]}
                                 -> {"ok", "seq", "digest"[, "html" | "body"]}
     POST /s/{session}/next      the pages the current state's events lead to (the page's prefetch)
-Control app (``control_url``; never handed to the browser): see ``fsm_sites.control``.
+    GET  /s/{session}/view      the current page as data {"seq", "view"} (the Tk app's page)
+Control app (``control_url``; never handed to the browser; behind ``admin_token`` and
+per-session tokens): see ``fsm_sites.control``. The site app is all a page, and so the
+agent, may use: nothing there reads another session, jumps, resets or adds a site.
 
 Both bind to ``host`` (127.0.0.1 by default; a container or a remote browser needs an
 address it can reach). Sessions live in a ``SessionStore``; ``SiteServer`` also exposes
@@ -20,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import re
+import secrets
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
@@ -50,8 +55,11 @@ class SiteServer:
     """Serves many sites and many concurrent sessions; start with ``await start()``."""
 
     def __init__(self, sites: Iterable[SiteSpec], *, host: str = "127.0.0.1", site_port: int = 0,
-                 control_port: int = 0) -> None:
+                 control_port: int = 0, admin_token: str | None = None) -> None:
         self.store = SessionStore()
+        # What the control API's writes need (docs/security.md): held by whoever made the
+        # server, never handed to a page or a sandbox.
+        self.admin_token = admin_token or secrets.token_urlsafe(32)
         for spec in sites:
             self.store.add_site(spec)
         self.host = host
@@ -220,6 +228,7 @@ class SiteServer:
         app.router.add_get("/s/{sid}/", self._page_request)
         app.router.add_post("/s/{sid}/event", self._event)
         app.router.add_post("/s/{sid}/next", self._next)
+        app.router.add_get("/s/{sid}/view", self._view)
         app.router.add_get("/s/{sid}/{route:.+}", self._page_request)  # a page's route, e.g. /s/<id>/pets/rex
         return app
 
@@ -284,6 +293,15 @@ class SiteServer:
         if parts is None or shown_parts is None or parts[0] != shown_parts[0]:
             return None
         return parts[1]
+
+    async def _view(self, request: web.Request) -> web.StreamResponse:
+        """The page as data for a native page (the Tk app), without the state key (it may
+        hold variables the page does not show)."""
+        try:
+            data = self.page_view(request.match_info["sid"])
+        except SessionError as exc:
+            return error_response(exc)
+        return web.json_response({"seq": data["seq"], "view": data["view"]})
 
     async def _next(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -373,13 +391,21 @@ def resolve_sites(names: Iterable[str | Path | SiteSpec]) -> list[SiteSpec]:
     return out
 
 
+ADMIN_TOKEN_ENV = "CUA_SITES_TOKEN"
+
+
 def serve(sites: Iterable[str | Path | SiteSpec] = (), host: str = "127.0.0.1", port: int = 8900) -> None:
-    """Run a SiteServer until interrupted: site app on ``port``, control app on ``port + 1``."""
+    """Run a SiteServer until interrupted: site app on ``port``, control app on ``port + 1``,
+    whose admin token is ``$CUA_SITES_TOKEN`` (or a fresh one, printed once)."""
+    chosen = os.environ.get(ADMIN_TOKEN_ENV) or None
 
     async def run() -> None:
-        server = SiteServer(resolve_sites(sites), host=host, site_port=port, control_port=port + 1)
+        server = SiteServer(resolve_sites(sites), host=host, site_port=port, control_port=port + 1,
+                            admin_token=chosen)
         await server.start()
-        print(f"serving {len(server.sites())} site(s): pages at {server.site_url}, control at {server.control_url}")
+        told = f"${ADMIN_TOKEN_ENV}" if chosen else server.admin_token
+        print(f"serving {len(server.sites())} site(s): pages at {server.site_url}, control at "
+              f"{server.control_url} (admin token: {told})", flush=True)
         try:
             await asyncio.Event().wait()
         finally:

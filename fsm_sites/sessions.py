@@ -8,7 +8,12 @@ stale event raises a ``SessionError`` (with an HTTP status) and changes nothing.
     └── SessionError              (status: the HTTP status the server answers with)
         ├── UnknownSession        404: no session with that id
         ├── BadRequest            400: malformed body, unknown site/goal/state/element, wrong event kind
-        └── StaleEvent            409: the event came from a page or element the state no longer shows
+        ├── StaleEvent            409: the event came from a page or element the state no longer shows
+        ├── Unauthorized          401: a control call without a token
+        └── Forbidden             403: a control call whose token does not grant it
+
+Every session has a capability ``token`` (apart from its id, which the page's URL shows):
+it lets its holder read that session over the control API and nothing else.
 """
 
 from __future__ import annotations
@@ -41,6 +46,14 @@ class BadRequest(SessionError):
 
 class StaleEvent(SessionError):
     status = 409
+
+
+class Unauthorized(SessionError):
+    status = 401
+
+
+class Forbidden(SessionError):
+    status = 403
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,9 @@ class Session:
     state: State
     log: list[EventRecord] = field(default_factory=list)
     seq: int = 0  # events accepted so far; never reset, so readers can page with `since`
+    # The capability to read this session over the control API; only the creator gets it
+    # (never the page: the page's URL carries the id, which is not the token).
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
 
     def distance(self, state: State) -> int | None:
         return self.machine.distance(state, self.goal_fn)
@@ -244,5 +260,5 @@ def parse_event(payload: object) -> UIEvent:
     return UIEvent(payload["page"], payload["element"], payload["event"], value)
 
 
-__all__ = ["BadRequest", "EventRecord", "Session", "SessionError", "SessionStore", "StaleEvent",
-           "UnknownGoal", "UnknownSession", "parse_event"]
+__all__ = ["BadRequest", "EventRecord", "Forbidden", "Session", "SessionError", "SessionStore",
+           "StaleEvent", "Unauthorized", "UnknownGoal", "UnknownSession", "parse_event"]

@@ -1,12 +1,13 @@
 """A native desktop rendering of an FSM site: a Tk application for one session.
 
-    python -m fsm_sites.tkapp --control URL --session ID --state-file PATH [--geometry WxH+X+Y]
+    python -m fsm_sites.tkapp --site URL --session ID --state-file PATH [--geometry WxH+X+Y]
 
-It shows the session's current page (``GET /sessions/{id}/view``, ``fsm_sites.page_model``)
-as Tk widgets and reports every UI event to the site server through the site client
-(``HttpSiteClient.send_event``), so the server's machine judges each step exactly as it
-judges the browser's: the same verdicts, the same goals. After each event it shows the
-page of the state the server answers with.
+It shows the session's current page (``GET /s/{id}/view`` on the site app,
+``fsm_sites.page_model``) as Tk widgets and sends every UI event to the site app as the
+browser's page does (``SitePage``, ``POST /s/{id}/event``), so the server's machine judges
+each step exactly as it judges the browser's: the same verdicts, the same goals. After
+each event it shows the page of the state the server holds. Like the browser's page, it
+holds only the session id, never a token of the control API (docs/security.md).
 
 Widgets: buttons, links, tabs, cards, list items and pagination are buttons (click);
 a text input is an entry that sends its text on Enter (like the web page); a checkbox
@@ -35,7 +36,7 @@ import os
 import tkinter as tk
 from typing import Any
 
-from fsm_sites.client import HttpSiteClient
+from fsm_sites.client import SitePage
 from fsm_sites.sessions import SessionError
 from fsm_sites.state import UIEvent
 
@@ -47,8 +48,8 @@ COLUMNS = 3
 class SiteApp:
     """One Tk window showing one session's page."""
 
-    def __init__(self, client: HttpSiteClient, session: str, state_file: str, geometry: str) -> None:
-        self.client, self.session, self.state_file = client, session, state_file
+    def __init__(self, page: SitePage, state_file: str, geometry: str) -> None:
+        self.page, self.state_file = page, state_file
         self.loop = asyncio.new_event_loop()
         self.root = tk.Tk(className="cua-fsm")
         self.root.geometry(geometry)
@@ -63,13 +64,13 @@ class SiteApp:
         return self.loop.run_until_complete(coro)
 
     def refresh(self) -> None:
-        data = self.call(self.client.page_view(self.session))
+        data = self.call(self.page.view())
         self.seq, self.view = int(data["seq"]), data["view"]
         self.render()
 
     def send(self, element: str, event: str, value: str | None) -> None:
         try:
-            self.call(self.client.send_event(self.session, UIEvent(self.view["page"], element, event, value)))
+            self.call(self.page.send_event(UIEvent(self.view["page"], element, event, value)))
         except SessionError:
             pass  # a stale or refused event: show the state the server holds, as the page does
         self.refresh()
@@ -345,12 +346,12 @@ def _item_box(listbox: Any, index: int) -> list[int]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Show an FSM site session as a Tk app.")
-    parser.add_argument("--control", required=True, help="the site server's control URL")
+    parser.add_argument("--site", required=True, help="the site server's site app URL (the page's origin)")
     parser.add_argument("--session", required=True, help="the session id")
     parser.add_argument("--state-file", required=True, help="where the app writes its own state")
     parser.add_argument("--geometry", default="1000x720+0+0", help="Tk window geometry")
     args = parser.parse_args(argv)
-    app = SiteApp(HttpSiteClient(args.control, args.control), args.session, args.state_file, args.geometry)
+    app = SiteApp(SitePage(args.site, args.session), args.state_file, args.geometry)
     app.refresh()
     app.root.bind("<Map>", lambda _e: app.write_state())
     app.root.mainloop()

@@ -4,9 +4,10 @@
 run's ``TaskResources`` bound to the provider's service address: the FSM site server and
 the MiniWoB page server listen there, and their agent-facing ports (the site app and the
 page server, never the site server's control app) are the only ports a sandbox's
-network namespace may reach; a desktop sandbox also reaches the control app, which its Tk
-FSM app talks to (see docs/isolation.md for what that allows). Every sandbox has its own Chromium, temporary home, cgroup
-and rlimits (``sandboxes.isolation``); closing the provider ends all of them.
+network namespace may reach, desktop sandboxes included (their Tk FSM app talks to the
+site app, as a page does; docs/security.md). Every sandbox has its own Chromium,
+temporary home, cgroup and rlimits (``sandboxes.isolation``); closing the provider ends
+all of them.
 
 Sandboxes are reused between episodes like local ones; ``sandbox_episodes`` (200 by
 default) closes a sandbox (its Chromium and its jail) after that many episodes and makes a
@@ -46,7 +47,6 @@ class IsolatedEnvs:
         resources = TaskResources(bind_host=self.sandboxes.service_address)
         try:
             self.sandboxes.grant(await agent_facing_ports(resources))
-            self.sandboxes.grant_desktop(await desktop_app_ports(resources))
         except BaseException:
             await resources.close()
             raise
@@ -85,13 +85,6 @@ async def agent_facing_ports(resources: TaskResources) -> list[int]:
     urls = [sites.site_url, await resources.miniwob_url()]
     ports = [urlsplit(url).port for url in urls]
     return [port for port in ports if port is not None]
-
-
-async def desktop_app_ports(resources: TaskResources) -> list[int]:
-    """The ports only desktop sandboxes reach: the site server's control app, which the
-    Tk FSM app (a process in the desktop's jail) talks to."""
-    port = urlsplit((await resources.sites()).control_url).port
-    return [port] if port is not None else []
 
 
 def isolated(arg: str | None, context: ProviderContext) -> IsolatedEnvs:

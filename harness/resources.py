@@ -5,7 +5,7 @@
 
 - the FSM site server: an in-process ``SiteServer`` reached through a ``LocalSiteClient``,
   serving library and synthesized sites on demand, or the client of a server that runs
-  elsewhere (``sites=HttpSiteClient(...)``; its server is not stopped here);
+  elsewhere (``sites=HttpSiteClient(..., token=...)``; its server is not stopped here);
 - the MiniWoB++ page server (static files from the ``miniwob`` package).
 
 Whoever makes a ``TaskResources`` closes it: the runner, the explorer (``cua collect``),

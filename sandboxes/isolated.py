@@ -12,8 +12,8 @@ The provider owns the **service address** (``ServiceNetwork``): start it, bind t
 servers there (``TaskResources(bind_host=provider.service_address)``), and ``grant`` their
 ports; every sandbox made before or after may reach those ports and nothing else.
 A desktop sandbox (``SandboxRequest(kind="desktop")``) is a ``DesktopSandbox`` whose Xvfb,
-openbox and apps all run in its jail (see ``sandboxes.desktop``); ``grant_desktop`` adds
-ports only desktops reach (the site server's control API, which the Tk FSM app talks to).
+openbox and apps all run in its jail (see ``sandboxes.desktop``); it reaches the same
+granted ports as a browser (the Tk FSM app talks to the site app, as a page does).
 Closing a sandbox closes its browser (or display) and its jail (every process in it ends, the
 namespace and home are removed); closing the provider closes every sandbox it made and
 removes the service address::
@@ -108,7 +108,6 @@ class IsolatedProvider:
         self.desktop_config = desktop or DesktopConfig()
         self.isolation_config = isolation or IsolationConfig()
         self.ports: set[int] = set(ports)
-        self.desktop_ports: set[int] = set()
         self._network = ServiceNetwork(self.isolation_config.subnet)
         self._sandboxes: set[IsolatedBrowser | DesktopSandbox] = set()
         self._lock = asyncio.Lock()
@@ -146,14 +145,6 @@ class IsolatedProvider:
         for sandbox in self._sandboxes:
             assert sandbox.jail is not None
             sandbox.jail.grant(new)
-
-    def grant_desktop(self, ports: Iterable[int]) -> None:
-        """Let desktop sandboxes (live and future) also reach these ports of the service address."""
-        new = set(ports) - self.desktop_ports
-        self.desktop_ports |= new
-        for sandbox in self._sandboxes:
-            if isinstance(sandbox, DesktopSandbox) and sandbox.jail is not None:
-                sandbox.jail.grant(new)
 
     async def new_sandbox(self, request: SandboxRequest | None = None) -> Sandbox:
         request = request or SandboxRequest()
@@ -197,7 +188,7 @@ class IsolatedProvider:
         jail_config = self.isolation_config  # xterm (as root) chowns its pty and calls initgroups
         jail_config = jail_config.model_copy(update={"capabilities": tuple(
             sorted({*jail_config.capabilities, "CAP_CHOWN", "CAP_SETGID"}))})
-        jail = Isolation(jail_config, service=self.service_address, ports=self.ports | self.desktop_ports)
+        jail = Isolation(jail_config, service=self.service_address, ports=self.ports)
         await jail.open()
         try:
             sandbox = DesktopSandbox(config, jail=jail, on_close=self._sandboxes.discard)
@@ -210,7 +201,7 @@ class IsolatedProvider:
         except BaseException:
             await sandbox.close()
             raise
-        jail.grant((self.ports | self.desktop_ports) - jail.network.ports)
+        jail.grant(self.ports - jail.network.ports)
         return sandbox
 
     async def close(self) -> None:

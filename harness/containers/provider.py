@@ -296,8 +296,10 @@ class DockerEnvs:
         try:
             return self.client.containers.run(
                 self.image,
+                # oracle and jump on: only this harness reaches the container's socket
+                # (no network), and the oracle agent and tree rollouts call them
                 ["env-server", "--unix", f"{SOCKET_IN_CONTAINER}/env.sock",
-                 "--max-sessions", str(cfg.sessions)],
+                 "--max-sessions", str(cfg.sessions), "--expose", "oracle,jump"],
                 detach=True,
                 environment={"CUA_ENV_TOKEN": self._token},
                 volumes={str(socket_dir): {"bind": SOCKET_IN_CONTAINER, "mode": "rw"}},

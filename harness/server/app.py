@@ -13,8 +13,9 @@ OpenEnv's endpoints::
     GET  /state       ?session_id=... -> state
 
 Ours, beyond the protocol (HTTP, and as WebSocket message types of the same names):
-``POST /oracle`` (the task's oracle action, for data collection), ``POST /jump``
-(``{"state_key", "steps"}``: move the live FSM episode to a stored state),
+``POST /oracle`` (the task's oracle action, for data collection) and ``POST /jump``
+(``{"state_key", "steps"}``: move the live FSM episode to a stored state), trainer-only
+and refused (403 ``NOT_EXPOSED``) unless the pool exposes them (``--expose oracle,jump``),
 ``POST /observe`` (a fresh observation without a step), ``POST /close`` (end an HTTP
 session) and ``GET /tasks`` (what the server serves).
 

@@ -2,6 +2,7 @@
 
     cua env-server --suite miniwob:click-test,click-button --port 8000 --token T
     cua env-server --suite fsm:shop --unix /run/cua/env.sock     # token from CUA_ENV_TOKEN
+    cua env-server --suite fsm:shop --expose oracle,jump         # trainer-only tools on
 
 It prints one line, ``cua env-server: serving <what> on <url>``, once it answers, and runs
 until SIGTERM or SIGINT. ``--port 0`` picks a free port (the line says which).
@@ -24,7 +25,7 @@ from harness.env_providers import EnvOptions, LocalEnvs
 from harness.errors import ConfigError
 from harness.rewards import RewardMode
 from harness.server.app import EnvServer
-from harness.server.sessions import SessionPool
+from harness.server.sessions import SessionPool, parse_expose
 from harness.tasks.registry import suite_task_ids
 
 TOKEN_ENV = "CUA_ENV_TOKEN"
@@ -54,6 +55,15 @@ class EnvServerConfig(BaseModel):
     reset_timeout_s: float = Field(default=60.0, gt=0, description="limit for one reset")
     bind_host: str = Field(default="127.0.0.1", description="address the task servers (FSM "
                            "sites, MiniWoB pages) bind; the browser runs beside them")
+    expose: str = Field(default="", description="trainer-only calls to serve, comma-separated: "
+                        "oracle (the task's next oracle action), jump (move an FSM episode to a "
+                        "state); off by default, since a client that may call them can score an "
+                        "episode without playing it")
+
+    @field_validator("expose")
+    @classmethod
+    def _exposable(cls, expose: str) -> str:
+        return ",".join(sorted(parse_expose(expose)))
 
     @field_validator("suite")
     @classmethod
@@ -84,7 +94,7 @@ async def serve(config: EnvServerConfig, *, ready: asyncio.Event | None = None) 
     tasks = suite_task_ids(config.suite) if config.suite is not None else None
     pool = SessionPool(LocalEnvs(bind_host=config.bind_host), tasks=tasks,
                        defaults=config.options(), max_sessions=config.max_sessions,
-                       idle_timeout_s=config.session_timeout_s)
+                       idle_timeout_s=config.session_timeout_s, expose=parse_expose(config.expose))
     runner = web.AppRunner(EnvServer(pool, server_token(config)).app(), access_log=None,
                            handle_signals=False)
     await runner.setup()
@@ -121,8 +131,27 @@ async def _until_signalled() -> None:
             loop.remove_signal_handler(sig)
 
 
+def hide_secrets(config: EnvServerConfig) -> EnvServerConfig:
+    """The config with its token, which then leaves this process's environment (so no child,
+    such as Playwright's driver or Chromium, inherits it); and this process made
+    non-dumpable, so that a process without CAP_SYS_PTRACE (a shell in the same container,
+    under Docker's or podman's default capabilities) cannot read its memory or its initial
+    environment in /proc: the env server's token and the site server's admin token live
+    there. See docs/security.md."""
+    config = config.model_copy(update={"token": server_token(config)})
+    os.environ.pop(TOKEN_ENV, None)
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    return config
+
+
+_PR_SET_DUMPABLE = 4  # <linux/prctl.h>
+
+
 def run_env_server(config: EnvServerConfig) -> None:
-    server_token(config)  # refuse before starting anything
+    config = hide_secrets(config)  # also refuses a missing token before starting anything
     try:
         asyncio.run(serve(config))
     except KeyboardInterrupt:

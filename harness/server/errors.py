@@ -15,7 +15,9 @@
         │                               own (EXECUTION_ERROR)
         ├── EnvServerInvalidRequest     a body, task or option it does not take, as a local
         │                               env would refuse it (also a ConfigError)
-        └── EnvServerAuthError          the token was missing or wrong (also a ConfigError)
+        ├── EnvServerAuthError          the token was missing or wrong (also a ConfigError)
+        └── EnvServerNotExposed         oracle or jump on a server that keeps them off
+                                        (start it with --expose; also a ConfigError)
 """
 
 from __future__ import annotations
@@ -73,6 +75,10 @@ class EnvServerAuthError(EnvServerRequestError, ConfigError):
     """The server refused the token."""
 
 
+class EnvServerNotExposed(EnvServerRequestError, ConfigError):
+    """The server keeps the call off (oracle and jump need ``--expose``)."""
+
+
 def error_from_wire(data: dict[str, Any], *, status: int | None = None) -> Exception:
     """The exception an error body of the server stands for (see the tree above)."""
     code = str(data.get("code", "EXECUTION_ERROR"))
@@ -89,4 +95,6 @@ def error_from_wire(data: dict[str, Any], *, status: int | None = None) -> Excep
         return EnvServerInvalidRequest(message, code=code, status=status)
     if code == "UNAUTHORIZED":
         return EnvServerAuthError(message, code=code, status=status)
+    if code == "NOT_EXPOSED":
+        return EnvServerNotExposed(message, code=code, status=status)
     return EnvServerRequestError(message, code=code, status=status)

@@ -8,6 +8,12 @@ the same. Calls on one session run one at a time; sessions run concurrently, up 
 session's env (``EnvProvider.discard``) and reaches the client as an infrastructure error,
 never as a reward; the next reset opens a fresh env. Idle sessions are closed after
 ``idle_timeout_s``.
+
+``oracle`` (the task's next oracle action) and ``jump`` (move an FSM episode to any
+state, its goal included) are trainer-only tools: a client that may call them can score
+any episode 1.0 without playing it. A pool serves them only when ``expose`` names them
+(``cua env-server --expose oracle,jump``); otherwise they are refused with 403
+``NOT_EXPOSED`` and sessions report ``can_jump`` false.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import contextlib
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -41,6 +47,19 @@ from harness.server.protocol import (
 from harness.tasks.registry import check_task_id
 
 T = TypeVar("T")
+
+#: The calls a server serves only when asked to (``SessionPool(expose=...)``).
+EXPOSABLE = ("oracle", "jump")
+
+
+def parse_expose(text: str | Iterable[str]) -> frozenset[str]:
+    """The calls ``--expose`` names ("oracle,jump", "oracle", ""), or ConfigError."""
+    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
+    unknown = sorted({n for n in names if n} - set(EXPOSABLE))
+    if unknown:
+        raise ConfigError(f"expected the calls to expose as a comma-separated subset of "
+                          f"{list(EXPOSABLE)}, got {unknown}")
+    return frozenset(n for n in names if n)
 
 
 class ServerError(Exception):
@@ -110,8 +129,9 @@ class SessionPool:
 
     def __init__(self, envs: EnvProvider, *, tasks: Sequence[str] | None = None,
                  defaults: EnvOptions | None = None, max_sessions: int = 8,
-                 idle_timeout_s: float | None = 600.0) -> None:
+                 idle_timeout_s: float | None = 600.0, expose: Iterable[str] = ()) -> None:
         self.envs = envs
+        self.expose = parse_expose(expose)
         self.tasks = list(tasks) if tasks is not None else None
         self.defaults = defaults or EnvOptions()
         self.max_sessions = max_sessions
@@ -174,7 +194,7 @@ class SessionPool:
             env = await self._env_for(session, task_id, options)
             obs, info = await env.reset(seed=body.seed)
             session.seed, session.episode_id, session.steps = body.seed, info.episode_id, 0
-            session.done, session.can_jump = False, env.can_jump
+            session.done, session.can_jump = False, self._can_jump(env)
             meta = WireMetadata(session_id=session.id, kind="reset", can_jump=session.can_jump,
                                 reset_info=info)
             return Envelope(observation=encode_observation(obs, meta))
@@ -189,13 +209,15 @@ class SessionPool:
             obs, reward, terminated, truncated, info = await env.step(action, codec=codec)
             session.steps, session.done = obs.step, terminated or truncated
             meta = WireMetadata(session_id=session.id, kind="step", terminated=terminated,
-                                truncated=truncated, can_jump=env.can_jump, step_info=info)
+                                truncated=truncated, can_jump=self._can_jump(env), step_info=info)
             return Envelope(observation=encode_observation(obs, meta), reward=reward,
                             done=session.done)
 
         return await self._call(session, run)
 
     async def oracle(self, session: Session) -> dict[str, Any] | None:
+        self._require_exposed("oracle")
+
         async def run() -> dict[str, Any] | None:
             action = await self._live(session, "oracle").oracle_action()
             return action.model_dump(mode="json") if action is not None else None
@@ -203,11 +225,13 @@ class SessionPool:
         return await self._call(session, run)
 
     async def jump(self, session: Session, body: JumpBody) -> Envelope:
+        self._require_exposed("jump")
+
         async def run() -> Envelope:
             env = self._live(session, "jump")
             obs, reached = await env.jump(body.state_key, steps=body.steps)
             session.steps, session.done = body.steps, False
-            meta = WireMetadata(session_id=session.id, kind="jump", can_jump=env.can_jump,
+            meta = WireMetadata(session_id=session.id, kind="jump", can_jump=self._can_jump(env),
                                 state_key=reached)
             return Envelope(observation=encode_observation(obs, meta))
 
@@ -216,7 +240,7 @@ class SessionPool:
     async def observe(self, session: Session) -> Envelope:
         async def run() -> Envelope:
             env = self._live(session, "observe")
-            meta = WireMetadata(session_id=session.id, kind="observe", can_jump=env.can_jump)
+            meta = WireMetadata(session_id=session.id, kind="observe", can_jump=self._can_jump(env))
             return Envelope(observation=encode_observation(await env.observe(), meta),
                             done=session.done)
 
@@ -248,6 +272,17 @@ class SessionPool:
                 raise
             finally:
                 session.last_active = time.monotonic()
+
+    def _can_jump(self, env: Env) -> bool:
+        return env.can_jump and "jump" in self.expose
+
+    def _require_exposed(self, call: str) -> None:
+        if call not in self.expose:
+            raise ServerError(403, "NOT_EXPOSED", f"expected a server started with --expose "
+                              f"{call}, got one that keeps {call} off (the default): oracle and "
+                              "jump are trainer-only tools that can score an episode without "
+                              "playing it; start `cua env-server --expose oracle,jump` where only "
+                              "the trainer reaches the server")
 
     def _live(self, session: Session, what: str) -> Env:
         if session.env is None or session.episode_id is None:

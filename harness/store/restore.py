@@ -64,8 +64,9 @@ async def restore_node(env: Env, store: TrajectoryStore, node_id: int, *,
                   f"got {root_key!r}; restore nodes with the env and seed that built the tree")
     can_jump = env.can_jump and node.state_key.startswith("fsm:")
     if mode == "jump" and not can_jump:
-        raise StoreError(f"expected an FSM env for mode='jump', got task {env.task_id!r} "
-                         f"and node state {node.state_key!r}; use mode='replay'")
+        raise StoreError(f"expected an FSM env that can jump for mode='jump', got task "
+                         f"{env.task_id!r} and node state {node.state_key!r}; use mode='replay' "
+                         "(a served env jumps only where its server runs with --expose jump)")
     if len(path) == 1:
         return Restored(node, obs, "reset", 0, _check_shot(store, node, obs))
     if can_jump and mode != "replay":

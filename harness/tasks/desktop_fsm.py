@@ -8,7 +8,7 @@ goal and the oracle's shortest path are the site server's, exactly as for the br
   screenshot); settling reads the page over CDP, and the oracle's page coordinates are
   moved by where the viewport lies on the screen.
 - ``TkFSMTask`` starts the Tk app (``fsm_sites.tkapp``, its own process, talking to the
-  control API); settling waits for the app's state file to show the session's seq, and the
+  site app as the browser's page does, with no control token); settling waits for the app's state file to show the session's seq, and the
   oracle locates widgets by the boxes that file lists.
 
 ``ChromiumMiniWoBTask`` runs a MiniWoB++ page in the Chromium window, rewarded by the
@@ -130,7 +130,7 @@ class TkFSMTask(_DesktopFSMTask):
         # ``--name=value``: a session id may begin with "-" (token_urlsafe's alphabet has it),
         # which argparse would take for an option
         self._app = desktop.launch(
-            [sys.executable, "-m", "fsm_sites.tkapp", f"--control={sites.control_url}", f"--session={view.id}",
+            [sys.executable, "-m", "fsm_sites.tkapp", f"--site={sites.site_url}", f"--session={view.id}",
              f"--state-file={self._state_file}", f"--geometry={width - 8}x{height - 28}+0+0"],
             env={"PYTHONPATH": _SOURCE_ROOT}, log=self._log_file())
         await self._wait_seq(view.seq, desktop.config.start_timeout_s + _SHOWN_TIMEOUT_S)

@@ -24,7 +24,7 @@ async def server():
 
 @pytest.fixture
 async def clients(server):
-    http = HttpSiteClient(server.control_url, server.site_url)
+    http = HttpSiteClient(server.control_url, server.site_url, token=server.admin_token)
     yield LocalSiteClient(server), http
     await http.close()
 
@@ -60,7 +60,7 @@ async def test_http_add_site_and_unreachable_server(server, clients) -> None:
     assert await http.has_site(widgets_spec().name)
     with pytest.raises(BadRequest, match="POST /sites"):
         await http.add_site(widgets_spec().model_copy(update={"start_page": "nowhere"}))
-    gone = HttpSiteClient("http://127.0.0.1:9", server.site_url, timeout_s=2)
+    gone = HttpSiteClient("http://127.0.0.1:9", server.site_url, token="t", timeout_s=2)
     try:
         with pytest.raises(SiteUnavailable, match="control API"):
             await gone.has_site("tiny_shop")
@@ -70,7 +70,7 @@ async def test_http_add_site_and_unreachable_server(server, clients) -> None:
 
 async def test_an_fsm_task_runs_over_http(provider, server) -> None:
     task = next(t for t in goal_tasks(tiny_shop()) if t.goal == "lamp_in_cart")
-    http = HttpSiteClient(server.control_url, server.site_url)
+    http = HttpSiteClient(server.control_url, server.site_url, token=server.admin_token)
     sandbox = await provider.new_browser()
     env = AsyncEnv(FSMTask(task, http), sandbox)
     try:

@@ -27,8 +27,9 @@ async def server():
 
 
 @pytest.fixture
-async def http():
-    async with aiohttp.ClientSession() as client:
+async def http(server):
+    """A client of both apps, holding the admin token (as the harness does)."""
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {server.admin_token}"}) as client:
         yield client
 
 

@@ -1,7 +1,8 @@
 """Env servers for the tests: real aiohttp servers on 127.0.0.1 over real sandboxes.
 
 - ``served``: one server for the module, over the session's shared Chromium (``provider``),
-  serving a few FSM and MiniWoB tasks; ``served.url``, ``served.pool``, ``TOKEN``.
+  serving a few FSM and MiniWoB tasks, with oracle and jump exposed; ``served.url``,
+  ``served.pool``, ``TOKEN``.
 - ``start_server(pool)``: a server of your own over any session pool (stop it yourself).
 - ``served_process(args)``: ``cua env-server`` as a subprocess; its URL once it answers.
 """
@@ -47,7 +48,8 @@ async def start_server(pool: SessionPool, token: str = TOKEN) -> Served:
 
 @pytest_asyncio.fixture(scope="module")
 async def served(provider) -> AsyncIterator[Served]:
-    server = await start_server(SessionPool(LocalEnvs(provider), tasks=TASKS, max_sessions=4))
+    server = await start_server(SessionPool(LocalEnvs(provider), tasks=TASKS, max_sessions=4,
+                                            expose=("oracle", "jump")))
     yield server
     await server.stop()
 

@@ -113,7 +113,7 @@ class KillChromiumOnce(RolloutSink):
 
 async def test_a_crashed_session_is_an_infrastructure_error_and_the_episode_is_retried(tmp_path):
     own = LocalProvider()  # killing the session's shared browser would disturb other tests
-    server = await start_server(SessionPool(LocalEnvs(own), tasks=["fsm:shop"]))
+    server = await start_server(SessionPool(LocalEnvs(own), tasks=["fsm:shop"], expose=["oracle"]))
     envs = RemoteEnvs(server.url, TOKEN)
     try:
         env = await envs.open("fsm:shop", EnvOptions())

@@ -52,7 +52,7 @@ def test_cua_eval_through_a_served_env_matches_a_local_run(tmp_path, monkeypatch
     run = ["--agent", agent, *(["--max-steps", "6"] if agent == "random" else [])]
     local = _eval(tmp_path / "local", *run)
     monkeypatch.setenv("CUA_ENV_TOKEN", TOKEN)
-    with served_process("--suite", SUITE) as url:
+    with served_process("--suite", SUITE, "--expose", "oracle,jump") as url:
         remote = _eval(tmp_path / "remote", *run, "--provider", f"remote:{url}")
     assert remote.keys() == local.keys() and len(local) == 4
     for key in local:
