@@ -15,6 +15,7 @@ from harness.cli_config import check_output_dir, config_command, fail
 from harness.env_providers import check_sandbox
 from harness.errors import ConfigError
 from harness.evaluation.report import write_report
+from harness.evaluation.stats import format_rate
 from harness.evaluation.summary import latest, write_summary
 from harness.runner import RESULTS_FILE, EpisodeRunner, RunnerConfig, episode_specs, read_results
 from harness.tasks.registry import make_task, suite_task_ids, task_has_oracle
@@ -79,12 +80,13 @@ def check_eval(config: EvalConfig) -> list[str]:
 
 def _print_table(summary: dict, failed: int, raised: int, out: Path) -> None:
     table = Table(title="cua eval")
-    for column in ("task", "episodes", "success", "mean reward", "steps", "steps/s"):
+    for column in ("task", "episodes", "success [95% CI]", "mean reward", "steps", "steps/s"):
         table.add_column(column, justify="left" if column == "task" else "right")
     for task, f in summary["per_task"].items():
-        table.add_row(task, str(f["episodes"]), f"{f['success_rate']:.1%}", f"{f['mean_reward']:.3f}",
+        table.add_row(task, str(f["episodes"]), format_rate(f["success_rate"], f["success_ci"]), f"{f['mean_reward']:.3f}",
                       str(f["steps"]), f"{f['steps_per_second']:.2f}")
-    table.add_row("[bold]all", str(summary["episodes"]), f"{summary['success_rate']:.1%}",
+    table.add_row("[bold]all", str(summary["episodes"]),
+                  format_rate(summary["success_rate"], summary["success_ci"]),
                   f"{summary['mean_reward']:.3f}", str(summary["steps"]),
                   f"{summary['steps_per_second']:.2f}", end_section=True)
     console.print(table)

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harness.actions import describe_action
+from harness.evaluation.stats import format_rate
 from harness.records import EpisodeRecord, StepRecord
 
 MAX_EPISODES = 200  # beyond this the page gets too heavy to open; the table still lists all
@@ -42,12 +43,13 @@ td:first-child, th:first-child { text-align: left; }
 
 
 def _table(summary: dict[str, Any]) -> str:
-    head = "<tr><th>task</th><th>episodes</th><th>success</th><th>progress</th><th>mean reward</th>" \
+    head = "<tr><th>task</th><th>episodes</th><th>success [95% CI]</th><th>progress</th><th>mean reward</th>" \
            "<th>steps</th><th>wall s</th><th>steps/s</th></tr>"
     rows = [(task, figs) for task, figs in summary["per_task"].items()]
     rows.append(("all", summary))
     body = "".join(
-        f"<tr><td>{escape(name)}</td><td>{f['episodes']}</td><td>{f['success_rate']:.1%}</td>"
+        f"<tr><td>{escape(name)}</td><td>{f['episodes']}</td>"
+        f"<td>{format_rate(f['success_rate'], f['success_ci'])}</td>"
         f"<td>{f['progress']:.1%}</td>"
         f"<td>{f['mean_reward']:.3f}</td><td>{f['steps']}</td><td>{f['wall_seconds']:.1f}</td>"
         f"<td>{f['steps_per_second']:.2f}</td></tr>"

@@ -78,6 +78,8 @@ def test_summary_figures_by_hand() -> None:
     assert summary["mean_reward"] == round((0.8 - 1.0 - 1.0) / 3, 4)
     assert summary["steps"] == 8 and summary["wall_seconds"] == 5.0 and summary["steps_per_second"] == 1.6
     assert summary["per_task"]["a"]["success_rate"] == 0.5 and summary["per_task"]["b"]["episodes"] == 1
+    # Wilson 95% intervals: 1/3 -> 0.0615-0.7923; 0/1 -> 0-0.7935 (z^2 / (1 + z^2))
+    assert summary["success_ci"] == [0.0615, 0.7923] and summary["per_task"]["b"]["success_ci"] == [0.0, 0.7935]
 
 
 def test_actions_are_drawn() -> None:
