@@ -58,6 +58,13 @@ def _table(summary: dict[str, Any]) -> str:
     return f"<table>{head}{body}</table>"
 
 
+def _sampled_table(sampled: dict[str, Any] | None) -> str:
+    if not sampled:
+        return ""
+    temperatures = ", ".join(f"{t:g}" for t in sampled["temperatures"])
+    return f"<h2>Sampled at temperature {escape(temperatures)}</h2>{_table(sampled)}"
+
+
 def _label(x: float, y: float, text: str, size: float, color: str = "#d500f9") -> str:
     return (
         f'<text x="{x}" y="{y}" font-size="{size}" fill="{color}" stroke="white" '
@@ -147,6 +154,7 @@ def _episode(record: EpisodeRecord) -> str:
     error = f'<div class="err">infrastructure error: {escape(record.error)}</div>' if record.error else ""
     if record.agent_error:
         error += f'<div class="err">the agent raised: {escape(record.agent_error)}</div>'
+    sampled = f" · sampled at T={record.temperature:g}" if record.temperature is not None else ""
     frames = "".join(_frame(s, record.width, record.height) for s in record.trajectory)
     if record.final_screenshot:
         final = StepRecord(step=record.steps, action=None, reward=record.reward,
@@ -155,7 +163,7 @@ def _episode(record: EpisodeRecord) -> str:
         frames += _frame(final, record.width, record.height)
     return (
         f'<div class="episode" id="{escape(record.episode)}"><h3>{escape(record.task)} '
-        f"· seed {record.seed} · #{record.index} · {status} · reward {record.reward:.3f} "
+        f"· seed {record.seed} · #{record.index}{sampled} · {status} · reward {record.reward:.3f} "
         f"({escape(record.reward_mode)}) · progress {record.progress:.0%} "
         f"· {record.steps} steps · {record.wall_seconds:.1f}s</h3>"
         f"<div>{escape(record.instruction)}</div>{error}<div class=\"steps\">{frames}</div></div>"
@@ -174,7 +182,8 @@ def render_report(summary: dict[str, Any], records: list[EpisodeRecord], title: 
         note += f"<p class='err'>{raised} episode(s) ended when the agent raised; scored as failures.</p>"
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
-        f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>{_table(summary)}{note}"
+        f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>{_table(summary)}"
+        f"{_sampled_table(summary.get('sampled'))}{note}"
         f"{''.join(_episode(r) for r in shown)}{more}</body></html>"
     )
 

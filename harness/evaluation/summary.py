@@ -25,7 +25,7 @@ from harness.records import EpisodeRecord
 
 SUMMARY_KEYS = (
     "episodes", "success_rate", "success_ci", "progress", "mean_reward", "steps", "wall_seconds",
-    "steps_per_second", "per_task",
+    "steps_per_second", "per_task", "sampled",
 )
 
 
@@ -60,15 +60,27 @@ def figures(records: list[EpisodeRecord]) -> dict[str, Any]:
     }
 
 
-def summarize(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
-    """The summary.json object (top-level keys exactly ``SUMMARY_KEYS``)."""
-    scored = [r for r in latest(records) if r.error is None]
+def _by_task(records: list[EpisodeRecord]) -> dict[str, Any]:
     per_task: dict[str, list[EpisodeRecord]] = {}
-    for record in scored:
+    for record in records:
         per_task.setdefault(record.task, []).append(record)
+    return {**figures(records), "per_task": {task: figures(rs) for task, rs in sorted(per_task.items())}}
+
+
+def summarize(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
+    """The summary.json object (top-level keys exactly ``SUMMARY_KEYS``).
+
+    The top-level figures are the agent's own episodes (greedy for a model agent);
+    ``sampled`` holds the same figures over the episodes sampled at a temperature
+    (``cua eval --samples``), with their ``temperatures``, or None when there are none.
+    """
+    scored = [r for r in latest(records) if r.error is None]
+    own = [r for r in scored if r.temperature is None]
+    sampled = [r for r in scored if r.temperature is not None]
     return {
-        **figures(scored),
-        "per_task": {task: figures(rs) for task, rs in sorted(per_task.items())},
+        **_by_task(own),
+        "sampled": {"temperatures": sorted({r.temperature for r in sampled if r.temperature is not None}),
+                    **_by_task(sampled)} if sampled else None,
     }
 
 
