@@ -131,8 +131,16 @@ class Run:
             bf16=policy.dtype == torch.bfloat16, use_cpu=policy.device.type == "cpu",
             **checkpointing, **extra, **loop.trl)
 
-    def callbacks(self) -> list[Any]:
-        return [make_callback(self.metrics)]
+    def callbacks(self, policy: Policy) -> list[Any]:
+        """The metrics callback and, with ``heldout``, the dense held-out metric's."""
+        callbacks = [make_callback(self.metrics)]
+        if self.config.heldout is not None:
+            from trainers.training.heldout import HeldoutProbe, heldout_callback
+
+            probe = HeldoutProbe.load(self.config.heldout, self.config.data.prompt,
+                                      self.out / "data" / "heldout")
+            callbacks.append(heldout_callback(probe, policy, self.metrics))
+        return callbacks
 
     # ---- running -------------------------------------------------------------------------
     def evaluate(self, phase: str, model_dir: Path, *, with_prompt: bool) -> None:
@@ -149,7 +157,8 @@ class Run:
                            prompt=self.config.data.prompt if with_prompt else None,
                            title=f"cua train {self.kind} · {phase}")
         self.metrics.write("eval", phase=phase, **{k: summary[k] for k in (
-            "episodes", "success_rate", "progress", "mean_reward", "steps", "agent", "command")},
+            "episodes", "success_rate", "success_ci", "progress", "mean_reward", "steps", "agent",
+            "command")},
             seconds=round(time.perf_counter() - started, 2))
 
     def train(self, trainer: Any, rows: int) -> None:
