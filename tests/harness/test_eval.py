@@ -176,3 +176,16 @@ def test_cua_eval_refuses_samples_from_an_agent_that_cannot_sample(tmp_path) -> 
                                          "--samples", "2", "--out", str(tmp_path / "x"), "--no-progress"])
     assert result.exit_code == 2 and "--samples" in result.output and "hf" in result.output
     assert not (tmp_path / "x").exists()
+
+
+def test_demo_index_shows_before_and_after_success_with_its_interval(tmp_path) -> None:
+    from harness.demo import before_after
+    from harness.evaluation import write_summary
+
+    for name, solved in (("tiny_before", 0), ("tiny_after", 3)):
+        (tmp_path / name).mkdir()
+        write_summary(tmp_path / name / "summary.json",
+                      [_record("fsm:t", i, success=i < solved) for i in range(4)])
+    page = before_after(tmp_path)
+    # Wilson: 0/4 -> [0, z^2 / (4 + z^2)] = [0, 49%]; 3/4 -> [30%, 95%]
+    assert "0% [0–49]" in page and "75% [30–95]" in page and page.index("0% [0–49]") < page.index("75%")
