@@ -108,8 +108,8 @@ def _print_table(summary: dict, title: str) -> None:
     for column in ("task", "episodes", "success [95% CI]", "mean reward", "steps", "steps/s"):
         table.add_column(column, justify="left" if column == "task" else "right")
     for task, f in summary["per_task"].items():
-        table.add_row(task, str(f["episodes"]), format_rate(f["success_rate"], f["success_ci"]), f"{f['mean_reward']:.3f}",
-                      str(f["steps"]), f"{f['steps_per_second']:.2f}")
+        table.add_row(task, str(f["episodes"]), format_rate(f["success_rate"], f["success_ci"]),
+                      f"{f['mean_reward']:.3f}", str(f["steps"]), f"{f['steps_per_second']:.2f}")
     table.add_row("[bold]all", str(summary["episodes"]),
                   format_rate(summary["success_rate"], summary["success_ci"]),
                   f"{summary['mean_reward']:.3f}", str(summary["steps"]),
