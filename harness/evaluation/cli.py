@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 from collections.abc import Callable
@@ -14,16 +13,15 @@ from pydantic import ConfigDict, Field, field_validator
 from rich.console import Console
 from rich.table import Table
 
-from harness.agents.base import Agent, SamplingAgent
 from harness.agents.registry import agent_names, check_agent, make_agent
 from harness.cli_config import check_output_dir, cli_errors, config_command, fail
 from harness.env_providers import check_sandbox
 from harness.errors import ConfigError
+from harness.evaluation.passes import evaluation_passes, run_passes
 from harness.evaluation.report import write_report
 from harness.evaluation.stats import format_rate
 from harness.evaluation.summary import latest, write_summary
-from harness.records import EpisodeSpec
-from harness.runner import RESULTS_FILE, EpisodeRunner, RunnerConfig, episode_specs, read_results
+from harness.runner import RESULTS_FILE, RunnerConfig, read_results
 from harness.tasks.registry import make_task, suite_task_ids, task_has_oracle
 
 console = Console()
@@ -117,44 +115,25 @@ def _print_table(summary: dict, title: str) -> None:
     console.print(table)
 
 
-def eval_passes(config: EvalConfig, task_ids: list[str], agent: Agent
-                ) -> list[tuple[Agent, list[EpisodeSpec], RunnerConfig]]:
-    """What to run: the agent's own episodes, then (``--samples``) the same agent sampling.
-
-    The sampled pass resumes into the same results.jsonl, so it never truncates the
-    episodes the first pass wrote.
-    """
-    runner_config = RunnerConfig(**{k: getattr(config, k) for k in RunnerConfig.model_fields})
-    passes = [(agent, episode_specs(task_ids, config.episodes, config.seed), runner_config)]
-    if config.samples:
-        if not isinstance(agent, SamplingAgent):
-            raise ConfigError(f"--samples: expected an agent that samples at a temperature (hf, "
-                              f"openai), got {config.agent!r}; drop --samples for this agent")
-        sampled = episode_specs(task_ids, config.samples, config.seed, first_index=config.episodes,
-                                temperature=config.sample_temperature)
-        passes.append((agent.sampling(config.sample_temperature), sampled,
-                       runner_config.model_copy(update={"resume": True})))
-    return passes
-
-
 def run_eval(config: EvalConfig) -> None:
     """Evaluate an agent on a task suite; writes results.jsonl, summary.json and report.html."""
     task_ids = check_eval(config)
-    passes = eval_passes(config, task_ids, make_agent(config.agent))
+    runner_config = RunnerConfig(**{k: getattr(config, k) for k in RunnerConfig.model_fields})
+    passes = evaluation_passes(make_agent(config.agent), task_ids, runner_config,
+                               episodes=config.episodes, seed=config.seed, samples=config.samples,
+                               temperature=config.sample_temperature, agent_name=config.agent)
     store = None
     if config.store is not None:
         from harness.store.store import TrajectoryStore
 
         store = TrajectoryStore(config.store)
     try:
-        for agent, specs, runner_config in passes:
-            runner = EpisodeRunner(agent, runner_config, out_dir=config.out, store=store)
-            asyncio.run(runner.run(specs))
+        run_passes(passes, config.out, store)
     finally:
         if store is not None:
             store.close()
     out = config.out
-    wanted = {s.key for _, specs, _ in passes for s in specs}
+    wanted = {s.key for one in passes for s in one.specs}
     records = [r for r in latest(read_results(out / RESULTS_FILE)) if r.key in wanted]
     summary = write_summary(out / "summary.json", records)
     write_report(out / "report.html", summary, records,

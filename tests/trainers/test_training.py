@@ -57,8 +57,8 @@ def test_sft_collects_trains_evaluates_and_reports(tmp_path, tiny_dir, oracle_st
     dense held-out metric is measured before, every 4 steps and at the end."""
     config = run_config(tmp_path, tmp_path / "new-store", tiny_dir,
                         collect={"tasks": [TASKS[0]], "seeds": [0, 1]},
-                        eval={"tasks": [TASKS[0]], "seed": 100, "episodes": 1, "concurrency": 1,
-                              "max_steps": 2, "max_new_tokens": 8},
+                        eval={"tasks": [TASKS[0]], "seed": 100, "episodes": 1, "concurrency": 2,
+                              "max_steps": 2, "max_new_tokens": 8, "samples": 1},
                         heldout={"states": str(oracle_store), "every": 4})
     result = CliRunner().invoke(app, ["train", "sft", "--config", str(write(tmp_path, config)),
                                       "--set", "train.max_steps=8", "--set", "train.save_steps=4"])
@@ -76,6 +76,9 @@ def test_sft_collects_trains_evaluates_and_reports(tmp_path, tiny_dir, oracle_st
     assert set(evals) == {"before", "after"} and evals["after"]["agent"].startswith(f"hf:{out / 'model'}?")
     low, high = evals["after"]["success_ci"]
     assert low <= evals["after"]["success_rate"] <= high
+    # eval.samples: one more episode per task at temperature 1, kept apart, in the command too
+    assert evals["after"]["episodes"] == 1 and evals["after"]["sampled"]["episodes"] == 1
+    assert "--samples 1 --sample-temperature 1.0" in evals["after"]["command"]
     heldout = [r for r in lines if r["event"] == "heldout"]
     assert [r["step"] for r in heldout] == [0, 4, 8] and heldout[0]["heldout_states"] >= 8
     # the states include the goal it trains on: the loss falls, the argmax learns its tokens

@@ -103,6 +103,10 @@ class EvalSpec(_Strict):
                                   "task's own budget")
     max_new_tokens: int = Field(default=48, ge=1, description="most tokens per reply")
     temperature: float = Field(default=0.0, ge=0.0, description="sampling temperature; 0: greedy")
+    samples: int = Field(default=0, ge=0, description="sampled episodes per task besides those, at "
+                         "sample_temperature (cua eval --samples): more episodes behind each rate")
+    sample_temperature: float = Field(default=1.0, gt=0.0, le=10.0,
+                                      description="the sampling temperature of `samples`")
     before: bool = Field(default=True, description="evaluate the starting model")
     after: bool = Field(default=True, description="evaluate the trained model")
 

@@ -99,6 +99,15 @@ def _success(evaluation: dict[str, Any]) -> str:
     return format_rate(evaluation["success_rate"], evaluation["success_ci"])
 
 
+def _sampled(evaluation: dict[str, Any]) -> str:
+    """The sampled episodes' success with its interval and temperature (eval.samples)."""
+    sampled = evaluation.get("sampled")
+    if not sampled:
+        return "-"
+    temperatures = ", ".join(f"{t:g}" for t in sampled["temperatures"])
+    return f'{_success(sampled)} of {sampled["episodes"]} at T={temperatures}'
+
+
 def _heldout_section(records: Sequence[dict[str, Any]]) -> str:
     """Curves of the dense held-out metric (``heldout`` lines), where the run measured it."""
     lines = sorted((r for r in records if r.get("event") == "heldout"), key=lambda r: r["step"])
@@ -117,12 +126,12 @@ def _eval_section(evals: dict[str, dict[str, Any]]) -> str:
     if not evals:
         return "<p>No evaluation was configured (eval: in the config).</p>"
     rows = "".join(
-        f'<tr><td>{phase}</td><td>{e["episodes"]}</td><td>{_success(e)}</td>'
+        f'<tr><td>{phase}</td><td>{e["episodes"]}</td><td>{_success(e)}</td><td>{_sampled(e)}</td>'
         f'<td>{e["progress"]:.3f}</td><td>{e.get("seconds", 0):.0f} s</td>'
         f'<td><a href="eval/{phase}/report.html">episodes</a></td>'
         f'<td><code>{html.escape(e["command"])}</code></td></tr>'
         for phase, e in evals.items())
-    return (f'{bar_chart(evals)}<table><tr><th>model</th><th>episodes</th><th>success [95% CI]</th>'
+    return (f'{bar_chart(evals)}<table><tr><th>model</th><th>episodes</th><th>success [95% CI]</th><th>sampled</th>'
             f'<th>progress</th><th>time</th><th>report</th><th>reproduce</th></tr>{rows}</table>')
 
 

@@ -158,7 +158,7 @@ class Run:
                            title=f"cua train {self.kind} · {phase}")
         self.metrics.write("eval", phase=phase, **{k: summary[k] for k in (
             "episodes", "success_rate", "success_ci", "progress", "mean_reward", "steps", "agent",
-            "command")},
+            "command")}, sampled=_without_tasks(summary["sampled"]),
             seconds=round(time.perf_counter() - started, 2))
 
     def train(self, trainer: Any, rows: int) -> None:
@@ -181,6 +181,11 @@ class Run:
         write_agent_file(self.model_dir, self.config.data.prompt)
         self.evaluate("after", self.model_dir, with_prompt=False)
         return write_report(self.out, self.config, self.kind, self.metrics.read())
+
+
+def _without_tasks(figures: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A summary's figures without their per-task breakdown (summary.json keeps that)."""
+    return None if figures is None else {k: v for k, v in figures.items() if k != "per_task"}
 
 
 def _load_full_checkpoint(trainer: Any) -> Any:
