@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import console, fmt, median, print_table, ratio, write_results
+from benchmarks.common import console, fmt, median, print_table, ratio, success_cell, write_results
 
 CONFIG = "trainers/configs/grpo-tiny.yaml"
 #: ``--set`` values every arm shares: the prompt format of the starting model, no checkpoints
@@ -139,13 +139,18 @@ def run_round(args: argparse.Namespace, seed: int, root: Path) -> dict[str, Any]
             arms[name] = ours(args, name, seed, out)
         arms[name]["eval_after"] = evaluate(args, Path(arms[name]["model"]), out / "eval")
         console.print(f"  {name}: {arms[name]['wall_s']} s, {arms[name]['env_steps']} env steps, "
-                      f"held-out {arms[name]['eval_after']['success_rate']:.0%}")
+                      f"held-out {success_cell(**rate_of(arms[name]['eval_after']))}")
     return {"seed": seed, "order": order, "arms": arms}
+
+
+def rate_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """An evaluation's success rate and episodes, as ``success_cell`` takes them."""
+    return {"rate": summary["success_rate"], "episodes": summary["episodes"]}
 
 
 def table(before: dict[str, Any], rounds: list[dict[str, Any]]) -> list[list[str]]:
     rows = [["start (the SFT model)", "-", "-", "-", "-", "-", "-", "-",
-             f"{before['success_rate']:.0%}", f"{before['progress']:.2f}"]]
+             success_cell(**rate_of(before)), f"{before['progress']:.2f}"]]
     for name in rounds[0]["arms"]:
         arms = [r["arms"][name] for r in rounds]
         wall = median(a["wall_s"] for a in arms)
@@ -155,7 +160,7 @@ def table(before: dict[str, Any], rounds: list[dict[str, Any]]) -> list[list[str
             fmt(ratio(wall, steps), 2),
             " / ".join(f"{a['successes']}/{a['episodes']}" for a in arms),
             fmt(median(a["rollout_s"] for a in arms), 0), fmt(median(a["train_s"] for a in arms), 0),
-            " / ".join(f"{a['eval_after']['success_rate']:.0%}" for a in arms),
+            " / ".join(success_cell(**rate_of(a["eval_after"])) for a in arms),
             " / ".join(f"{a['eval_after']['progress']:.2f}" for a in arms)])
     return rows
 

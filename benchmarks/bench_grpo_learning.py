@@ -46,7 +46,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import console, print_table, write_results
+from benchmarks.common import console, print_table, success_cell, write_results
 
 CONFIG = Path("trainers/configs/grpo-tiny.yaml")
 TASKS = "benchmarks/data/learning_{}.jsonl"  # sft, train, heldout: see the module docstring
@@ -94,6 +94,7 @@ def summarize(lines: list[dict[str, Any]], held_out: list[str], seen: list[str])
     for e in (x for x in lines if x["event"] == "eval"):
         curve.append({"update": e["update"], "env_steps": steps_at.get(e["update"], updates[-1]["env_steps"]),
                       "held_out_success": group_rate(e["by_task"], held_out, "success_rate"),
+                      "held_out_episodes": sum(e["by_task"][t]["episodes"] for t in held_out if t in e["by_task"]),
                       "held_out_progress": round(group_rate(e["by_task"], held_out, "progress"), 4),
                       "seen_goal_success": group_rate(e["by_task"], seen, "success_rate"),
                       "seen_goal_progress": round(group_rate(e["by_task"], seen, "progress"), 4),
@@ -212,8 +213,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in VARIANTS:
         firsts = [r["variants"][name]["curve"][0] for r in runs]
         lasts = [r["variants"][name]["curve"][-1] for r in runs]
-        rows.append([name, " / ".join(f"{p['held_out_success']:.0%}" for p in firsts),
-                     " / ".join(f"{p['held_out_success']:.0%}" for p in lasts),
+        rows.append([name, " / ".join(success_cell(p["held_out_success"], p["held_out_episodes"]) for p in firsts),
+                     " / ".join(success_cell(p["held_out_success"], p["held_out_episodes"]) for p in lasts),
                      " / ".join(f"{p['held_out_progress']:.2f}" for p in lasts),
                      " / ".join(f"{p['seen_goal_success']:.0%}" for p in lasts),
                      " / ".join(str(r["variants"][name]["env_steps"]) for r in runs)])

@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import console, fmt, machine, print_table, write_results
+from benchmarks.common import console, machine, print_table, success_cell, write_results
 from benchmarks.miniwob_rules import NOT_EXPRESSIBLE, TRANSFER_TASKS, RuleAgent
 
 REPO = Path(__file__).resolve().parent.parent
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         row = [name]
         for model in (*MODELS, "rules"):
             cell = table[model].get(f"miniwob:{name}", {})
-            row.append(f"{fmt(100 * cell.get('success_rate', 0), 0)}% ({cell.get('episodes', 0)})")
+            row.append(success_cell(cell.get("success_rate", 0.0), cell.get("episodes", 0)))
         rows.append(row)
     print_table("MiniWoB++ zero-shot success (episodes)", ["task", *MODELS, "rules"], rows)
     path = write_results("bench_transfer", result, args.result, quick=args.quick)

@@ -28,6 +28,7 @@ from playwright.async_api import Error as PlaywrightError
 from rich.console import Console
 from rich.table import Table
 
+from harness.evaluation.stats import format_successes
 from sandboxes.browser_config import BrowserConfig
 from sandboxes.chromium import find_chromium
 
@@ -69,6 +70,12 @@ def latency_stats(seconds: Sequence[float]) -> dict[str, float | None]:
         return {"step_ms_p50": ms[0] if ms else None, "step_ms_p90": ms[0] if ms else None}
     deciles = statistics.quantiles(ms, n=10, method="inclusive")
     return {"step_ms_p50": deciles[4], "step_ms_p90": deciles[8]}
+
+
+def success_cell(rate: float, episodes: int) -> str:
+    """A success rate over ``episodes`` for a table, with its 95% Wilson interval:
+    ``"30% [11–60] (3/10)"``; with 8 episodes one episode is 12.5 points, and the cell shows it."""
+    return format_successes(round(rate * episodes), episodes)
 
 
 def fmt(value: float | None, digits: int = 1, unit: str = "") -> str:

@@ -20,6 +20,8 @@ import typer
 from rich.console import Console
 from rich.rule import Rule
 
+from harness.evaluation.stats import format_rate
+
 console = Console()
 
 
@@ -174,8 +176,9 @@ def before_after(out: Path) -> str:
     if len(found) < 2:
         return ""
     cells = "".join(
-        f'<td><b>{s["success_rate"]:.0%}</b> success · progress {s["progress"]:.2f} · '
-        f'{s["episodes"]} episodes<br><a href="{runs[label]}/report.html">episodes</a></td>'
+        f'<td><b>{format_rate(s["success_rate"], s["success_ci"], 0)}</b> success (95% CI) · '
+        f'progress {s["progress"]:.2f} · {s["episodes"]} episodes<br>'
+        f'<a href="{runs[label]}/report.html">episodes</a></td>'
         for label, s in found.items())
     heads = "".join(f"<th>{html.escape(label)}</th>" for label in found)
     return (f"<h2>The tiny model on the synthesized site's verified tasks (unseen layouts)</h2>"

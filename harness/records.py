@@ -25,6 +25,9 @@ class EpisodeSpec(BaseModel):
     task_id: str = Field(description="the task id, e.g. 'miniwob:click-button'")
     seed: int | None = Field(description="the seed for reset")
     index: int = Field(ge=0, description="the episode's index within its task")
+    temperature: float | None = Field(
+        default=None, ge=0.0, description="the sampling temperature the episode's agent decides "
+        "at (sampled evaluation); None: the agent's own setting (greedy for model agents)")
 
     @property
     def key(self) -> tuple[str, int | None, int]:
@@ -60,6 +63,9 @@ class EpisodeRecord(BaseModel):
     task: str = Field(description="the task id")
     seed: int | None = Field(description="the reset seed")
     index: int = Field(description="the episode index within its task")
+    temperature: float | None = Field(
+        default=None, description="the sampling temperature of a sampled episode; None: the "
+        "agent's own setting (greedy for model agents)")
     episode: str = Field(description="the episode name (its folder under episodes/)")
     instruction: str = Field(default="", description="the task instruction")
     success: bool = Field(default=False, description="the task's goal was reached")
@@ -116,7 +122,8 @@ class RecordSink(RolloutSink):
         self.spec, self.out_dir = spec, out_dir
         self.save_screenshots, self.screenshot_max_side = save_screenshots, screenshot_max_side
         self.record = EpisodeRecord(task=spec.task_id, seed=spec.seed, index=spec.index,
-                                    episode=spec.name, attempts=attempt, reward_mode=reward_mode)
+                                    temperature=spec.temperature, episode=spec.name,
+                                    attempts=attempt, reward_mode=reward_mode)
         self.episode_dir = self._episode_dir()
 
     async def on_start(self, episode: Episode) -> None:

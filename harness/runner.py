@@ -129,9 +129,12 @@ SinkFactory = Callable[[EpisodeSpec], Sequence[RolloutSink]]
 EpisodeCallback = Callable[[EpisodeRecord], Any]
 
 
-def episode_specs(task_ids: Iterable[str], episodes: int, seed: int) -> list[EpisodeSpec]:
-    """``episodes`` episodes per task, episode i seeded ``seed + i``."""
-    return [EpisodeSpec(task_id=t, seed=seed + i, index=i) for t in task_ids for i in range(episodes)]
+def episode_specs(task_ids: Iterable[str], episodes: int, seed: int, *, first_index: int = 0,
+                  temperature: float | None = None) -> list[EpisodeSpec]:
+    """``episodes`` episodes per task, episode i seeded ``seed + i`` and indexed
+    ``first_index + i``, decided at ``temperature`` (None: the agent's own)."""
+    return [EpisodeSpec(task_id=t, seed=seed + i, index=first_index + i, temperature=temperature)
+            for t in task_ids for i in range(episodes)]
 
 
 def wants_elements(agent: Agent) -> bool:
@@ -280,7 +283,8 @@ class EpisodeRunner:
 
     def _failed(self, spec: EpisodeSpec, attempts: int, error: str) -> EpisodeRecord:
         return EpisodeRecord(task=spec.task_id, seed=spec.seed, index=spec.index,
-                             episode=spec.name, attempts=attempts, error=error,
+                             temperature=spec.temperature, episode=spec.name,
+                             attempts=attempts, error=error,
                              reward_mode=self.config.reward)
 
     # ---- one episode -----------------------------------------------------------------

@@ -137,3 +137,12 @@ class Agent(Protocol):
 
     async def act(self, obs: Observation, ctx: AgentContext) -> AgentStep:
         """The next step; per-episode state belongs in ``ctx``."""
+
+
+@runtime_checkable
+class SamplingAgent(Agent, Protocol):
+    """An agent that can also decide by sampling at a temperature (model agents), which is
+    what sampled evaluation (``cua eval --samples K``) asks of it."""
+
+    def sampling(self, temperature: float) -> Agent:
+        """This agent deciding at ``temperature``, sharing its model (nothing is reloaded)."""

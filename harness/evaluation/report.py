@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harness.actions import describe_action
+from harness.evaluation.stats import format_rate
 from harness.records import EpisodeRecord, StepRecord
 
 MAX_EPISODES = 200  # beyond this the page gets too heavy to open; the table still lists all
@@ -42,18 +43,26 @@ td:first-child, th:first-child { text-align: left; }
 
 
 def _table(summary: dict[str, Any]) -> str:
-    head = "<tr><th>task</th><th>episodes</th><th>success</th><th>progress</th><th>mean reward</th>" \
+    head = "<tr><th>task</th><th>episodes</th><th>success [95% CI]</th><th>progress</th><th>mean reward</th>" \
            "<th>steps</th><th>wall s</th><th>steps/s</th></tr>"
     rows = [(task, figs) for task, figs in summary["per_task"].items()]
     rows.append(("all", summary))
     body = "".join(
-        f"<tr><td>{escape(name)}</td><td>{f['episodes']}</td><td>{f['success_rate']:.1%}</td>"
+        f"<tr><td>{escape(name)}</td><td>{f['episodes']}</td>"
+        f"<td>{format_rate(f['success_rate'], f['success_ci'])}</td>"
         f"<td>{f['progress']:.1%}</td>"
         f"<td>{f['mean_reward']:.3f}</td><td>{f['steps']}</td><td>{f['wall_seconds']:.1f}</td>"
         f"<td>{f['steps_per_second']:.2f}</td></tr>"
         for name, f in rows
     )
     return f"<table>{head}{body}</table>"
+
+
+def _sampled_table(sampled: dict[str, Any] | None) -> str:
+    if not sampled:
+        return ""
+    temperatures = ", ".join(f"{t:g}" for t in sampled["temperatures"])
+    return f"<h2>Sampled at temperature {escape(temperatures)}</h2>{_table(sampled)}"
 
 
 def _label(x: float, y: float, text: str, size: float, color: str = "#d500f9") -> str:
@@ -145,6 +154,7 @@ def _episode(record: EpisodeRecord) -> str:
     error = f'<div class="err">infrastructure error: {escape(record.error)}</div>' if record.error else ""
     if record.agent_error:
         error += f'<div class="err">the agent raised: {escape(record.agent_error)}</div>'
+    sampled = f" · sampled at T={record.temperature:g}" if record.temperature is not None else ""
     frames = "".join(_frame(s, record.width, record.height) for s in record.trajectory)
     if record.final_screenshot:
         final = StepRecord(step=record.steps, action=None, reward=record.reward,
@@ -153,7 +163,7 @@ def _episode(record: EpisodeRecord) -> str:
         frames += _frame(final, record.width, record.height)
     return (
         f'<div class="episode" id="{escape(record.episode)}"><h3>{escape(record.task)} '
-        f"· seed {record.seed} · #{record.index} · {status} · reward {record.reward:.3f} "
+        f"· seed {record.seed} · #{record.index}{sampled} · {status} · reward {record.reward:.3f} "
         f"({escape(record.reward_mode)}) · progress {record.progress:.0%} "
         f"· {record.steps} steps · {record.wall_seconds:.1f}s</h3>"
         f"<div>{escape(record.instruction)}</div>{error}<div class=\"steps\">{frames}</div></div>"
@@ -172,7 +182,8 @@ def render_report(summary: dict[str, Any], records: list[EpisodeRecord], title: 
         note += f"<p class='err'>{raised} episode(s) ended when the agent raised; scored as failures.</p>"
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
-        f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>{_table(summary)}{note}"
+        f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>{_table(summary)}"
+        f"{_sampled_table(summary.get('sampled'))}{note}"
         f"{''.join(_episode(r) for r in shown)}{more}</body></html>"
     )
 

@@ -6,6 +6,11 @@ reports how many there were. Episodes the agent ended by raising carry an
 ``agent_error`` instead: they are failures of the agent and count like any other failed
 episode. When a key (task, seed, index) appears more than once (a resumed run), its last
 record wins.
+
+Every success rate comes with its 95% Wilson interval (``success_ci``, [low, high]): with
+8 tasks one task is 12.5 points, and the interval says so. It treats episodes as
+independent, which is optimistic for several episodes of one task; ``cua eval compare``
+resamples whole tasks for the paired difference.
 """
 
 from __future__ import annotations
@@ -15,11 +20,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from harness.evaluation.stats import wilson_interval
 from harness.records import EpisodeRecord
 
 SUMMARY_KEYS = (
-    "episodes", "success_rate", "progress", "mean_reward", "steps", "wall_seconds",
-    "steps_per_second", "per_task",
+    "episodes", "success_rate", "success_ci", "progress", "mean_reward", "steps", "wall_seconds",
+    "steps_per_second", "per_task", "sampled",
 )
 
 
@@ -31,18 +37,20 @@ def latest(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
     return list(by_key.values())
 
 
-def figures(records: list[EpisodeRecord]) -> dict[str, float | int]:
+def figures(records: list[EpisodeRecord]) -> dict[str, Any]:
     """The figures of one group of scored episodes.
 
     ``wall_seconds`` sums the episodes' own wall times, so ``steps_per_second`` is the
     speed of one env, independent of concurrency.
     """
     n = len(records)
+    successes = sum(r.success for r in records)
     steps = sum(r.steps for r in records)
     wall = sum(r.wall_seconds for r in records)
     return {
         "episodes": n,
-        "success_rate": round(sum(r.success for r in records) / n, 4) if n else 0.0,
+        "success_rate": round(successes / n, 4) if n else 0.0,
+        "success_ci": [round(bound, 4) for bound in wilson_interval(successes, n)],
         # the mean fraction of the start's distance-to-goal the episodes closed
         "progress": round(sum(r.progress for r in records) / n, 4) if n else 0.0,
         "mean_reward": round(sum(r.reward for r in records) / n, 4) if n else 0.0,
@@ -52,15 +60,27 @@ def figures(records: list[EpisodeRecord]) -> dict[str, float | int]:
     }
 
 
-def summarize(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
-    """The summary.json object (top-level keys exactly ``SUMMARY_KEYS``)."""
-    scored = [r for r in latest(records) if r.error is None]
+def _by_task(records: list[EpisodeRecord]) -> dict[str, Any]:
     per_task: dict[str, list[EpisodeRecord]] = {}
-    for record in scored:
+    for record in records:
         per_task.setdefault(record.task, []).append(record)
+    return {**figures(records), "per_task": {task: figures(rs) for task, rs in sorted(per_task.items())}}
+
+
+def summarize(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
+    """The summary.json object (top-level keys exactly ``SUMMARY_KEYS``).
+
+    The top-level figures are the agent's own episodes (greedy for a model agent);
+    ``sampled`` holds the same figures over the episodes sampled at a temperature
+    (``cua eval --samples``), with their ``temperatures``, or None when there are none.
+    """
+    scored = [r for r in latest(records) if r.error is None]
+    own = [r for r in scored if r.temperature is None]
+    sampled = [r for r in scored if r.temperature is not None]
     return {
-        **figures(scored),
-        "per_task": {task: figures(rs) for task, rs in sorted(per_task.items())},
+        **_by_task(own),
+        "sampled": {"temperatures": sorted({r.temperature for r in sampled if r.temperature is not None}),
+                    **_by_task(sampled)} if sampled else None,
     }
 
 

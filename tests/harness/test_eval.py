@@ -40,7 +40,8 @@ def test_cua_eval_writes_all_outputs_and_resume_skips(tmp_path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert tuple(summary) == SUMMARY_KEYS and summary["episodes"] == 4
     assert set(summary["per_task"]) == {"miniwob:click-test", "miniwob:click-button"}
-    assert set(summary["per_task"]["miniwob:click-test"]) == set(SUMMARY_KEYS) - {"per_task"}
+    assert set(summary["per_task"]["miniwob:click-test"]) == set(SUMMARY_KEYS) - {"per_task", "sampled"}
+    assert summary["sampled"] is None
     html = (out / "report.html").read_text()
     assert html.count('class="episode"') == 4 and "<svg" in html and "episodes/" in html
 
@@ -78,6 +79,13 @@ def test_summary_figures_by_hand() -> None:
     assert summary["mean_reward"] == round((0.8 - 1.0 - 1.0) / 3, 4)
     assert summary["steps"] == 8 and summary["wall_seconds"] == 5.0 and summary["steps_per_second"] == 1.6
     assert summary["per_task"]["a"]["success_rate"] == 0.5 and summary["per_task"]["b"]["episodes"] == 1
+    # Wilson 95% intervals: 1/3 -> 0.0615-0.7923; 0/1 -> 0-0.7935 (z^2 / (1 + z^2))
+    assert summary["success_ci"] == [0.0615, 0.7923] and summary["per_task"]["b"]["success_ci"] == [0.0, 0.7935]
+    assert summary["sampled"] is None
+    sampled = summarize([*records, _record("a", 2, temperature=1.0, success=True, steps=1, wall_seconds=1.0)])
+    assert summary == {**sampled, "sampled": None}  # sampled episodes stay out of the top figures
+    assert sampled["sampled"]["temperatures"] == [1.0] and sampled["sampled"]["episodes"] == 1
+    assert sampled["sampled"]["success_ci"] == [0.2065, 1.0]  # 1/1: 1 / (1 + z^2)
 
 
 def test_actions_are_drawn() -> None:
@@ -130,3 +138,54 @@ def test_config_file_errors_name_every_bad_field(tmp_path) -> None:
     for part in ("--episodes (episodes)", "concurency", "--reward (reward)", "3 bad field(s)"):
         assert part in result.output
     assert not (tmp_path / "x").exists()
+
+
+def test_cua_eval_compare_pairs_two_real_runs(tmp_path) -> None:
+    """The oracle against the random agent on the same episodes: every pair discordant
+    for A, exact McNemar 2 * (1/2)^3, the Newcombe CI of +1; then the clear refusals."""
+    common = ["--suite", "fsm:shop/open_mug", "--episodes", "3", "--concurrency", "2", "--no-progress"]
+    for agent, out in (("oracle", "a"), ("random", "b")):
+        result = CliRunner().invoke(_app(), ["eval", *common, "--agent", agent, "--max-steps", "2",
+                                             "--out", str(tmp_path / out)])
+        assert result.exit_code == 0, result.output
+    shown = CliRunner().invoke(_app(), ["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert shown.exit_code == 0, shown.output
+    assert "+100.0 pts" in shown.output and "McNemar p = 0.25" in shown.output
+    as_json = CliRunner().invoke(_app(), ["eval", "compare", str(tmp_path / "a"),
+                                          str(tmp_path / "b" / "results.jsonl"), "--json"])
+    [group] = json.loads(as_json.output)["groups"]
+    assert (group["pairs"], group["only_a"], group["only_b"], group["both"]) == (3, 3, 0, 0)
+    assert group["mcnemar_p"] == 0.25 and group["difference"] == 1.0
+    # Newcombe with p1 = 1 (Wilson 0.4385-1), p2 = 0 (Wilson 0-0.5615), phi = 0:
+    # lower = 1 - sqrt(0.5615^2 + 0.5615^2) = 1 - 0.7941 = 0.2059
+    assert group["difference_ci"] == [0.2059, 1.0] and group["ci_a"] == [0.4385, 1.0]
+    assert group["per_task"] == {"fsm:shop/open_mug": {"pairs": 3, "success_a": 3, "success_b": 0,
+                                                       "difference": 1.0}}
+
+    missing = CliRunner().invoke(_app(), ["eval", "compare", str(tmp_path / "a"), str(tmp_path / "c")])
+    assert missing.exit_code == 2 and "RUN_B" in missing.output and "not there" in missing.output
+    (tmp_path / "other").mkdir()
+    shifted = [json.loads(line) | {"seed": 100} for line in (tmp_path / "b" / "results.jsonl").open()]
+    (tmp_path / "other" / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in shifted))
+    unpaired = CliRunner().invoke(_app(), ["eval", "compare", str(tmp_path / "a"), str(tmp_path / "other")])
+    assert unpaired.exit_code == 2 and "same --suite, --seed" in unpaired.output
+
+
+def test_cua_eval_refuses_samples_from_an_agent_that_cannot_sample(tmp_path) -> None:
+    result = CliRunner().invoke(_app(), ["eval", "--suite", "miniwob:click-test", "--agent", "random",
+                                         "--samples", "2", "--out", str(tmp_path / "x"), "--no-progress"])
+    assert result.exit_code == 2 and "--samples" in result.output and "hf" in result.output
+    assert not (tmp_path / "x").exists()
+
+
+def test_demo_index_shows_before_and_after_success_with_its_interval(tmp_path) -> None:
+    from harness.demo import before_after
+    from harness.evaluation import write_summary
+
+    for name, solved in (("tiny_before", 0), ("tiny_after", 3)):
+        (tmp_path / name).mkdir()
+        write_summary(tmp_path / name / "summary.json",
+                      [_record("fsm:t", i, success=i < solved) for i in range(4)])
+    page = before_after(tmp_path)
+    # Wilson: 0/4 -> [0, z^2 / (4 + z^2)] = [0, 49%]; 3/4 -> [30%, 95%]
+    assert "0% [0–49]" in page and "75% [30–95]" in page and page.index("0% [0–49]") < page.index("75%")

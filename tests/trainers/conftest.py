@@ -63,6 +63,26 @@ async def fsm_screenshot(provider) -> AsyncIterator[bytes]:
         await sandbox.close()
 
 
+@pytest_asyncio.fixture(scope="session")
+async def oracle_store(provider, tmp_path_factory) -> Path:
+    """Oracle episodes on two library goals (fsm:shop/open_mug, fsm:settings/cfg_location)
+    and two layouts, elements observed."""
+    from harness.agents.registry import make_agent
+    from harness.records import EpisodeSpec
+    from harness.runner import EpisodeRunner, RunnerConfig
+    from harness.store import TrajectoryStore
+
+    path = tmp_path_factory.mktemp("training") / "store"
+    store = TrajectoryStore(path)
+    runner = EpisodeRunner(make_agent("oracle"), RunnerConfig(
+        progress=False, save_screenshots=False, elements=True), provider=provider, store=store)
+    tasks = ("fsm:shop/open_mug", "fsm:settings/cfg_location")
+    records = await runner.run([EpisodeSpec(task_id=t, seed=s, index=0) for t in tasks for s in (0, 1)])
+    store.close()
+    assert all(r.success for r in records)
+    return path
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``gpu`` skip where there is no CUDA device."""
     import torch

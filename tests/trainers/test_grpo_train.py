@@ -81,9 +81,10 @@ def weights(path: Path) -> dict[str, torch.Tensor]:
     return load_file(str(next(path.glob("*.safetensors"))))
 
 
-def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_path, tiny_dir) -> None:
+def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_path, tiny_dir, oracle_store) -> None:
     out = tmp_path / "run"
-    config = grpo_config(out, tiny_dir, eval={"tasks": ["fsm:shop/add_lamp"], "every": 2, "max_steps": 2})
+    config = grpo_config(out, tiny_dir, eval={"tasks": ["fsm:shop/add_lamp"], "every": 2, "max_steps": 2},
+                         heldout={"states": str(oracle_store), "every": 1})
     report = train_grpo(config, agent_class=TeacherMix)
 
     before, after = weights(tiny_dir), weights(out / "model")
@@ -94,12 +95,14 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
     assert all(u["episodes"] == 2 and u["branches"] == 2 for u in updates)
     assert any(u["success"] == 0.5 for u in updates)  # the oracle's episode solved, the sample did not
     assert all(math.isfinite(u["loss"]) and u["entropy"] > 0 for u in updates)
+    assert all(u["heldout_states"] >= 8 and 0 <= u["heldout_exact_match"] <= 1 for u in updates)
     evals = lines(out, "eval")
     assert [e["phase"] for e in evals] == ["before", "after"]
     assert all(set(e["by_task"]) == {"fsm:shop/add_lamp"} and e["by_task"]["fsm:shop/add_lamp"]["episodes"] == 1
                and e["by_task"]["fsm:shop/add_lamp"]["success_rate"] == e["success_rate"] for e in evals)
     page = report.read_text()
     assert "Curves" in page and "filmstrips/e0-s1.jpg" in page and "fsm:shop/open_mug" in page
+    assert "heldout_token_accuracy" in page
 
     from harness.store.store import TrajectoryStore
 

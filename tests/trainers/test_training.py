@@ -12,15 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 import yaml
 from transformers import TrainerCallback
 from typer.testing import CliRunner
 
-from harness.agents.registry import make_agent
 from harness.cli import app
-from harness.records import EpisodeSpec
-from harness.runner import EpisodeRunner, RunnerConfig
 from harness.store import TrajectoryStore
 from tests.harness.store.helpers import click, trajectory
 from trainers.errors import TrainingDataError
@@ -30,19 +26,6 @@ from trainers.training.sft import train_sft
 ELEMENTS = {"codec": "json", "observation": "elements", "system_prompt": False}
 PIXELS = {"codec": "json", "observation": "screenshot", "system_prompt": False}
 TASKS = ("fsm:shop/open_mug", "fsm:settings/cfg_location")
-
-
-@pytest_asyncio.fixture(scope="session")
-async def oracle_store(provider, tmp_path_factory) -> Path:
-    """Oracle episodes on two library goals and two layouts, elements observed."""
-    path = tmp_path_factory.mktemp("training") / "store"
-    store = TrajectoryStore(path)
-    runner = EpisodeRunner(make_agent("oracle"), RunnerConfig(
-        progress=False, save_screenshots=False, elements=True), provider=provider, store=store)
-    records = await runner.run([EpisodeSpec(task_id=t, seed=s, index=0) for t in TASKS for s in (0, 1)])
-    store.close()
-    assert all(r.success for r in records)
-    return path
 
 
 def run_config(tmp_path: Path, store: Path, model: Path, **sections) -> dict:
@@ -69,12 +52,14 @@ def train_losses(out: Path) -> dict[int, float]:
     return {r["step"]: r["loss"] for r in metrics(out) if r["event"] == "train"}
 
 
-def test_sft_collects_trains_evaluates_and_reports(tmp_path, tiny_dir) -> None:
-    """An empty store: the config's collect section fills it; --set overrides the file."""
+def test_sft_collects_trains_evaluates_and_reports(tmp_path, tiny_dir, oracle_store) -> None:
+    """An empty store: the config's collect section fills it; --set overrides the file; the
+    dense held-out metric is measured before, every 4 steps and at the end."""
     config = run_config(tmp_path, tmp_path / "new-store", tiny_dir,
                         collect={"tasks": [TASKS[0]], "seeds": [0, 1]},
-                        eval={"tasks": [TASKS[0]], "seed": 100, "episodes": 1, "concurrency": 1,
-                              "max_steps": 2, "max_new_tokens": 8})
+                        eval={"tasks": [TASKS[0]], "seed": 100, "episodes": 1, "concurrency": 2,
+                              "max_steps": 2, "max_new_tokens": 8, "samples": 1},
+                        heldout={"states": str(oracle_store), "every": 4})
     result = CliRunner().invoke(app, ["train", "sft", "--config", str(write(tmp_path, config)),
                                       "--set", "train.max_steps=8", "--set", "train.save_steps=4"])
     assert result.exit_code == 0, result.output
@@ -89,10 +74,20 @@ def test_sft_collects_trains_evaluates_and_reports(tmp_path, tiny_dir) -> None:
     assert [r["episodes"] for r in lines if r["event"] == "collect"] == [2]
     evals = {r["phase"]: r for r in lines if r["event"] == "eval"}
     assert set(evals) == {"before", "after"} and evals["after"]["agent"].startswith(f"hf:{out / 'model'}?")
+    low, high = evals["after"]["success_ci"]
+    assert low <= evals["after"]["success_rate"] <= high
+    # eval.samples: one more episode per task at temperature 1, kept apart, in the command too
+    assert evals["after"]["episodes"] == 1 and evals["after"]["sampled"]["episodes"] == 1
+    assert "--samples 1 --sample-temperature 1.0" in evals["after"]["command"]
+    heldout = [r for r in lines if r["event"] == "heldout"]
+    assert [r["step"] for r in heldout] == [0, 4, 8] and heldout[0]["heldout_states"] >= 8
+    # the states include the goal it trains on: the loss falls, the argmax learns its tokens
+    assert heldout[-1]["heldout_token_accuracy"] > heldout[0]["heldout_token_accuracy"]
     assert "cua eval --suite fsm:shop/open_mug" in evals["before"]["command"]
     assert (out / "eval" / "after" / "summary.json").is_file()
     report = (out / "report.html").read_text()
     assert report.count("<svg") >= 3 and "eval/before/report.html" in report and "polyline" in report
+    assert "held-out next-action exact match" in report and "95% CI" in report
     assert yaml.safe_load((out / "config.yaml").read_text())["train"]["max_steps"] == 8
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 from pathlib import Path
 
 from harness.agents.base import AgentContext, AgentStep
@@ -52,6 +53,13 @@ class HFAgent(ModelAgent):
             return await super().act(obs, ctx)
         finally:
             _STEP_SEED.reset(token)
+
+    def sampling(self, temperature: float) -> HFAgent:
+        """This agent at ``temperature``, sharing the policy, the generator and the batcher
+        (each request carries its own temperature, so greedy and sampled steps batch together)."""
+        agent = copy.copy(self)
+        agent.options = self.options.model_copy(update={"temperature": temperature})
+        return agent
 
     async def generate(self, prompt: Prompt[bytes]) -> Completion:
         options = self.options

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextvars
+import copy
 import json
 import os
 from typing import Any
@@ -80,6 +81,12 @@ class OpenAIAgent(ModelAgent):
             _REPLY.reset(token)
         version = reply.get("policy_version")
         return step if not isinstance(version, int) else step.model_copy(update={"policy_version": version})
+
+    def sampling(self, temperature: float) -> OpenAIAgent:
+        """This agent at ``temperature`` (the same endpoint and served model)."""
+        agent = copy.copy(self)
+        agent.options = self.options.model_copy(update={"temperature": temperature})
+        return agent
 
     async def generate(self, prompt: Prompt[bytes]) -> Completion:
         model = self.model or await self._first_model()

@@ -27,7 +27,7 @@ from harness.prompts import PromptConfig
 from harness.rewards import RewardMode
 from trainers.grpo.advantages import Normalize
 from trainers.models.policy import PolicyConfig
-from trainers.training.config import _known_tasks
+from trainers.training.config import HeldoutSpec, _known_tasks
 
 
 class _Strict(BaseModel):
@@ -172,6 +172,8 @@ class GRPOConfig(_Strict):
     tree: TreeSpec = Field(default_factory=TreeSpec, description="tree rollouts")
     curriculum: CurriculumSpec = Field(default_factory=CurriculumSpec, description="the task curriculum")
     eval: EvalSpec | None = Field(default=None, description="held-out evaluation; None: none")
+    heldout: HeldoutSpec | None = Field(default=None, description="the dense held-out metric every "
+                                        "heldout.every updates (trainers.training.heldout); None: none")
     signal: SignalSpec = Field(default_factory=SignalSpec, description="dead-signal checks")
     distributed: DistributedSpec = Field(default_factory=DistributedSpec, description="data "
                                          "parallel with more than one process: ddp or fsdp")

@@ -20,7 +20,8 @@ import yaml
 
 from trainers.training.report import bar_chart, line_chart
 
-CURVES = ("reward", "success", "heldout_success", "progress", "loss", "kl", "entropy",
+CURVES = ("reward", "success", "heldout_success", "heldout_exact_match", "heldout_token_accuracy",
+          "progress", "loss", "kl", "entropy",
           "clip_fraction", "ratio", "grad_norm", "rollout_s", "train_s")
 THUMB = 220
 

@@ -352,11 +352,14 @@ class Trainer:
 async def _train(config: GRPOConfig, agent_class: type | None, ranks: Ranks) -> Path:
     from trainers.grpo.report import save_filmstrips, write_report
     from trainers.training.evaluate import write_agent_file
+    from trainers.training.heldout import HeldoutProbe
 
     trainer = Trainer(config, agent_class, ranks)
     if config.resume:
         trainer.resume()
     every = config.eval.every if config.eval is not None else 0
+    probe = HeldoutProbe.load(config.heldout, config.prompt, Path(config.out) / "heldout") \
+        if config.heldout is not None else None  # the dense held-out metric: forward passes only
     try:
         await trainer.envs.start()
         if config.eval is not None and trainer.loop.update == 0:
@@ -367,6 +370,8 @@ async def _train(config: GRPOConfig, agent_class: type | None, ranks: Ranks) -> 
             if every and (update % every == 0 or update == config.updates):
                 phase = "after" if update == config.updates else "during"
                 line["heldout_success"] = (await trainer.evaluate(update, phase))["success_rate"]
+            if probe is not None and probe.due(update, config.updates):
+                line.update(probe.measure(trainer.policy))
             line["seconds"] = {k: round(v, 2) for k, v in trainer.loop.seconds.items()}
             trainer.write("update", **line)
             if ranks.main:

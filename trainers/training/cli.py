@@ -7,7 +7,7 @@ from rich.console import Console
 
 from harness.cli_config import config_command
 from trainers.grpo.config import GRPOConfig
-from trainers.training.config import DPOConfig, SFTConfig
+from trainers.training.config import DPOConfig, HeldoutScoreConfig, SFTConfig
 
 console = Console()
 
@@ -28,6 +28,28 @@ def run_grpo(config: GRPOConfig) -> None:
     report = train_grpo(config)
     if int(os.environ.get("RANK", "0")) == 0:  # data parallel: one line, from the main process
         console.print(f"report: {report.resolve()}")
+
+
+def run_heldout(config: HeldoutScoreConfig) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from harness.cli_config import print_json
+    from harness.prompts import PromptConfig
+    from trainers.agents.options import read_agent_file
+    from trainers.errors import ModelDirError
+    from trainers.models.policy import PolicyConfig, load_policy
+    from trainers.training.heldout import HeldoutProbe
+
+    if not (config.model / "config.json").is_file() and not (config.model / "adapter_config.json").is_file():
+        raise ModelDirError(f"--model: expected a checkpoint directory, got {config.model}, which has "
+                            "no config.json; pass OUT/model of a training run or a `cua model init` folder")
+    saved = read_agent_file(config.model)
+    prompt = PromptConfig(**{k: v for k, v in saved.items() if k in PromptConfig.model_fields})
+    with tempfile.TemporaryDirectory() as work:
+        probe = HeldoutProbe.load(config, prompt, Path(work))
+        policy = load_policy(PolicyConfig(path=config.model, device=config.device))
+        print_json({"model": str(config.model), "states_from": str(config.states), **probe.measure(policy)})
 
 
 def run_dpo(config: DPOConfig) -> None:
@@ -57,4 +79,10 @@ def register(app: typer.Typer) -> None:
         "states, a curriculum, PPO-clip with a k3 KL. Writes OUT/metrics.jsonl, OUT/report.html, "
         "OUT/checkpoints (resume: true continues exactly) and OUT/model. "
         "Example: cua train grpo --config trainers/configs/grpo-tiny.yaml")))
+    train_app.command("heldout")(config_command(
+        HeldoutScoreConfig, run_heldout, name="train heldout", exclude=frozenset({"every"}), doc=(
+            "The dense held-out metric of a checkpoint: on held-out states (an SFT export, or a "
+            "store of oracle episodes on held-out tasks), the share where the greedy reply is the "
+            "oracle's next step (teacher-forced exact match), the token accuracy and NLL; one JSON "
+            "line. Example: cua train heldout --model runs/sft-tiny/model --states corpus/heldout/sft.parquet")))
     app.add_typer(train_app, name="train")

@@ -103,10 +103,35 @@ class EvalSpec(_Strict):
                                   "task's own budget")
     max_new_tokens: int = Field(default=48, ge=1, description="most tokens per reply")
     temperature: float = Field(default=0.0, ge=0.0, description="sampling temperature; 0: greedy")
+    samples: int = Field(default=0, ge=0, description="sampled episodes per task besides those, at "
+                         "sample_temperature (cua eval --samples): more episodes behind each rate")
+    sample_temperature: float = Field(default=1.0, gt=0.0, le=10.0,
+                                      description="the sampling temperature of `samples`")
     before: bool = Field(default=True, description="evaluate the starting model")
     after: bool = Field(default=True, description="evaluate the trained model")
 
     _tasks = field_validator("tasks")(_known_tasks)
+
+
+class HeldoutSpec(_Strict):
+    """The dense held-out metric (trainers.training.heldout): where the held-out states are
+    and how often to measure the policy on them."""
+
+    states: Path = Field(description="an SFT export (.parquet; a corpus's heldout/sft.parquet) or "
+                         "a trajectory store folder of oracle episodes on held-out tasks")
+    every: int = Field(default=10, ge=1, description="measure every N optimizer steps (SFT, DPO) "
+                       "or updates (GRPO), and after the last")
+    max_states: int = Field(default=200, ge=1, description="at most this many states, a fixed "
+                            "sample (seed 0), so a measurement takes seconds")
+    batch_size: int = Field(default=8, ge=1, description="states per forward pass")
+
+
+class HeldoutScoreConfig(HeldoutSpec):
+    """`cua train heldout`: the dense held-out metric of one checkpoint."""
+
+    model: Path = Field(description="a checkpoint directory; its cua_agent.yaml gives the prompt "
+                        "format a store's states are rendered with")
+    device: str = Field(default="auto", description="auto, cpu, cuda, cuda:N")
 
 
 class LoopConfig(_Strict):
@@ -163,6 +188,9 @@ class TrainConfig(_Strict):
     train: LoopConfig = Field(default_factory=LoopConfig, description="the optimisation")
     eval: EvalSpec | None = Field(default=None, description="evaluate before and after training; "
                                   "None: no evaluation")
+    heldout: HeldoutSpec | None = Field(default=None, description="the dense held-out metric "
+                                        "(next-action exact match on held-out states) before, "
+                                        "during and after training; None: none")
     resume: bool = Field(default=False, description="continue from the last checkpoint in "
                          "OUT/checkpoints (same data, same schedule)")
 

@@ -35,6 +35,6 @@ def train_dpo(config: DPOConfig, *, callbacks: tuple[Any, ...] = ()) -> Path:
                             loss_weights=options.loss_weights)
     trainer = DPOTrainer(model=policy.model, ref_model=reference, args=args,
                          train_dataset=as_dataset(pairs), data_collator=PreferenceCollator(policy),
-                         processing_class=policy.processor, callbacks=[*run.callbacks(), *callbacks])
+                         processing_class=policy.processor, callbacks=[*run.callbacks(policy), *callbacks])
     run.train(trainer, rows=len(pairs))
     return run.finish(policy)

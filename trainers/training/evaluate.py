@@ -8,7 +8,6 @@ evaluation also checks that the saved checkpoint carries its prompt format.
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,8 @@ def eval_command(agent: str, spec: EvalSpec, out: Path) -> str:
             "--concurrency", str(spec.concurrency), "--out", str(out)]
     if spec.max_steps is not None:
         args += ["--max-steps", str(spec.max_steps)]
+    if spec.samples:
+        args += ["--samples", str(spec.samples), "--sample-temperature", str(spec.sample_temperature)]
     return shlex.join(args)
 
 
@@ -54,18 +55,18 @@ def evaluate(model_dir: Path, spec: EvalSpec, out: Path, *, prompt: PromptConfig
     """Run the evaluation into ``out``; returns its summary plus the agent spec and the
     equivalent ``cua eval`` command."""
     from harness.agents.registry import make_agent
+    from harness.evaluation.passes import evaluation_passes, run_passes
     from harness.evaluation.report import write_report
     from harness.evaluation.summary import write_summary
-    from harness.records import EpisodeSpec
-    from harness.runner import EpisodeRunner, RunnerConfig
+    from harness.runner import RunnerConfig
 
     agent_text = agent_spec(model_dir, spec, prompt)
-    specs = [EpisodeSpec(task_id=task, seed=spec.seed + i, index=i)
-             for task in task_ids(spec.tasks) for i in range(spec.episodes)]
-    runner = EpisodeRunner(make_agent(agent_text), RunnerConfig(
-        concurrency=spec.concurrency, max_steps=spec.max_steps, screenshot_max_side=480),
-        out_dir=out)
-    records = asyncio.run(runner.run(specs))
+    passes = evaluation_passes(
+        make_agent(agent_text), task_ids(spec.tasks),
+        RunnerConfig(concurrency=spec.concurrency, max_steps=spec.max_steps, screenshot_max_side=480),
+        episodes=spec.episodes, seed=spec.seed, samples=spec.samples,
+        temperature=spec.sample_temperature)
+    records = run_passes(passes, out)
     summary = write_summary(out / "summary.json", records)
     write_report(out / "report.html", summary, records, title=f"{title} · {agent_text}")
     return {**summary, "agent": agent_text, "command": eval_command(agent_text, spec, out)}

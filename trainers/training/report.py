@@ -14,9 +14,14 @@ from typing import Any
 
 import yaml
 
+from harness.evaluation.stats import format_rate
+
 #: the training metrics drawn, in this order, where the run logged them
 CURVES = ("loss", "mean_token_accuracy", "rewards/accuracies", "rewards/margins", "learning_rate",
           "grad_norm")
+#: the dense held-out metric's curves (trainers.training.heldout), with their titles
+HELDOUT_CURVES = (("heldout_exact_match", "held-out next-action exact match"),
+                  ("heldout_token_accuracy", "held-out token accuracy"), ("heldout_nll", "held-out NLL"))
 WIDTH, HEIGHT, PAD = 420, 180, 34
 
 
@@ -87,16 +92,46 @@ def bar_chart(evals: dict[str, dict[str, Any]]) -> str:
             f'class="a">100%</text>{"".join(bars)}</svg>')
 
 
+def _success(evaluation: dict[str, Any]) -> str:
+    """The success rate with its Wilson interval (runs logged before intervals: the rate)."""
+    if "success_ci" not in evaluation:
+        return f'{evaluation["success_rate"]:.1%}'
+    return format_rate(evaluation["success_rate"], evaluation["success_ci"])
+
+
+def _sampled(evaluation: dict[str, Any]) -> str:
+    """The sampled episodes' success with its interval and temperature (eval.samples)."""
+    sampled = evaluation.get("sampled")
+    if not sampled:
+        return "-"
+    temperatures = ", ".join(f"{t:g}" for t in sampled["temperatures"])
+    return f'{_success(sampled)} of {sampled["episodes"]} at T={temperatures}'
+
+
+def _heldout_section(records: Sequence[dict[str, Any]]) -> str:
+    """Curves of the dense held-out metric (``heldout`` lines), where the run measured it."""
+    lines = sorted((r for r in records if r.get("event") == "heldout"), key=lambda r: r["step"])
+    if not lines:
+        return ""
+    charts = "".join(line_chart(title, [(r["step"], r[name]) for r in lines])
+                     for name, title in HELDOUT_CURVES)
+    last = lines[-1]
+    return (f"<h2>Held-out states: the oracle's next step</h2><div>{charts}</div>"
+            f"<p>{last['heldout_states']} held-out states; at step {last['step']}: exact match "
+            f"{last['heldout_exact_match']:.1%}, token accuracy {last['heldout_token_accuracy']:.1%} "
+            "(teacher-forced, docs/training.md)</p>")
+
+
 def _eval_section(evals: dict[str, dict[str, Any]]) -> str:
     if not evals:
         return "<p>No evaluation was configured (eval: in the config).</p>"
     rows = "".join(
-        f'<tr><td>{phase}</td><td>{e["episodes"]}</td><td>{e["success_rate"]:.1%}</td>'
+        f'<tr><td>{phase}</td><td>{e["episodes"]}</td><td>{_success(e)}</td><td>{_sampled(e)}</td>'
         f'<td>{e["progress"]:.3f}</td><td>{e.get("seconds", 0):.0f} s</td>'
         f'<td><a href="eval/{phase}/report.html">episodes</a></td>'
         f'<td><code>{html.escape(e["command"])}</code></td></tr>'
         for phase, e in evals.items())
-    return (f'{bar_chart(evals)}<table><tr><th>model</th><th>episodes</th><th>success</th>'
+    return (f'{bar_chart(evals)}<table><tr><th>model</th><th>episodes</th><th>success [95% CI]</th><th>sampled</th>'
             f'<th>progress</th><th>time</th><th>report</th><th>reproduce</th></tr>{rows}</table>')
 
 
@@ -121,7 +156,7 @@ code{{font-size:.75rem}}svg{{margin:.3rem}}.f{{fill:#fafafa;stroke:#ddd}}
 .l{{fill:none;stroke:#2f7ed8;stroke-width:2}}.t{{font-size:13px;font-weight:600}}.a{{font-size:11px;fill:#555}}
 </style></head><body><h1>cua train {kind} · {html.escape(str(config.out))}</h1>{totals}
 <h2>Evaluation before and after training</h2>{_eval_section(evals)}
-<h2>Training curves</h2><div>{charts or '<p>No training step was logged.</p>'}</div>
+{_heldout_section(records)}<h2>Training curves</h2><div>{charts or '<p>No training step was logged.</p>'}</div>
 <details><summary>Config</summary><pre>{html.escape(config_text)}</pre></details></body></html>"""
 
 

@@ -131,8 +131,16 @@ class Run:
             bf16=policy.dtype == torch.bfloat16, use_cpu=policy.device.type == "cpu",
             **checkpointing, **extra, **loop.trl)
 
-    def callbacks(self) -> list[Any]:
-        return [make_callback(self.metrics)]
+    def callbacks(self, policy: Policy) -> list[Any]:
+        """The metrics callback and, with ``heldout``, the dense held-out metric's."""
+        callbacks = [make_callback(self.metrics)]
+        if self.config.heldout is not None:
+            from trainers.training.heldout import HeldoutProbe, heldout_callback
+
+            probe = HeldoutProbe.load(self.config.heldout, self.config.data.prompt,
+                                      self.out / "data" / "heldout")
+            callbacks.append(heldout_callback(probe, policy, self.metrics))
+        return callbacks
 
     # ---- running -------------------------------------------------------------------------
     def evaluate(self, phase: str, model_dir: Path, *, with_prompt: bool) -> None:
@@ -149,7 +157,8 @@ class Run:
                            prompt=self.config.data.prompt if with_prompt else None,
                            title=f"cua train {self.kind} · {phase}")
         self.metrics.write("eval", phase=phase, **{k: summary[k] for k in (
-            "episodes", "success_rate", "progress", "mean_reward", "steps", "agent", "command")},
+            "episodes", "success_rate", "success_ci", "progress", "mean_reward", "steps", "agent",
+            "command")}, sampled=_without_tasks(summary["sampled"]),
             seconds=round(time.perf_counter() - started, 2))
 
     def train(self, trainer: Any, rows: int) -> None:
@@ -172,6 +181,11 @@ class Run:
         write_agent_file(self.model_dir, self.config.data.prompt)
         self.evaluate("after", self.model_dir, with_prompt=False)
         return write_report(self.out, self.config, self.kind, self.metrics.read())
+
+
+def _without_tasks(figures: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A summary's figures without their per-task breakdown (summary.json keeps that)."""
+    return None if figures is None else {k: v for k, v in figures.items() if k != "per_task"}
 
 
 def _load_full_checkpoint(trainer: Any) -> Any:

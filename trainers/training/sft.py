@@ -30,6 +30,6 @@ def train_sft(config: SFTConfig, *, callbacks: tuple[Any, ...] = ()) -> Path:
     trainer = SFTTrainer(
         model=policy.model, args=run.trainer_args(TRLConfig, policy, dataset_kwargs={"skip_prepare_dataset": True}),
         train_dataset=as_dataset(examples), data_collator=SFTCollator(policy),
-        processing_class=policy.processor, callbacks=[*run.callbacks(), *callbacks])
+        processing_class=policy.processor, callbacks=[*run.callbacks(policy), *callbacks])
     run.train(trainer, rows=len(examples))
     return run.finish(policy)
