@@ -20,7 +20,7 @@ import asyncio
 from typing import Any
 
 from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
-from sandboxes.chromium_policy import locked_down
+from sandboxes.chromium_policy import locked_down, policy_root
 from sandboxes.desktop import DesktopSandbox
 from sandboxes.errors import SandboxEvaluationError, SandboxStartError
 from sandboxes.origins import origin_of
@@ -82,6 +82,7 @@ class DesktopChromium:
         await context.route("**/*", lambda route: _confine(route, allowed))
         await context.route_web_socket(lambda ws_url: _ws_origin(ws_url) not in allowed, _refuse_socket)
         page = await _first_page(context, allowed, timeout_s)
+        await _require_policy(context, argv[0], timeout_s)
         await page.wait_for_load_state("load", timeout=timeout_s * 1000)
         await sandbox.wait_for_window(lambda w: "chromium" in w.title.lower() or bool(w.title), "Chromium")
         return cls(sandbox, playwright, browser, page)
@@ -138,6 +139,25 @@ async def _first_page(context: Any, allowed: set[str], timeout_s: float) -> Any:
                                     f"{[p.url for p in context.pages]}")
         await asyncio.sleep(0.01)
     return pages[0]
+
+
+async def _require_policy(context: Any, chromium: str, timeout_s: float) -> None:
+    """Fail closed unless the managed policy is in force: a ``data:`` URL must be refused in a
+    tab opened and closed for the check (a Chromium build that reads its policies elsewhere
+    would run unlocked, and MiniWoB's reward would be forgeable)."""
+    probe = await context.new_page()
+    try:
+        await probe.goto("data:text/html,policy-probe", timeout=timeout_s * 1000)
+        outcome = "the page loaded"
+    except Exception as exc:
+        if "ERR_BLOCKED_BY_ADMINISTRATOR" in str(exc):
+            return
+        outcome = str(exc)
+    finally:
+        await probe.close()
+    raise SandboxStartError(
+        f"expected Chromium's managed policy to refuse a data: URL, got {outcome}; {chromium} does not "
+        f"read its policies from {policy_root(chromium)}/policies/managed: use Debian's Chromium or Chrome")
 
 
 def _ws_origin(url: str) -> str | None:

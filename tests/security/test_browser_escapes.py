@@ -12,7 +12,9 @@ import json
 import os
 import urllib.request
 from collections.abc import AsyncIterator
+from pathlib import Path
 
+import pytest
 import pytest_asyncio
 
 from harness.actions import Action, Done, Key, TypeText
@@ -125,3 +127,36 @@ async def test_leaving_the_site_is_a_scored_agent_error_and_fires_no_event(envs,
                 assert errors[enter] is not None and "left the site" in errors[enter], errors
         else:  # the headless browser has no address bar: the keys and text go to the page
             assert errors == [None] * len(script)
+
+
+async def test_a_miniwob_page_reloaded_or_left_ends_its_episode_unrewarded_and_scored(envs) -> None:
+    """A reload would restart MiniWoB on a new problem (a reroll), a blocked address leaves
+    the page: either ends the episode at once with reward 0, as the agent's error."""
+    for script, why in (([Key(keys=("f5",)), Done()], "reloaded"),
+                        ([*address_bar("chrome://version"), Done()], "chrome-error://")):
+        episode, _ = await play(envs, "desktop:chromium-miniwob-click-button", script)
+        last = episode.transitions[-1]
+        assert last.agent_step.action != Done() and last.terminated, why  # ended by the task
+        assert episode.total_reward == 0.0 and not episode.success, why
+        assert last.after.last_action_error is not None and why in last.after.last_action_error
+
+
+async def test_a_windowed_chromium_that_would_run_unlocked_is_refused(envs, monkeypatch) -> None:
+    """A Chromium that reads its policies from elsewhere (here: launched without the private
+    policy directory) would let the agent forge MiniWoB's reward: the launch fails closed.
+    So does a machine without bwrap."""
+    import sandboxes.chromium_policy as chromium_policy
+    import sandboxes.desktop_chromium as desktop_chromium
+    from sandboxes.errors import SandboxStartError
+
+    with monkeypatch.context() as patch:
+        patch.setattr(desktop_chromium, "locked_down", lambda argv, origins, private_dir: argv)
+        env = await envs.open("desktop:chromium-miniwob-click-button", EnvOptions())
+        try:
+            with pytest.raises(SandboxStartError, match="expected Chromium's managed policy to refuse a data: URL"):
+                await env.reset(seed=0)
+        finally:
+            await envs.discard(env)
+    monkeypatch.setattr(chromium_policy.shutil, "which", lambda name: None)
+    with pytest.raises(SandboxStartError, match="expected bubblewrap"):
+        chromium_policy.locked_down(["/usr/bin/chromium"], ["http://127.0.0.1:1"], Path("/nonexistent"))
