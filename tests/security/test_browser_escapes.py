@@ -62,9 +62,16 @@ def address_bar(text: str) -> list[Action]:
     return [Key(keys=("ctrl", "l")), TypeText(text=text), Key(keys=("enter",))]
 
 
-async def play(envs: LocalEnvs, task: str, script: list[Action]) -> tuple[Episode, dict[str, object]]:
+#: A WebSocket opened by the page's own script; says how it ended.
+SOCKET_JS = ("new Promise(done => {{ const ws = new WebSocket('ws://127.0.0.1:{port}/');"
+             " ws.onopen = () => done('open'); ws.onclose = e => done('closed ' + e.code); }})")
+
+
+async def play(envs: LocalEnvs, task: str, script: list[Action],
+               socket_port: int | None = None) -> tuple[Episode, dict[str, object]]:
     """Run ``script`` to its Done (no step limit before it); return the episode and what the
-    harness sees outside the page at its end: window titles, debugging targets, site events."""
+    harness sees outside the page at its end: window titles, debugging targets, site events,
+    and (``socket_port``) how a WebSocket the page's own script opens to that port ended."""
     env = await envs.open(task, EnvOptions(max_steps=len(script)))
     try:
         episode = await rollout(env, ScriptedAgent(script), seed=0)  # an infra error raises here
@@ -76,6 +83,8 @@ async def play(envs: LocalEnvs, task: str, script: list[Action]) -> tuple[Episod
             port = (profile / "DevToolsActivePort").read_text().split("\n", 1)[0]
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5) as answer:
                 seen["targets"] = [t["url"] for t in json.loads(answer.read())]
+            if socket_port is not None:
+                seen["socket"] = await chromium.evaluate(SOCKET_JS.format(port=socket_port))
         sites, sid = getattr(env.task, "_sites", None), getattr(env.task, "session_id", None)
         if sites is not None and sid is not None:
             seen["events"] = len(await sites.events(sid))
@@ -91,7 +100,7 @@ async def test_the_address_bar_neither_forges_a_miniwob_reward_nor_opens_devtool
               *address_bar(FORGE), Key(keys=("f12",)), Key(keys=("ctrl", "shift", "i")),
               Key(keys=("ctrl", "shift", "n")), Done()]
     for task in ("desktop:chromium-miniwob-click-button", "miniwob:click-button"):
-        episode, seen = await play(envs, task, script)
+        episode, seen = await play(envs, task, script, socket_port=port)
         assert [t.agent_step.action for t in episode.transitions] == script, task  # ran to the end, scored
         assert not episode.success and episode.total_reward == 0.0, task
         assert all(t.after.last_action_error is None for t in episode.transitions), task  # nothing left
@@ -99,6 +108,8 @@ async def test_the_address_bar_neither_forges_a_miniwob_reward_nor_opens_devtool
         if task.startswith("desktop:"):
             assert len(seen["windows"]) == 1, seen  # no incognito window, no undocked DevTools
             assert not [u for u in seen["targets"] if u.startswith("devtools://")], seen
+            # even the page's own script cannot open a socket off its origin (routes miss sockets)
+            assert seen["socket"] == "closed 1008" and peers == [], seen
             # the policy is the windowed browser's own: the host's policy directory is unchanged
             assert _listing("/etc/chromium") == host_policies
 
