@@ -158,12 +158,12 @@ class TkFSMTask(_DesktopFSMTask):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
-            state = self._app_state()
-            if state is not None and state["seq"] == seq and state.get("viewable"):
-                return
             if self._app is not None and self._app.poll() == 0:  # its window was closed: the agent's doing
                 raise PageLeft(f"the Tk app of {self.id} was closed (its window); the session can no "
                                "longer be shown")
+            state = self._app_state()  # the app's last word, which outlives it
+            if state is not None and state["seq"] == seq and state.get("viewable"):
+                return
             if self._app is not None and self._app.poll() is not None:
                 raise TaskError(f"expected the Tk app of {self.id} to show event seq {seq}, got its exit "
                                 f"(code {self._app.returncode}); its output: {self._app_output()!r}")

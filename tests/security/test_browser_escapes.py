@@ -70,21 +70,21 @@ SOCKET_JS = ("new Promise(done => {{ const ws = new WebSocket('ws://127.0.0.1:{p
 async def play(envs: LocalEnvs, task: str, script: list[Action],
                socket_port: int | None = None) -> tuple[Episode, dict[str, object]]:
     """Run ``script`` to its Done (no step limit before it); return the episode and what the
-    harness sees outside the page at its end: window titles, debugging targets, site events,
-    and (``socket_port``) how a WebSocket the page's own script opens to that port ended."""
+    harness sees outside the page at its end: the site's events; with ``socket_port``, also
+    the windowed browser's window titles, its debugging targets, and how a WebSocket that
+    the page's own script opens to that port ended."""
     env = await envs.open(task, EnvOptions(max_steps=len(script)))
     try:
         episode = await rollout(env, ScriptedAgent(script), seed=0)  # an infra error raises here
         seen: dict[str, object] = {}
         chromium = getattr(env.task, "_chromium", None)
-        if chromium is not None:
+        if chromium is not None and socket_port is not None:
             seen["windows"] = [w.title for w in await env.sandbox.windows()]
             profile = env.sandbox.home / ".config" / "chromium"
             port = (profile / "DevToolsActivePort").read_text().split("\n", 1)[0]
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5) as answer:
                 seen["targets"] = [t["url"] for t in json.loads(answer.read())]
-            if socket_port is not None:
-                seen["socket"] = await chromium.evaluate(SOCKET_JS.format(port=socket_port))
+            seen["socket"] = await chromium.evaluate(SOCKET_JS.format(port=socket_port))
         sites, sid = getattr(env.task, "_sites", None), getattr(env.task, "session_id", None)
         if sites is not None and sid is not None:
             seen["events"] = len(await sites.events(sid))
@@ -140,16 +140,17 @@ async def test_leaving_the_site_is_a_scored_agent_error_and_fires_no_event(envs,
             assert errors == [None] * len(script)
 
 
-async def test_a_miniwob_page_reloaded_or_left_ends_its_episode_unrewarded_and_scored(envs) -> None:
+async def test_a_miniwob_page_reloaded_left_or_closed_ends_its_episode_unrewarded_and_scored(envs) -> None:
     """A reload would restart MiniWoB on a new problem (a reroll), a blocked address leaves
-    the page: either ends the episode at once with reward 0, as the agent's error."""
+    the page, ctrl+shift+W closes the window: each ends the episode, at the first step that
+    sees it, with reward 0 and the agent's error."""
     for script, why in (([Key(keys=("f5",)), Done()], "reloaded"),
-                        ([*address_bar("chrome://version"), Done()], "chrome-error://")):
+                        ([*address_bar("chrome://version"), Done()], "chrome-error://"),
+                        ([Key(keys=("ctrl", "shift", "w")), Done()], "closed")):
         episode, _ = await play(envs, "desktop:chromium-miniwob-click-button", script)
-        last = episode.transitions[-1]
-        assert last.agent_step.action != Done() and last.terminated, why  # ended by the task
         assert episode.total_reward == 0.0 and not episode.success, why
-        assert last.after.last_action_error is not None and why in last.after.last_action_error
+        seen = [t for t in episode.transitions if why in (t.after.last_action_error or "")]
+        assert seen and seen[0] is episode.transitions[-1] and seen[0].terminated, why
 
 
 async def test_a_windowed_chromium_that_would_run_unlocked_is_refused(envs, monkeypatch) -> None:
