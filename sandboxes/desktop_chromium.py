@@ -17,6 +17,8 @@ see) can only be opened by the site's own script, to an allowed origin.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+from pathlib import Path
 from typing import Any
 
 from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
@@ -70,8 +72,9 @@ class DesktopChromium:
                 "--window-position=0,0", f"--window-size={width},{height}", "--password-store=basic",
                 "--no-default-browser-check", "--test-type", "--disable-features=Translate,MediaRouter",
                 f"--app={url}" if app_mode else url]
-        sandbox.launch(locked_down(argv, allowed, sandbox.state_dir / "chromium-etc"))
-        port = await _debugging_port(profile / "DevToolsActivePort", timeout_s)
+        log = sandbox.state_dir / "chromium.log"
+        proc = sandbox.launch(locked_down(argv, allowed, sandbox.state_dir / "chromium-etc"), log=log)
+        port = await _debugging_port(profile / "DevToolsActivePort", timeout_s, proc, log)
         playwright = await async_playwright().start()
         sandbox.add_cleanup(playwright.stop)
         try:
@@ -113,7 +116,7 @@ class DesktopChromium:
         return int(sx + border), int(sy + oh - ih - border)
 
 
-async def _debugging_port(path: Any, timeout_s: float) -> int:
+async def _debugging_port(path: Path, timeout_s: float, proc: subprocess.Popen[bytes], log: Path) -> int:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while True:
@@ -123,6 +126,10 @@ async def _debugging_port(path: Any, timeout_s: float) -> int:
                 return int(first)
         except OSError:
             pass
+        if proc.poll() is not None:  # bwrap refused (no user namespaces?), or Chromium died
+            output = log.read_text(encoding="utf-8", errors="replace")[-1500:] if log.exists() else ""
+            raise SandboxStartError(f"expected Chromium to start under bwrap, got its exit (code "
+                                    f"{proc.returncode}); its output: {output!r}")
         if loop.time() > deadline:
             raise SandboxStartError(f"expected Chromium to write {path} within {timeout_s}s, got nothing; "
                                     "check that Chromium starts on this display")
