@@ -5,9 +5,9 @@ face (``GymEnv``, a ``gymnasium.Env`` on a private event loop in a thread, and
 ``make_env("miniwob:click-button")``, which builds one with its own provider).
 
 Two error channels (see docs/evaluation.md): the agent's mistakes (text no codec can
-parse, a click outside the screenshot, an action the page refuses) come back as
-``Observation.last_action_error`` and the step still counts; infrastructure failures
-(``InfrastructureError``: ``SandboxError``, ``TaskError``, ``EpisodeTimeout``) raise.
+parse, a click outside the screenshot, an action the page refuses, a page the agent left
+or broke) come back as ``Observation.last_action_error`` and the step still counts;
+infrastructure failures (``InfrastructureError``: ``SandboxError``, ``TaskError``, ``EpisodeTimeout``) raise.
 
 The reward of a step is the task's judgement under the env's reward mode
 (``harness.rewards``: outcome, step or progress).
@@ -222,7 +222,8 @@ class AsyncEnv:
             self._act_and_judge(parsed, error), self.step_timeout_s + allowance, "step"
         )
         self._steps += 1
-        error = error if error is not None else agent_error
+        # the first of: the agent's text, its action, what its action broke (``PageLeft``)
+        error = next((e for e in (error, agent_error, validation.action_error) if e is not None), None)
         terminated = validation.done or isinstance(parsed, Done)
         truncated = not terminated and self._steps >= self.max_steps
         self._ended = terminated or truncated

@@ -7,6 +7,9 @@
     │   ├── UnknownTaskError
     │   └── UnknownAgentError
     ├── TaskError               a task could not be set up or validated (infrastructure)
+    │   └── PageLeft            the agent's actions took the task's page away (navigated off
+    │                           the site, to a blocked URL, closed the window): ``validate``
+    │                           makes it the step's ``last_action_error``, never infrastructure
     ├── EpisodeTimeout          a step or an episode ran past its time limit (infrastructure)
     ├── EnvHostLost             the process hosting envs (a Ray actor) died; a shared crash,
     │                           also a SandboxCrashed: the runner retries its episodes
@@ -39,6 +42,14 @@ class ActionParseError(HarnessError, ValueError):
 
 class TaskError(HarnessError, InfrastructureError):
     """A task failed to set up, validate or tear down for infrastructure reasons."""
+
+
+class PageLeft(TaskError):
+    """The surface the task reads is gone by the agent's doing: its page navigated off the
+    site (a blocked, ``chrome:``, ``data:`` or ``file:`` URL), shows a page the agent broke,
+    or its window was closed. A task's ``validate`` catches it and judges the step as
+    defined, with the message as the step's ``last_action_error`` (the agent's mistake, so
+    scored). Raised where no action came first (setup, jump) it stays a ``TaskError``."""
 
 
 class UnknownNameError(HarnessError, ConfigError, KeyError):
@@ -86,6 +97,6 @@ class RestoreMismatch(StoreError):
 
 __all__ = [
     "ActionParseError", "ConfigError", "EnvHostLost", "EpisodeTimeout", "HarnessError", "InfrastructureError",
-    "RestoreMismatch", "StoreError", "TaskError", "UnknownAgentError", "UnknownNameError",
+    "PageLeft", "RestoreMismatch", "StoreError", "TaskError", "UnknownAgentError", "UnknownNameError",
     "UnknownTaskError", "did_you_mean",
 ]

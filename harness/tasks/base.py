@@ -56,6 +56,9 @@ class Validation(BaseModel):
     success: bool = Field(default=False, description="the goal was reached")
     message: str = Field(default="", description="a human-readable reason")
     verdict: StepVerdict | None = Field(default=None, description="FSM step verdict, if any")
+    action_error: str | None = Field(
+        default=None, description="what the agent's action broke (it left the task's page): the step's "
+        "last_action_error, scored like any step (``harness.errors.PageLeft``)")
 
 
 class Task(ABC):

@@ -12,7 +12,8 @@ goal and the oracle's shortest path are the site server's, exactly as for the br
   oracle locates widgets by the boxes that file lists.
 
 ``ChromiumMiniWoBTask`` runs a MiniWoB++ page in the Chromium window, rewarded by the
-page's own globals.
+page's own globals: the window's managed policy keeps the agent from running script there
+(``sandboxes.chromium_policy``), and a reload or navigation ends the episode unrewarded.
 """
 
 from __future__ import annotations
@@ -27,21 +28,24 @@ from typing import TYPE_CHECKING, Any
 from fsm_sites.client import SessionView, SiteClient
 from fsm_sites.engine import Edge
 from harness.actions import Action, Click, Drag, Key, Move, TypeText, Wait
-from harness.errors import TaskError
+from harness.errors import PageLeft, TaskError
 from harness.tasks.base import Task, TaskSetup, Validation, require_desktop
 from harness.tasks.fsm import FSMTask, _library_tasks, step_budget
 from harness.tasks.fsm_oracle import next_action, probe_expression
 from harness.tasks.fsm_settle import site_call
-from harness.tasks.miniwob import _ORACLE_TARGETS, _STATE_JS, MiniWoBTask
+from harness.tasks.miniwob import _ORACLE_TARGETS, _STATE_JS, MiniWoBTask, left_page
 from sandboxes.actions import POINTER_ACTIONS
 from sandboxes.base import Sandbox, SandboxRequest
 from sandboxes.desktop import DesktopSandbox
 from sandboxes.desktop_chromium import DesktopChromium
+from sandboxes.errors import SandboxEvaluationError
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
 
 _SHOWN_TIMEOUT_S = 10.0
+#: How long a MiniWoB read that failed waits for the browser to report the page gone.
+_LEFT_WAIT_S = 1.0
 #: Where this process's fsm_sites lies: the Tk app runs the same code (not whichever copy
 #: the interpreter would find first, e.g. another checkout's editable install).
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -154,7 +158,10 @@ class TkFSMTask(_DesktopFSMTask):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
-            state = self._app_state()
+            if self._app is not None and self._app.poll() == 0:  # its window was closed: the agent's doing
+                raise PageLeft(f"the Tk app of {self.id} was closed (its window); the session can no "
+                               "longer be shown")
+            state = self._app_state()  # the app's last word, which outlives it
             if state is not None and state["seq"] == seq and state.get("viewable"):
                 return
             if self._app is not None and self._app.poll() is not None:
@@ -266,6 +273,7 @@ class ChromiumMiniWoBTask(Task):
         self.page_task = MiniWoBTask(name)
         self.id = f"desktop:chromium-miniwob-{name}"
         self._chromium: DesktopChromium | None = None
+        self._documents = 0  # the tab's document count once the episode started
 
     @property
     def has_oracle(self) -> bool:
@@ -277,17 +285,32 @@ class ChromiumMiniWoBTask(Task):
         url = f"{await resources.miniwob_url()}miniwob/{self.page_task.name}.html"
         self._chromium = await DesktopChromium.launch(desktop, url)
         instruction = await self.page_task.start_episode(self._chromium, seed=seed)
+        self._documents = self._chromium.documents
         await desktop.settle()
         return TaskSetup(instruction=instruction, start_url=url, max_steps=10)
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
-        state = await self._require().evaluate(_STATE_JS)
-        if not isinstance(state, dict):
-            raise TaskError(f"expected the WOB_* globals as an object, got {state!r}")
-        done = bool(state["done"])
-        raw = float(state["raw"]) if done else 0.0
-        return Validation(reward=raw, raw_reward=raw, done=done, success=done and raw > 0,
-                          message=state.get("reason") or "")
+        chromium = self._require()
+        try:
+            state = None if self._left(chromium) else await chromium.evaluate(_STATE_JS)
+        except SandboxEvaluationError:
+            # the page went away under the read: wait for the browser's word on it
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + _LEFT_WAIT_S
+            while not self._left(chromium) and loop.time() < deadline:
+                await asyncio.sleep(0.01)
+            if not self._left(chromium):
+                raise
+            state = None
+        if state is None:
+            return left_page("the task's page was closed" if chromium.closed
+                             else f"the page was reloaded or left for {chromium.url}")
+        return self.page_task.judge(state)
+
+    def _left(self, chromium: DesktopChromium) -> bool:
+        """Whether the episode's document is gone (reloaded, navigated, closed): the
+        browser's events say so, not the page."""
+        return chromium.closed or chromium.documents != self._documents
 
     async def cheat(self, sandbox: Sandbox) -> Action | None:
         target = _ORACLE_TARGETS.get(self.page_task.name)

@@ -36,7 +36,7 @@ from fsm_sites.spec import SiteSpec
 from fsm_sites.state import State
 from fsm_sites.verdict import StepVerdict
 from harness.actions import Action, Done
-from harness.errors import TaskError
+from harness.errors import PageLeft, TaskError
 from harness.tasks.base import PageReader, Task, TaskSetup, Validation, require_browser
 from harness.tasks.fsm_oracle import next_action, probe_expression
 from harness.tasks.fsm_settle import prepare_page, settle, site_call
@@ -131,7 +131,11 @@ class FSMTask(Task):
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
         sites, sid = self._require()
-        await self._shown(sandbox, sites, sid)
+        left = None
+        try:
+            await self._shown(sandbox, sites, sid)
+        except PageLeft as exc:  # the agent's doing: judged as a step that fired no event
+            left = str(exc)
         records = await site_call(sites.events(sid, since=self._cursor))
         self.step_events.append(len(records))
         if records:
@@ -145,7 +149,7 @@ class FSMTask(Task):
                    else f"{verdict.distance_after} step(s) from the goal")
         raw = 1.0 if success else 0.0
         return Validation(reward=raw, raw_reward=raw, done=success or dead_end, success=success,
-                          message=message, verdict=verdict)
+                          message=message, verdict=verdict, action_error=left)
 
     async def cheat(self, sandbox: Sandbox) -> Action | None:
         sites, sid = self._require()

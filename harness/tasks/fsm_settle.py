@@ -22,9 +22,10 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from fsm_sites.client import LocalSiteClient, SiteClient, SiteUnavailable
-from harness.errors import TaskError
+from harness.errors import PageLeft, TaskError
 from harness.tasks.base import PageReader
 from sandboxes.errors import SandboxEvaluationError
+from sandboxes.origins import origin_of
 
 SETTLE_TIMEOUT_S = 5.0
 # What the harness reads of the page (site.js's window.__fsm): `swapped` says the page shows
@@ -42,6 +43,8 @@ _FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(()
 # What the page shows now, without waiting: read by the action's own last round trip
 # (``read_after_actions``), so a step whose page needs no waiting costs no extra trip.
 _NOW = f"(() => {{ const f = window.__fsm; if (!f) return null; return {_FIELDS}; }})()"
+# Whether the document is one of the site's pages (site.js sets window.__fsm as it runs).
+_BARE = "({ready: document.readyState, fsm: Boolean(window.__fsm)})"
 # While a prefetched page waits for the server to take its event, how often (in polls of
 # the server, 1 ms apart) it also asks the page whether its answer came meanwhile (a refused
 # event, an error): then the settle falls back to the page's own answer.
@@ -81,9 +84,13 @@ async def settle(browser: PageReader, sites: SiteClient, sid: str, *, task_id: s
             _report_address(browser, _with_marker(status["address"], str(status["speculating"]["seq"])))
             return
         status = None  # an event or a swap in flight: wait for it below
+    last: object = None
     while time.monotonic() < deadline:
         if status is None:
             status = await _read(browser, _STATUS)
+        if status is None:
+            await _require_site_page(browser, sites)
+        last = status if status is not None else last
         if isinstance(status, dict) and status["outbox"]:
             status = await hand_back(browser, sites, status["outbox"])
             continue
@@ -112,8 +119,31 @@ async def settle(browser: PageReader, sites: SiteClient, sid: str, *, task_id: s
                 return
         status = None
         await asyncio.sleep(0.02)
+    await _require_site_page(browser, sites)
+    if isinstance(last, dict) and not last["pending"] and last["ready"] == "complete":
+        # A loaded, idle page of the site that shows another step's address: the agent went
+        # back or forward in the history, or typed an old address. Its next event shows the
+        # session's page again.
+        raise PageLeft(f"the page shows {last['address']}, an earlier step of the session (went back "
+                       "in the history?); the site's state is the session's, act on the page to go on")
     raise TaskError(f"expected the page of {task_id} to show the new state within "
                     f"{SETTLE_TIMEOUT_S}s, got a page still loading at {browser.url}")
+
+
+async def _require_site_page(browser: PageReader, sites: SiteClient) -> None:
+    """Raise ``PageLeft`` when the page is not one of the site's any more: closed, off the
+    site's origin (a blocked or failed navigation shows ``chrome-error://``), or a loaded
+    document without site.js (one the agent broke). Only the agent's actions do that."""
+    site = sites.site_url
+    if getattr(browser, "closed", False):
+        raise PageLeft(f"the task's page was closed (its tab or window); the site was at {site}")
+    url = browser.url
+    if origin_of(url) != origin_of(site):
+        raise PageLeft(f"the page left the site for {url} (a blocked, failed or outside address); "
+                       f"only {site} is reachable: go back (alt+Left) or open it again")
+    bare = await _read(browser, _BARE)
+    if isinstance(bare, dict) and bare["ready"] == "complete" and not bare["fsm"]:
+        raise PageLeft(f"the page at {url} is not one of the site's pages; go back (alt+Left)")
 
 
 async def _confirmed(browser: PageReader, status: dict[str, Any], sites: SiteClient, sid: str) -> bool:

@@ -6,6 +6,14 @@ it: ``Math.seedrandom(seed)``, ``core.setDataMode(mode)``, ``core.startEpisodeRe
 the reward is read from the page's own globals (``WOB_REWARD_GLOBAL`` is time-discounted,
 ``WOB_RAW_REWARD_GLOBAL`` is not) and the instruction from ``core.getUtterance()``.
 
+Reward integrity: the page's globals are only as honest as the script that can write them,
+so MiniWoB runs only where the agent cannot run script of its own in the page. The headless
+browser has no address bar, DevTools or bookmarks, and typed text never reaches a script;
+the windowed Chromium of the ``desktop`` suite runs under a managed policy that refuses
+``javascript:`` URLs and DevTools (``sandboxes.chromium_policy``) and will not start
+without it. An agent that reloads the page or navigates away (which would restart MiniWoB
+on a new problem) ends its episode unrewarded, with that as its ``last_action_error``.
+
 Viewport: 160x210 CSS pixels, exactly MiniWoB's task area (``#wrap``), which already holds
 the instruction (the yellow ``#query`` box) at its top. The ``miniwob`` package opens a
 500x320 window and crops the screenshot to that same 160x210 box; sizing the viewport to it
@@ -119,6 +127,7 @@ class MiniWoBTask(Task):
         self.name = name
         self.id = f"miniwob:{name}"
         self.config = config or MiniWoBConfig()
+        self._start_url: str | None = None
 
     @property
     def has_oracle(self) -> bool:
@@ -130,6 +139,7 @@ class MiniWoBTask(Task):
         url = f"{await resources.miniwob_url()}miniwob/{self.name}.html"
         await browser.reset(url)  # the start URL's origin is allowed, and no other
         instruction = await self.start_episode(browser, seed=seed)
+        self._start_url = browser.url.partition("#")[0]
         read_after_actions = getattr(browser, "read_after_actions", None)
         if read_after_actions is not None:  # validate's read rides on each action's last trip
             read_after_actions(_STATE_JS)
@@ -163,7 +173,13 @@ class MiniWoBTask(Task):
         return state
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
-        state = await require_browser(sandbox, self.id).evaluate(_STATE_JS)
+        browser = require_browser(sandbox, self.id)
+        if self._start_url is not None and browser.url.partition("#")[0] != self._start_url:
+            return left_page(f"the page left the task for {browser.url}")
+        return self.judge(await browser.evaluate(_STATE_JS))
+
+    def judge(self, state: object) -> Validation:
+        """The step's judgement from the page's WOB_* globals (``_STATE_JS``)."""
         if not isinstance(state, dict):
             raise TaskError(f"expected the WOB_* globals as an object, got {state!r}")
         done = bool(state["done"])
@@ -208,6 +224,14 @@ class MiniWoBTask(Task):
                     f"expected {what} within {self.config.ready_timeout_s}s on {self.id}, "
                     "got a timeout; check the page server and the browser"
                 )
+
+
+def left_page(why: str) -> Validation:
+    """The end of an episode whose page the agent reloaded, left or closed: MiniWoB would
+    start over on a new problem, so the episode ends unrewarded, as the agent's mistake."""
+    message = f"{why}; a MiniWoB episode ends when its page is reloaded, left or closed"
+    return Validation(reward=0.0, raw_reward=0.0, done=True, success=False, message=message,
+                      action_error=message)
 
 
 class MiniWoBSuite:
