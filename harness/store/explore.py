@@ -12,7 +12,8 @@ Each round picks the open node with the highest score
 restores it (jump or replay, see ``restore.py``), samples ``candidates`` first steps
 there (the agent's own step first, with the path's history in its prompt, so a model
 agent branches where it would act; the rest random actions, a draw that repeats an
-existing edge redrawn up to 20 times, then kept), and runs each as a child branch that
+existing edge redrawn up to 20 times, then kept; or, with ``off_path="elements"``, wrong
+element steps: ``off_path.py``), and runs each as a child branch that
 the agent continues until the episode ends, the branch reaches ``max_depth``, or two
 steps in a row fail (an agent error, no transition fired, or a dead end). Any registered
 agent explores (``--agent random|oracle|hf:PATH|...``). Every branch is one rollout
@@ -38,6 +39,7 @@ from harness.errors import InfrastructureError, RestoreMismatch
 from harness.rollout import Episode, RolloutSink, Transition, rollout
 from harness.store.index import TreeIndex
 from harness.store.models import FLAG_RESTORE_MISMATCH, Node, NodeStatus, Tree, action_key
+from harness.store.off_path import wrong_element_step
 from harness.store.restore import RestoreMode, path_history, restore_node
 from harness.store.sink import StoreSink
 from harness.store.store import TrajectoryStore
@@ -77,6 +79,10 @@ class ExploreConfig(BaseModel):
         return agent
     explore: Literal["tree", "independent"] = Field(default="tree", description="restore nodes, or roll out from the root")
     candidates: int = Field(default=3, ge=1, description="actions sampled per expanded node")
+    off_path: Literal["random", "elements"] = Field(
+        default="random", description="the candidates after the agent's own: 'random' pixel "
+        "actions, or 'elements': a click on another listed element or a name the list lacks "
+        "(refused by the env), as an element-mode model errs (harness.store.off_path)")
     max_depth: int = Field(default=12, ge=1, description="deepest node a branch may reach")
     max_failures: int = Field(default=2, ge=1, description="failed steps in a row that end a branch")
     max_infra_retries: int = Field(default=3, ge=1, description="infrastructure failures in a "
@@ -178,7 +184,8 @@ class Explorer:
             return
         status = NodeStatus.UNEXPLORED  # until a branch from it is committed
         try:
-            existing = {action_key(child.action) for child in self.store.children(node.id)}
+            taken = [child.action for child in self.store.children(node.id) if child.action]
+            existing = {action_key(action) for action in taken}
             for i in range(self.config.candidates):
                 if self.spent():
                     break
@@ -186,9 +193,10 @@ class Explorer:
                 if restored is None:
                     return
                 history = path_history(self.store, self.store.path_to(node.id), restored.instruction)
-                first = await self._candidate(restored, history, i, existing)
+                first = await self._candidate(restored, history, i, existing, taken)
                 if first.action is not None:
                     existing.add(action_key(first.action.model_dump()))
+                    taken.append(first.action.model_dump())
                 await self._branch(node, restored, history, first)
                 status = NodeStatus.EXPANDED
         finally:
@@ -208,8 +216,9 @@ class Explorer:
         return restored.observation
 
     async def _candidate(self, obs: Observation, history: list[Turn], index: int,
-                         existing: set[str]) -> AgentStep:
-        """The branch's first step: the agent's own first, then random new edges."""
+                         existing: set[str], taken: list[dict[str, Any]]) -> AgentStep:
+        """The branch's first step: the agent's own first, then off-path ones (random new
+        edges, or wrong element steps)."""
         if index == 0:
             ctx = AgentContext.for_episode(self.env.task_id, self.config.seed, self.rng.randrange(2**31),
                                            env=self.env)
@@ -223,6 +232,10 @@ class Explorer:
             if own is not None and (own.action is None
                                     or action_key(own.action.model_dump()) not in existing):
                 return own
+        if self.config.off_path == "elements":
+            wrong = wrong_element_step(obs, self.rng, taken, self._codec())
+            if wrong is not None:
+                return wrong
         action = self._random.sample(obs.width, obs.height, self.rng)
         for _ in range(20):  # a new edge, if the sampler finds one
             if action_key(action.model_dump()) not in existing:
@@ -241,6 +254,12 @@ class Explorer:
                                 index=self.report.episodes, start=start, history=history)
         self.report.episodes += 1
         self.report.successes += int(episode.success)
+
+    def _codec(self) -> Any:
+        """The codec that decodes the agent's text in this env (the env's, by default)."""
+        from harness.env import resolve_codec
+
+        return resolve_codec(getattr(self.agent, "codec", None) or getattr(self.env, "codec", None))
 
     def _out_of_steps(self) -> bool:
         """Step or time budget spent: ends a branch mid-way (unlike the episode budget, which
