@@ -3,7 +3,8 @@
 For each site (the curated library's, and sites from the generator at many seeds and
 difficulties), one after another, ``concurrency`` at a time:
 
-1. the site's spec (``site.yaml`` for a generated one, so its tasks file resolves it);
+1. the site's spec (``site.yaml`` where it is not a library site, so its tasks file
+   resolves it);
 2. tasks synthesized over every goal kind (named, state, expr: ``fsm_sites.tasks``) and
    kept only where the oracle verifies in a real browser (``cua tasks synth``'s
    ``verify_tasks``): ``tasks.jsonl``;
@@ -12,7 +13,8 @@ difficulties), one after another, ``concurrency`` at a time:
    element, or a name the list lacks, which the env refuses. The oracle continues every
    branch, so the tree holds on-path steps, recovery steps (off the shortest path, or after
    a refused action, whose prompt shows the env's error) and long histories; ``store/``;
-4. the store's SFT export (advancing steps, one prompt builder, verdict columns):
+4. the store's SFT export (the oracle's own steps, typing included; one prompt builder;
+   verdict columns):
    ``sft.parquet``; then ``done.json``, written last.
 
 A site with ``done.json`` is skipped on a rerun; a site folder without it (a crash) is
@@ -172,7 +174,7 @@ async def build_site(source: SiteSource, config: CorpusConfig, provider: Any, re
     folder.mkdir(parents=True)
     started = time.perf_counter()
     spec = source.spec()
-    if source.name is None:
+    if spec.name not in _curated():  # the tasks file finds a spec that is not the library's beside it
         dump_spec(spec, folder / "site.yaml")
     tasks = synthesize_tasks(spec, n=config.tasks, seed=config.seed)
     verdicts = await verify_tasks(tasks, [spec], seed=config.seed, concurrency=1,
@@ -210,7 +212,7 @@ async def _grow_trees(folder: Path, task_ids: list[str], config: CorpusConfig, p
 
 
 def _export(folder: Path, prompt: PromptConfig) -> int:
-    """The site store's SFT export (advancing steps) as ``folder/sft.parquet``; its rows."""
+    """The site store's SFT export (the oracle's own steps) as ``folder/sft.parquet``; its rows."""
     import pyarrow.parquet as pq
 
     from harness.store.export import ExportConfig, export
@@ -218,7 +220,7 @@ def _export(folder: Path, prompt: PromptConfig) -> int:
 
     store = TrajectoryStore(folder / "store")
     try:
-        path = export(store, "sft", folder, ExportConfig(**prompt.model_dump(), steps="advancing"))
+        path = export(store, "sft", folder, ExportConfig(**prompt.model_dump(), steps="agent"))
     finally:
         store.close()
     return pq.read_metadata(path).num_rows

@@ -38,7 +38,14 @@ from harness.agents.scripted import ScriptedAgent
 from harness.errors import InfrastructureError, RestoreMismatch
 from harness.rollout import Episode, RolloutSink, Transition, rollout
 from harness.store.index import TreeIndex
-from harness.store.models import FLAG_RESTORE_MISMATCH, Node, NodeStatus, Tree, action_key
+from harness.store.models import (
+    FLAG_OFF_PATH,
+    FLAG_RESTORE_MISMATCH,
+    Node,
+    NodeStatus,
+    Tree,
+    action_key,
+)
 from harness.store.off_path import wrong_element_step
 from harness.store.restore import RestoreMode, path_history, restore_node
 from harness.store.sink import StoreSink
@@ -193,11 +200,11 @@ class Explorer:
                 if restored is None:
                     return
                 history = path_history(self.store, self.store.path_to(node.id), restored.instruction)
-                first = await self._candidate(restored, history, i, existing, taken)
+                first, own = await self._candidate(restored, history, i, existing, taken)
                 if first.action is not None:
                     existing.add(action_key(first.action.model_dump()))
                     taken.append(first.action.model_dump())
-                await self._branch(node, restored, history, first)
+                await self._branch(node, restored, history, first, off_path=not own)
                 status = NodeStatus.EXPANDED
         finally:
             self.store.release_node(node.id, status)
@@ -216,9 +223,9 @@ class Explorer:
         return restored.observation
 
     async def _candidate(self, obs: Observation, history: list[Turn], index: int,
-                         existing: set[str], taken: list[dict[str, Any]]) -> AgentStep:
+                         existing: set[str], taken: list[dict[str, Any]]) -> tuple[AgentStep, bool]:
         """The branch's first step: the agent's own first, then off-path ones (random new
-        edges, or wrong element steps)."""
+        edges, or wrong element steps); and whether it is the agent's own."""
         if index == 0:
             ctx = AgentContext.for_episode(self.env.task_id, self.config.seed, self.rng.randrange(2**31),
                                            env=self.env)
@@ -231,21 +238,23 @@ class Explorer:
                 own = None
             if own is not None and (own.action is None
                                     or action_key(own.action.model_dump()) not in existing):
-                return own
+                return own, True
         if self.config.off_path == "elements":
             wrong = wrong_element_step(obs, self.rng, taken, self._codec())
             if wrong is not None:
-                return wrong
+                return wrong, False
         action = self._random.sample(obs.width, obs.height, self.rng)
         for _ in range(20):  # a new edge, if the sampler finds one
             if action_key(action.model_dump()) not in existing:
                 break
             action = self._random.sample(obs.width, obs.height, self.rng)
-        return AgentStep(action=action)
+        return AgentStep(action=action), False
 
     async def _branch(self, node: Node | None, start: Observation | None, history: list[Turn],
-                      first: AgentStep | None = None) -> None:
-        """One rollout from ``node`` (restored to ``start``) or from the root (a reset)."""
+                      first: AgentStep | None = None, *, off_path: bool = False) -> None:
+        """One rollout from ``node`` (restored to ``start``) or from the root (a reset); the
+        node its ``first`` step reaches is flagged ``off_path`` when that step was not the
+        agent's own choice."""
         agent: Agent = ScriptedAgent([first], then=self.agent) if first is not None else self.agent
         sink = StoreSink(self.store, env=self.env_key, agent=self.agent.name,
                          from_node=node.id if node is not None else None)
@@ -254,6 +263,10 @@ class Explorer:
                                 index=self.report.episodes, start=start, history=history)
         self.report.episodes += 1
         self.report.successes += int(episode.success)
+        if off_path and node is not None and sink.committed is not None:
+            path = self.store.path_to(sink.committed.leaf_id)
+            if len(path) > node.depth + 1:
+                self.store.add_flag(path[node.depth + 1].id, FLAG_OFF_PATH)
 
     def _codec(self) -> Any:
         """The codec that decodes the agent's text in this env (the env's, by default)."""

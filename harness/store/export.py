@@ -10,7 +10,10 @@ before and after) of the actions it holds, as columns.
 - **SFT**: by default the steps verified to advance toward the goal (a transition fired on
   a shortest path), one row per distinct (node, action, task), from any episode; steps
   without a verdict count when they lie on a successful episode's path. ``steps="all"``
-  keeps every step of every successful path instead (no-ops included). A row is a
+  keeps every step of every successful path instead (no-ops included); ``steps="agent"``
+  every step of a successful path the exploring agent chose itself (the explorer's
+  off-path first steps left out; with the oracle, its preparatory steps such as typing,
+  which fire no transition, included). A row is a
   ``recovery`` step when an earlier step of its path left the shortest paths (the env
   refused it, or its transition led off them: the target leads back toward the goal), and
   ``after_error`` when the step before it was refused (its prompt shows the env's error).
@@ -41,14 +44,14 @@ from pydantic import Field
 from harness.errors import StoreError
 from harness.prompts import PromptBuilder, PromptConfig
 from harness.store.index import TreeIndex
-from harness.store.models import Episode, Node
+from harness.store.models import FLAG_OFF_PATH, Episode, Node
 from harness.store.store import TrajectoryStore
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 ExportFormat = Literal["sft", "dpo", "grpo"]
-StepSelection = Literal["advancing", "all"]  # which steps an SFT export keeps
+StepSelection = Literal["advancing", "all", "agent"]  # which steps an SFT export keeps
 EXPORT_FORMATS: tuple[str, ...] = ("sft", "dpo", "grpo")
 VERDICT_FIELDS = ("transition_fired", "on_shortest_path", "distance_before", "distance_after")
 
@@ -58,7 +61,8 @@ class ExportConfig(PromptConfig):
 
     steps: StepSelection = Field(
         default="advancing", description="SFT rows: 'advancing' (steps verified to advance "
-        "toward the goal) or 'all' (every step of every successful path)")
+        "toward the goal), 'all' (every step of every successful path) or 'agent' (those the "
+        "exploring agent chose, off-path first steps left out)")
     jsonl: bool = Field(default=False, description="JSONL + image files instead of Parquet")
 
 
@@ -117,8 +121,8 @@ def _strayed(node: Node) -> bool:
     """Whether the step into ``node`` left the shortest paths: the env refused it, or its
     transition led off them (a step that fires nothing, such as typing, stays on them)."""
     verdict = node.verdict or {}
-    return node.error is not None or bool(verdict.get("transition_fired")
-                                          and not verdict.get("on_shortest_path"))
+    return FLAG_OFF_PATH in node.flags or node.error is not None or bool(
+        verdict.get("transition_fired") and not verdict.get("on_shortest_path"))
 
 
 def sft_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
@@ -129,9 +133,10 @@ def sft_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
         seen: set[tuple[int, str, str | None]] = set()
         on_success = {n.id for e in index.episodes if e.success for n in index.path(e.leaf_id)}
         candidates: list[tuple[Episode | None, Node]]
-        if config.steps == "all":
+        if config.steps in ("all", "agent"):
             candidates = [(e, n) for e in index.episodes if e.success
-                          for n in index.path(e.leaf_id)[1:]]
+                          for n in index.path(e.leaf_id)[1:]
+                          if config.steps == "all" or FLAG_OFF_PATH not in n.flags]
         else:
             candidates = [(None, n) for n in index.nodes.values()
                           if n.parent_id is not None and _advancing(n, n.id in on_success)]
