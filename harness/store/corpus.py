@@ -92,9 +92,13 @@ class CorpusConfig(BaseModel):
     @field_validator("sites")
     @classmethod
     def _known_sites(cls, sites: list[str]) -> list[str]:
+        from fsm_sites.errors import FsmSiteError
         from fsm_sites.server import resolve_sites
 
-        resolve_sites(sites)  # an unknown name or a bad file is refused before any work
+        try:
+            resolve_sites(sites)  # an unknown name or a bad file is refused before any work
+        except (FsmSiteError, KeyError, OSError) as exc:
+            raise ValueError(str(exc).strip('"')) from None
         return sites
 
 
@@ -235,9 +239,9 @@ async def build_corpus_async(config: CorpusConfig, *, provider: Any = None,
     from harness.store.corpus_split import assemble
     from sandboxes.providers import LocalProvider
 
-    check_recipe(config)
     plan = plan_sites(config)
-    held_out = held_out_keys(config, [s.key for s in plan])
+    held_out = held_out_keys(config, [s.key for s in plan])  # refused before anything is written
+    check_recipe(config)
     started = time.perf_counter()
     todo = [s for s in plan if not (Path(config.out) / "sites" / s.key / DONE).is_file()]
     async with AsyncExitStack() as stack:
