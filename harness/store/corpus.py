@@ -79,7 +79,8 @@ class CorpusConfig(BaseModel):
     budget: int = Field(default=40, ge=1, description="env steps per task tree")
     candidates: int = Field(default=3, ge=1, description="first steps tried at each expanded "
                             "node: the oracle's, then wrong element steps")
-    max_depth: int = Field(default=16, ge=1, description="deepest step of a branch")
+    max_depth: int = Field(default=30, ge=1, description="deepest step of a branch (typing "
+                           "steps count: a form's fields add two steps each to a task's path)")
     held_out: list[str] | None = Field(default=None, description="site keys held out (never in "
                                        "training); None: a stable draw of held_out_share of them")
     held_out_share: float = Field(default=0.2, gt=0, lt=1, description="share of sites held out "
@@ -207,6 +208,9 @@ async def _grow_trees(folder: Path, task_ids: list[str], config: CorpusConfig, p
         collect = CollectConfig(suite=f"fsm:{tasks_file}#{task_id}", store=folder / "store",
                                 budget=config.budget, agent="oracle", explore="tree",
                                 candidates=config.candidates, max_depth=config.max_depth,
+                                # the oracle's focus and typing fire no transition: never a
+                                # failure that ends its branch (depth and budget bound it)
+                                max_failures=config.max_depth,
                                 off_path="elements", seed=config.seed,
                                 elements=config.prompt.observation != "screenshot", hindsight=False)
         report = await collect_async(collect, provider=provider, resources=resources, progress=advance)

@@ -13,7 +13,7 @@ from fsm_sites.spec import dump_spec
 from fsm_sites.tasks import load_tasks
 from harness.errors import ConfigError
 from harness.store.corpus import DONE, CorpusConfig, build_corpus_async
-from harness.store.corpus_split import split_rows
+from harness.store.corpus_split import split_rows, task_of
 from tests.fsm_sites.widgets_spec import tiny_shop
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -21,8 +21,8 @@ HELD_OUT = "gen_easy_0"
 
 
 def _config(out: Path, spec_file: Path, **changes) -> CorpusConfig:
-    fields = dict(out=out, sites=[str(spec_file)], generated=1, difficulties=["easy"], tasks=3,
-                  budget=14, held_out=[HELD_OUT], concurrency=2)
+    fields = dict(out=out, sites=[str(spec_file)], generated=1, difficulties=["easy"], tasks=4,
+                  budget=12, held_out=[HELD_OUT], concurrency=2)
     return CorpusConfig(**{**fields, **changes})
 
 
@@ -62,6 +62,17 @@ async def test_rows_hold_on_path_recovery_and_long_history_steps(corpus):
     split = stats["splits"]["train"]
     assert 0 < split["recovery_share"] < 1 and split["after_error_share"] > 0
     assert sum(split["depths"].values()) == len(rows)
+    assert set(split["goal_kinds"]) == {"named", "state", "expr"}
+
+
+async def test_every_verified_task_gives_rows_forms_included(corpus):
+    config, stats = corpus
+    for site in Path(config.out).glob("sites/*"):
+        kept = {t.id: t for t in load_tasks(site / "tasks.jsonl")}
+        rows = pq.read_table(site / "sft.parquet").to_pylist()
+        assert {task_of(r["task_id"]) for r in rows} == set(kept), site.name
+        typed = [r for r in rows if '"type_text"' in r["target"]]  # the oracle's typing is kept
+        assert typed or site.name != HELD_OUT  # its order form takes a tip and an address
 
 
 async def test_held_out_sites_never_reach_training(corpus):

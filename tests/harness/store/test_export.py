@@ -20,7 +20,6 @@ from PIL import Image
 from harness.actions import parse_action
 from harness.errors import StoreError
 from harness.store import Frame, Trajectory, TrajectoryStore
-from harness.store.models import FLAG_OFF_PATH
 from harness.store import export as export_module
 from harness.store.blobs import blob_hash
 from harness.store.export import (
@@ -33,6 +32,7 @@ from harness.store.export import (
     row_schema,
     sft_rows,
 )
+from harness.store.models import FLAG_OFF_PATH
 from tests.harness.store.helpers import click, screenshot, step, trajectory, verdict
 
 CANON = ExportConfig(codec="json", history_images=2, system_prompt=False)
