@@ -191,10 +191,20 @@ async def build_site(source: SiteSource, config: CorpusConfig, provider: Any, re
     done = {"key": source.key, "site": spec.name, "generated": source.name is None,
             "difficulty": source.difficulty, "tasks_synthesized": len(tasks), "tasks_kept": len(kept),
             "goal_kinds": {kind: sum(t.goal_kind == kind for t in kept) for kind in ("named", "state", "expr")},
+            "goals": {t.id: goal_text(spec, t) for t in kept},
             "rows": rows, **collected, "seconds": round(time.perf_counter() - started, 2)}
     (folder / f"{DONE}.tmp").write_text(json.dumps(done, indent=1), encoding="utf-8")
     (folder / f"{DONE}.tmp").replace(folder / DONE)  # atomic: a site is finished or it is not
     return done
+
+
+def goal_text(spec: Any, task: Any) -> str:
+    """What a task's goal asks, comparable across sites: a named goal's description (its
+    id, such as ``form``, names different goals on different sites), else the goal itself
+    (a state key or an ``expr:`` condition)."""
+    if task.goal_kind == "named":
+        return next(g.description for g in spec.goals if g.id == task.goal)
+    return str(task.goal)
 
 
 async def _grow_trees(folder: Path, task_ids: list[str], config: CorpusConfig, provider: Any,

@@ -3,7 +3,9 @@
 - **Split by site.** Every row of a held-out site goes to ``heldout/``; no row of it, and no
   task of it, reaches ``train/``. Generated sites share vocabularies, so two sites can
   share an instruction (or a goal): a training row whose instruction or goal is one of a
-  held-out site's tasks is dropped (counted in the statistics as ``dropped_for_split``).
+  held-out site's tasks is dropped (counted in the statistics as ``dropped_for_split``). A
+  goal is compared by what it asks (``corpus.goal_text``: a named goal's description, else
+  the state key or condition), since named goal ids such as ``form`` recur across sites.
 - **Deduplication** by (prompt, target) within each split: a step reached along two
   branches with the same history and error is one row.
 - **Columns**: the store's SFT export's (TRL's ``messages`` + ``images``, ``prompt``,
@@ -42,7 +44,8 @@ def _site_rows(folder: Path) -> list[dict[str, Any]]:
     rows = pq.read_table(folder / "sft.parquet").to_pylist()
     for row in rows:
         task = tasks[task_of(row["task_id"])]
-        row.update(site=done["site"], site_key=folder.name, goal_kind=task.goal_kind, goal=task.goal)
+        row.update(site=done["site"], site_key=folder.name, goal_kind=task.goal_kind,
+                   goal=done["goals"][task.id])
     return rows
 
 
@@ -53,11 +56,10 @@ def _key(row: dict[str, Any]) -> str:
 
 
 def split_rows(rows_by_site: dict[str, list[dict[str, Any]]], held_out: set[str],
-               held_out_tasks: list[Any]) -> tuple[dict[str, list[dict[str, Any]]], int]:
-    """(rows per split, deduplicated; training rows dropped for sharing a held-out
-    instruction or goal)."""
-    banned_instructions = {t.instruction for t in held_out_tasks}
-    banned_goals = {t.goal for t in held_out_tasks}
+               banned_instructions: set[str], banned_goals: set[str]
+               ) -> tuple[dict[str, list[dict[str, Any]]], int]:
+    """(rows per split, deduplicated; training rows dropped for sharing an instruction or a
+    goal with a held-out task)."""
     out: dict[str, list[dict[str, Any]]] = {split: [] for split in SPLITS}
     seen: dict[str, set[str]] = {split: set() for split in SPLITS}
     dropped = 0
@@ -83,11 +85,13 @@ def assemble(out: Path, keys: list[str], held_out: set[str], prompt: PromptConfi
     started = time.perf_counter()
     folders = {key: out / "sites" / key for key in keys if (out / "sites" / key / "done.json").is_file()}
     rows_by_site = {key: _site_rows(folder) for key, folder in folders.items()}
-    held_out_tasks = [t for key in folders if key in held_out for t in load_tasks(folders[key] / "tasks.jsonl")]
-    splits, dropped = split_rows(rows_by_site, held_out, held_out_tasks)
+    done = [json.loads((folder / "done.json").read_text(encoding="utf-8")) for folder in folders.values()]
+    instructions = {t.instruction for key in folders if key in held_out
+                    for t in load_tasks(folders[key] / "tasks.jsonl")}
+    goals = {goal for d in done if d["key"] in held_out for goal in d["goals"].values()}
+    splits, dropped = split_rows(rows_by_site, held_out, instructions, goals)
     for split, rows in splits.items():
         write_rows(rows, out / split / "sft.parquet")
-    done = [json.loads((folder / "done.json").read_text(encoding="utf-8")) for folder in folders.values()]
     stats = corpus_stats(splits, done, held_out, prompt)
     stats["rows"]["before_dedup"] = sum(len(rows) for rows in rows_by_site.values())
     stats["rows"]["dropped_for_split"] = dropped
