@@ -142,6 +142,7 @@ def held_out_keys(config: CorpusConfig, keys: list[str]) -> set[str]:
             raise ConfigError(f"held_out: expected site keys of this corpus ({', '.join(keys[:6])}, "
                               f"...), got {unknown}; name sites the corpus builds")
         return set(config.held_out)
+
     def draw(key: str) -> float:
         digest = hashlib.sha256(f"held-out|{config.seed}|{key}".encode()).digest()
         return int.from_bytes(digest[:8], "big") / 2**64
