@@ -266,7 +266,7 @@ async def build_corpus_async(config: CorpusConfig, *, provider: Any = None,
         with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), disable=not show_progress) as progress:
             sites_bar = progress.add_task("sites", total=len(plan), completed=len(plan) - len(todo))
-            steps_bar = progress.add_task("env steps", total=None)
+            steps_bar = progress.add_task("env steps", total=len(todo) * config.tasks * config.budget)
             queue: asyncio.Queue[SiteSource] = asyncio.Queue()
             for source in todo:
                 queue.put_nowait(source)

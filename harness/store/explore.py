@@ -242,7 +242,8 @@ class Explorer:
         if self.config.off_path == "elements":
             wrong = wrong_element_step(obs, self.rng, taken, self._codec())
             if wrong is not None:
-                return wrong, False
+                taken.append(wrong[1].model_dump())  # not drawn again at this node
+                return wrong[0], False
         action = self._random.sample(obs.width, obs.height, self.rng)
         for _ in range(20):  # a new edge, if the sampler finds one
             if action_key(action.model_dump()) not in existing:

@@ -31,24 +31,28 @@ COMMON_NAMES = ("Next page", "Next", "Submit", "Continue", "Back", "Home", "Save
 
 
 def wrong_element_step(obs: Observation, rng: random.Random, taken: Collection[dict[str, Any]],
-                       codec: Any) -> AgentStep | None:
-    """A wrong element-mode step at ``obs`` (see the module docstring), or None where the
-    observation lists no element. ``taken``: the actions of the node's explored children."""
+                       codec: Any) -> tuple[AgentStep, ClickElement] | None:
+    """A wrong element-mode step at ``obs`` (see the module docstring) and the element action
+    it holds, or None where the observation lists no element. ``taken``: the actions already
+    tried at this node (clicks, and element actions drawn here before), which are not drawn
+    again."""
     elements = list(obs.elements or ())
     if not elements:
         return None
     shown = shown_labels(elements)
+    named = {a["element"] for a in taken if a.get("type") == ClickElement.model_fields["type"].default}
     free = [name for element, name in zip(elements, shown, strict=True)
-            if name.strip() and element.enabled and not _hit(element, taken)]
+            if name.strip() and element.enabled and name not in named and not _hit(element, taken)]
     if free and rng.random() < 0.5:
         name = rng.choice(free)
     else:
-        name = _absent_name(shown, rng)
-    return AgentStep(text=codec.encode(ClickElement(element=name), size=(obs.width, obs.height)))
+        name = _absent_name(shown, named, rng)
+    action = ClickElement(element=name)
+    return AgentStep(text=codec.encode(action, size=(obs.width, obs.height))), action
 
 
 def _hit(element: Any, taken: Collection[dict[str, Any]]) -> bool:
-    """Whether an explored child already clicked inside ``element`` (by point or by name)."""
+    """Whether an explored child already clicked inside ``element``."""
     for action in taken:
         if action.get("type") == Click.model_fields["type"].default:
             x, y = action["x"], action["y"]
@@ -57,8 +61,8 @@ def _hit(element: Any, taken: Collection[dict[str, Any]]) -> bool:
     return False
 
 
-def _absent_name(shown: list[str], rng: random.Random) -> str:
-    listed = {" ".join(name.split()).casefold() for name in shown}
+def _absent_name(shown: list[str], named: Collection[str], rng: random.Random) -> str:
+    listed = {" ".join(name.split()).casefold() for name in [*shown, *named]}
     candidates = [n for n in COMMON_NAMES if n.casefold() not in listed]
     for name in shown:
         words = name.split()
