@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -33,7 +34,7 @@ from harness.env import AsyncEnv
 from harness.errors import ConfigError, InfrastructureError
 from harness.rollout import Episode, RolloutSink, Transition, rollout
 from harness.tasks.fsm import FSMTask
-from sandboxes.base import Sandbox
+from sandboxes.base import Sandbox, SandboxProvider, SandboxRequest
 from sandboxes.errors import SandboxError
 
 console = Console(stderr=True)
@@ -92,31 +93,41 @@ async def verify_one(task: Any, sites: SiteClient, sandbox: Sandbox, *, seed: in
 
 
 async def verify_tasks(tasks: Sequence[Any], specs: Sequence[SiteSpec], *, seed: int = 0,
-                       concurrency: int = 2, show_progress: bool = True) -> list[Verdict]:
+                       concurrency: int = 2, show_progress: bool = True,
+                       provider: SandboxProvider | None = None) -> list[Verdict]:
     """Verify every task in one browser and one site server, ``concurrency`` at a time
-    (each in its own sandbox); the verdicts come back in the order of ``tasks``."""
+    (each in its own sandbox); the verdicts come back in the order of ``tasks``. A
+    ``provider`` handed in is used (and left open); else one is started for the call."""
     from sandboxes.providers import LocalProvider
 
+    async with SiteServer(specs) as server, AsyncExitStack() as stack:
+        if provider is None:
+            provider = await stack.enter_async_context(LocalProvider())
+        sites = LocalSiteClient(server)
+        with Progress(console=console, disable=not show_progress) as progress:
+            bar = progress.add_task("verifying tasks", total=len(tasks))
+            return await _verify_all(tasks, sites, provider, seed, concurrency,
+                                     lambda: progress.advance(bar))
+
+
+async def _verify_all(tasks: Sequence[Any], sites: SiteClient, provider: SandboxProvider, seed: int,
+                      concurrency: int, advance: Callable[[], None]) -> list[Verdict]:
     out: list[Verdict | None] = [None] * len(tasks)
     queue: asyncio.Queue[int] = asyncio.Queue()
     for index in range(len(tasks)):
         queue.put_nowait(index)
-    async with SiteServer(specs) as server, LocalProvider() as provider:
-        sites = LocalSiteClient(server)
-        with Progress(console=console, disable=not show_progress) as progress:
-            bar = progress.add_task("verifying tasks", total=len(tasks))
 
-            async def worker() -> None:
-                sandbox = await provider.new_sandbox()
-                try:
-                    while not queue.empty():
-                        index = queue.get_nowait()
-                        out[index] = await verify_one(tasks[index], sites, sandbox, seed=seed)
-                        progress.advance(bar)
-                finally:
-                    await sandbox.close()
+    async def worker() -> None:
+        sandbox = await provider.new_sandbox(SandboxRequest())
+        try:
+            while not queue.empty():
+                index = queue.get_nowait()
+                out[index] = await verify_one(tasks[index], sites, sandbox, seed=seed)
+                advance()
+        finally:
+            await sandbox.close()
 
-            await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(tasks))))))
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(tasks))))))
     return [verdict for verdict in out if verdict is not None]
 
 

@@ -1,4 +1,4 @@
-"""`cua store stats|export`, `cua view` and `cua collect`."""
+"""`cua store stats|export`, `cua view`, `cua collect` and `cua data corpus`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field
 
 from harness.cli_config import check_output_dir, config_command, guarded, removed_on_failure
 from harness.store.collect import CollectConfig
+from harness.store.corpus import CorpusConfig
 from harness.store.export import ExportConfig
 
 store_app = typer.Typer(help="Inspect and export a trajectory tree store.", no_args_is_help=True)
@@ -96,6 +97,15 @@ def run_collect(config: CollectConfig) -> None:
     typer.echo(json.dumps(collect(config)))  # a new store keeps what a failure left: episodes
 
 
+def run_corpus(config: CorpusConfig) -> None:
+    from harness.store.corpus import build_corpus
+
+    check_output_dir(config.out, "--out")
+    stats = build_corpus(config)
+    typer.echo(json.dumps({"out": str(config.out), "rows": stats["rows"], "sites": stats["sites"]["total"],
+                           "recovery_share": stats["splits"]["train"]["recovery_share"]}))
+
+
 def register(app: typer.Typer) -> None:
     store_app.command("export")(config_command(
         ExportCommand, run_export, name="store export", positional=("path",),
@@ -106,3 +116,13 @@ def register(app: typer.Typer) -> None:
     app.command("collect")(config_command(
         CollectConfig, run_collect, name="collect",
         doc="Grow a trajectory tree on one task with any agent (resumable: rerun to spend more budget)."))
+    data_app = typer.Typer(help="Build training data at scale.", no_args_is_help=True)
+    data_app.command("corpus")(config_command(
+        CorpusConfig, run_corpus, name="data corpus", positional=("out",),
+        doc="SFT data from many sites (the curated ones and generated ones): tasks verified by "
+            "the oracle in the browser, oracle trees with wrong element steps (on-path, recovery "
+            "and long-history steps, with verdicts), split by site, deduplicated by (prompt, "
+            "target); resumable (finished sites are skipped). Writes OUT/train/sft.parquet, "
+            "OUT/heldout/sft.parquet and OUT/stats.json. "
+            "Example: cua data corpus runs/corpus --generated 40 --seed 0"))
+    app.add_typer(data_app, name="data")

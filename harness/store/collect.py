@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import ConfigDict, Field, field_validator
@@ -75,10 +77,12 @@ def transition_describer(task):  # noqa: ANN001, ANN201 - an FSMTask; returns a 
 
 async def collect_async(config: CollectConfig, *, envs: EnvProvider | None = None,
                         provider: SandboxProvider | None = None,
-                        resources: TaskResources | None = None) -> dict:
+                        resources: TaskResources | None = None,
+                        progress: Callable[[int], None] | None = None) -> dict:
     """Grow the config's tree. ``envs`` (or a sandbox ``provider`` and ``resources`` for
-    local envs) may be handed in; otherwise ``config.provider`` names where the env runs."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    local envs) may be handed in; otherwise ``config.provider`` names where the env runs.
+    ``progress`` takes the env steps spent as they are spent; without it the collection
+    shows its own progress bar (a caller with a bar of its own passes it)."""
 
     from harness.agents.registry import make_agent
     from harness.runner import wants_elements
@@ -101,13 +105,14 @@ async def collect_async(config: CollectConfig, *, envs: EnvProvider | None = Non
                              sandbox=config.sandbox)
         env = await envs.open(task.id, options)
         key = env_key(config.suite, config.seed)
-        with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn()) as progress:
-            bar = progress.add_task(f"collect {config.suite} ({config.explore})", total=config.budget)
-            explorer = Explorer(store, env, ExploreConfig(**config.model_dump(
-                include=set(ExploreConfig.model_fields))), env_key=key, agent=agent,
-                progress=lambda n: progress.advance(bar, n))
+        explore = ExploreConfig(**config.model_dump(include=set(ExploreConfig.model_fields)))
+        if progress is not None:
+            explorer = Explorer(store, env, explore, env_key=key, agent=agent, progress=progress)
             report = (await explorer.run()).to_dict()
+        else:
+            with _bar(f"collect {config.suite} ({config.explore})", config.budget) as advance:
+                explorer = Explorer(store, env, explore, env_key=key, agent=agent, progress=advance)
+                report = (await explorer.run()).to_dict()
         tree = next((t for t in store.trees() if t.env == key), None)
         if config.hindsight and tree is not None:
             report["hindsight_tasks"] = len(hindsight_tasks(store, tree.id,
@@ -119,6 +124,16 @@ async def collect_async(config: CollectConfig, *, envs: EnvProvider | None = Non
         if owned:
             await envs.close()
         store.close()
+
+
+@contextmanager
+def _bar(title: str, total: int) -> Iterator[Callable[[int], None]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn()) as progress:
+        bar = progress.add_task(title, total=total)
+        yield lambda n: progress.advance(bar, n)
 
 
 def collect(config: CollectConfig) -> dict:

@@ -12,7 +12,8 @@ Each round picks the open node with the highest score
 restores it (jump or replay, see ``restore.py``), samples ``candidates`` first steps
 there (the agent's own step first, with the path's history in its prompt, so a model
 agent branches where it would act; the rest random actions, a draw that repeats an
-existing edge redrawn up to 20 times, then kept), and runs each as a child branch that
+existing edge redrawn up to 20 times, then kept; or, with ``off_path="elements"``, wrong
+element steps: ``off_path.py``), and runs each as a child branch that
 the agent continues until the episode ends, the branch reaches ``max_depth``, or two
 steps in a row fail (an agent error, no transition fired, or a dead end). Any registered
 agent explores (``--agent random|oracle|hf:PATH|...``). Every branch is one rollout
@@ -37,7 +38,15 @@ from harness.agents.scripted import ScriptedAgent
 from harness.errors import InfrastructureError, RestoreMismatch
 from harness.rollout import Episode, RolloutSink, Transition, rollout
 from harness.store.index import TreeIndex
-from harness.store.models import FLAG_RESTORE_MISMATCH, Node, NodeStatus, Tree, action_key
+from harness.store.models import (
+    FLAG_OFF_PATH,
+    FLAG_RESTORE_MISMATCH,
+    Node,
+    NodeStatus,
+    Tree,
+    action_key,
+)
+from harness.store.off_path import wrong_element_step
 from harness.store.restore import RestoreMode, path_history, restore_node
 from harness.store.sink import StoreSink
 from harness.store.store import TrajectoryStore
@@ -77,6 +86,10 @@ class ExploreConfig(BaseModel):
         return agent
     explore: Literal["tree", "independent"] = Field(default="tree", description="restore nodes, or roll out from the root")
     candidates: int = Field(default=3, ge=1, description="actions sampled per expanded node")
+    off_path: Literal["random", "elements"] = Field(
+        default="random", description="the candidates after the agent's own: 'random' pixel "
+        "actions, or 'elements': a click on another listed element or a name the list lacks "
+        "(refused by the env), as an element-mode model errs (harness.store.off_path)")
     max_depth: int = Field(default=12, ge=1, description="deepest node a branch may reach")
     max_failures: int = Field(default=2, ge=1, description="failed steps in a row that end a branch")
     max_infra_retries: int = Field(default=3, ge=1, description="infrastructure failures in a "
@@ -178,7 +191,8 @@ class Explorer:
             return
         status = NodeStatus.UNEXPLORED  # until a branch from it is committed
         try:
-            existing = {action_key(child.action) for child in self.store.children(node.id)}
+            taken = [child.action for child in self.store.children(node.id) if child.action]
+            existing = {action_key(action) for action in taken}
             for i in range(self.config.candidates):
                 if self.spent():
                     break
@@ -186,10 +200,11 @@ class Explorer:
                 if restored is None:
                     return
                 history = path_history(self.store, self.store.path_to(node.id), restored.instruction)
-                first = await self._candidate(restored, history, i, existing)
+                first, own = await self._candidate(restored, history, i, existing, taken)
                 if first.action is not None:
                     existing.add(action_key(first.action.model_dump()))
-                await self._branch(node, restored, history, first)
+                    taken.append(first.action.model_dump())
+                await self._branch(node, restored, history, first, off_path=not own)
                 status = NodeStatus.EXPANDED
         finally:
             self.store.release_node(node.id, status)
@@ -208,8 +223,9 @@ class Explorer:
         return restored.observation
 
     async def _candidate(self, obs: Observation, history: list[Turn], index: int,
-                         existing: set[str]) -> AgentStep:
-        """The branch's first step: the agent's own first, then random new edges."""
+                         existing: set[str], taken: list[dict[str, Any]]) -> tuple[AgentStep, bool]:
+        """The branch's first step: the agent's own first, then off-path ones (random new
+        edges, or wrong element steps); and whether it is the agent's own."""
         if index == 0:
             ctx = AgentContext.for_episode(self.env.task_id, self.config.seed, self.rng.randrange(2**31),
                                            env=self.env)
@@ -222,17 +238,24 @@ class Explorer:
                 own = None
             if own is not None and (own.action is None
                                     or action_key(own.action.model_dump()) not in existing):
-                return own
+                return own, True
+        if self.config.off_path == "elements":
+            wrong = wrong_element_step(obs, self.rng, taken, self._codec())
+            if wrong is not None:
+                taken.append(wrong[1].model_dump())  # not drawn again at this node
+                return wrong[0], False
         action = self._random.sample(obs.width, obs.height, self.rng)
         for _ in range(20):  # a new edge, if the sampler finds one
             if action_key(action.model_dump()) not in existing:
                 break
             action = self._random.sample(obs.width, obs.height, self.rng)
-        return AgentStep(action=action)
+        return AgentStep(action=action), False
 
     async def _branch(self, node: Node | None, start: Observation | None, history: list[Turn],
-                      first: AgentStep | None = None) -> None:
-        """One rollout from ``node`` (restored to ``start``) or from the root (a reset)."""
+                      first: AgentStep | None = None, *, off_path: bool = False) -> None:
+        """One rollout from ``node`` (restored to ``start``) or from the root (a reset); the
+        node its ``first`` step reaches is flagged ``off_path`` when that step was not the
+        agent's own choice."""
         agent: Agent = ScriptedAgent([first], then=self.agent) if first is not None else self.agent
         sink = StoreSink(self.store, env=self.env_key, agent=self.agent.name,
                          from_node=node.id if node is not None else None)
@@ -241,6 +264,16 @@ class Explorer:
                                 index=self.report.episodes, start=start, history=history)
         self.report.episodes += 1
         self.report.successes += int(episode.success)
+        if off_path and node is not None and sink.committed is not None:
+            path = self.store.path_to(sink.committed.leaf_id)
+            if len(path) > node.depth + 1:
+                self.store.add_flag(path[node.depth + 1].id, FLAG_OFF_PATH)
+
+    def _codec(self) -> Any:
+        """The codec that decodes the agent's text in this env (the env's, by default)."""
+        from harness.env import resolve_codec
+
+        return resolve_codec(getattr(self.agent, "codec", None) or getattr(self.env, "codec", None))
 
     def _out_of_steps(self) -> bool:
         """Step or time budget spent: ends a branch mid-way (unlike the episode budget, which

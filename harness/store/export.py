@@ -10,7 +10,13 @@ before and after) of the actions it holds, as columns.
 - **SFT**: by default the steps verified to advance toward the goal (a transition fired on
   a shortest path), one row per distinct (node, action, task), from any episode; steps
   without a verdict count when they lie on a successful episode's path. ``steps="all"``
-  keeps every step of every successful path instead (no-ops included).
+  keeps every step of every successful path instead (no-ops included); ``steps="agent"``
+  every step of a successful path the exploring agent chose itself (the explorer's
+  off-path first steps left out; with the oracle, its preparatory steps such as typing,
+  which fire no transition, included). A row is a
+  ``recovery`` step when an earlier step of its path left the shortest paths (the env
+  refused it, or its transition led off them: the target leads back toward the goal), and
+  ``after_error`` when the step before it was refused (its prompt shows the env's error).
 - **DPO**: at each branching node, every preferred child (on a shortest path, or, without
   verdicts, with a success below) against every dispreferred sibling.
 - **GRPO**: for each node with two or more explored children, the sibling actions, their
@@ -38,14 +44,14 @@ from pydantic import Field
 from harness.errors import StoreError
 from harness.prompts import PromptBuilder, PromptConfig
 from harness.store.index import TreeIndex
-from harness.store.models import Episode, Node
+from harness.store.models import FLAG_OFF_PATH, Episode, Node
 from harness.store.store import TrajectoryStore
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 ExportFormat = Literal["sft", "dpo", "grpo"]
-StepSelection = Literal["advancing", "all"]  # which steps an SFT export keeps
+StepSelection = Literal["advancing", "all", "agent"]  # which steps an SFT export keeps
 EXPORT_FORMATS: tuple[str, ...] = ("sft", "dpo", "grpo")
 VERDICT_FIELDS = ("transition_fired", "on_shortest_path", "distance_before", "distance_after")
 
@@ -55,7 +61,8 @@ class ExportConfig(PromptConfig):
 
     steps: StepSelection = Field(
         default="advancing", description="SFT rows: 'advancing' (steps verified to advance "
-        "toward the goal) or 'all' (every step of every successful path)")
+        "toward the goal), 'all' (every step of every successful path) or 'agent' (those the "
+        "exploring agent chose, off-path first steps left out)")
     jsonl: bool = Field(default=False, description="JSONL + image files instead of Parquet")
 
 
@@ -110,6 +117,14 @@ def _advancing(node: Node, on_success_path: bool) -> bool:
     return bool(verdict.get("transition_fired") and verdict.get("on_shortest_path"))
 
 
+def _strayed(node: Node) -> bool:
+    """Whether the step into ``node`` left the shortest paths: the env refused it, or its
+    transition led off them (a step that fires nothing, such as typing, stays on them)."""
+    verdict = node.verdict or {}
+    return FLAG_OFF_PATH in node.flags or node.error is not None or bool(
+        verdict.get("transition_fired") and not verdict.get("on_shortest_path"))
+
+
 def sft_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
     """One example per kept step (see the module docstring), deduplicated per task."""
     for tree in store.trees():
@@ -118,9 +133,10 @@ def sft_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
         seen: set[tuple[int, str, str | None]] = set()
         on_success = {n.id for e in index.episodes if e.success for n in index.path(e.leaf_id)}
         candidates: list[tuple[Episode | None, Node]]
-        if config.steps == "all":
+        if config.steps in ("all", "agent"):
             candidates = [(e, n) for e in index.episodes if e.success
-                          for n in index.path(e.leaf_id)[1:]]
+                          for n in index.path(e.leaf_id)[1:]
+                          if config.steps == "all" or FLAG_OFF_PATH not in n.flags]
         else:
             candidates = [(None, n) for n in index.nodes.values()
                           if n.parent_id is not None and _advancing(n, n.id in on_success)]
@@ -137,12 +153,14 @@ def sft_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
                 continue
             seen.add(key)
             context = ctx.at(child.parent_id, instruction)
+            path = index.path(child.parent_id)
             yield {"id": f"{child.parent_id}>{child.id}:{task_id or ''}", "tree_id": tree.id,
                    "task_id": task_id, "node_id": child.parent_id, "child_id": child.id,
                    "step": child.depth - 1, "instruction": instruction,
                    "images": context["images"], "history": context["history"], "target": target,
                    "prompt": context["prompt"], "messages": context["prompt"] + ctx.prompts.assistant(target),
-                   "reward": child.step_reward, **verdict_columns(child)}
+                   "reward": child.step_reward, "recovery": any(_strayed(n) for n in path[1:]),
+                   "after_error": path[-1].error is not None, **verdict_columns(child)}
 
 
 def _preferred(index: TreeIndex, node: Node) -> bool:
@@ -230,7 +248,8 @@ def row_schema(fmt: ExportFormat) -> pa.Schema:
         "sft": [("id", text), ("tree_id", int64), ("task_id", text), ("node_id", int64),
                 ("child_id", int64), ("step", int64), ("instruction", text), ("images", images),
                 ("history", pa.list_(text)), ("target", text), ("prompt", messages),
-                ("messages", messages), ("reward", pa.float64()), *verdict()],
+                ("messages", messages), ("reward", pa.float64()), ("recovery", flag),
+                ("after_error", flag), *verdict()],
         "dpo": [("id", text), ("tree_id", int64), ("node_id", int64), ("chosen_node", int64),
                 ("rejected_node", int64), ("task_id", text), ("images", images),
                 ("prompt", messages), ("chosen", messages), ("rejected", messages),
@@ -274,17 +293,24 @@ def _write_jsonl(store: TrajectoryStore, rows: Iterator[dict], target: Path) -> 
     return target
 
 
-def _write_parquet(store: TrajectoryStore, rows: Iterator[dict], schema: pa.Schema, target: Path) -> Path:
-    """Rows in batches of BATCH_ROWS, each image's bytes read once per batch."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def datasets_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with the ``huggingface`` metadata that makes ``datasets`` decode its
+    ``images`` column to PIL images."""
     from datasets import Features, Image, List
 
     features = Features.from_arrow_schema(schema)
     features["images"] = List(Image())
     meta = {b"huggingface": json.dumps({"info": {"features": features.to_dict()}}).encode()}
     schema = features.arrow_schema
-    schema = schema.with_metadata({**(schema.metadata or {}), **meta})
+    return schema.with_metadata({**(schema.metadata or {}), **meta})
+
+
+def _write_parquet(store: TrajectoryStore, rows: Iterator[dict], schema: pa.Schema, target: Path) -> Path:
+    """Rows in batches of BATCH_ROWS, each image's bytes read once per batch."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = datasets_schema(schema)
     with pq.ParquetWriter(target, schema) as writer:
         while batch := list(islice(rows, BATCH_ROWS)):
             embedded: dict[str, dict] = {}

@@ -19,6 +19,9 @@ class NodeStatus(StrEnum):
 
 #: flag set on a node whose replayed screenshot differed from the stored one
 FLAG_RESTORE_MISMATCH = "restore_mismatch"
+#: flag set on a node reached by an explorer's off-path candidate (a random or wrong first
+#: step of a branch), not by the exploring agent's own choice
+FLAG_OFF_PATH = "off_path"
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,11 @@ def _known_tasks(tasks: list[str]) -> list[str]:
 class DataConfig(_Strict):
     """Where the training rows come from: the store's export, rendered by the one prompt builder."""
 
-    store: Path = Field(description="the trajectory store to export from (collected into first "
-                        "when it is empty and `collect` is set)")
+    store: Path | None = Field(default=None, description="the trajectory store to export from "
+                               "(collected into first when it is empty and `collect` is set)")
+    corpus: Path | None = Field(default=None, description="a corpus built by `cua data corpus`: "
+                                "train on its train split (SFT only; the prompt must be the "
+                                "corpus's) instead of a store's export")
     prompt: PromptConfig = Field(default_factory=PromptConfig, description="the prompt format: "
                                  "the same builder renders training rows and evaluation prompts")
     steps: StepSelection = Field(
@@ -68,6 +71,25 @@ class DataConfig(_Strict):
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return prompt
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DataConfig:
+        if (self.store is None) == (self.corpus is None):
+            raise ValueError("expected exactly one of data.store or data.corpus, got "
+                             f"{'both' if self.store is not None else 'neither'}; set one")
+        if self.corpus is not None:
+            from harness.errors import ConfigError as HarnessConfigError
+            from harness.store.corpus_split import read_manifest
+
+            try:
+                built = read_manifest(self.corpus)["prompt"]
+            except HarnessConfigError as exc:
+                raise ValueError(str(exc)) from None
+            if built != self.prompt.model_dump(mode="json"):
+                raise ValueError(f"expected data.prompt to be the prompt the corpus was built with "
+                                 f"({built}), got {self.prompt.model_dump(mode='json')}; a model "
+                                 "trains on the prompts it will see: set data.prompt to the corpus's")
+        return self
 
 
 class CollectSpec(_Strict):
@@ -193,6 +215,13 @@ class TrainConfig(_Strict):
                                         "during and after training; None: none")
     resume: bool = Field(default=False, description="continue from the last checkpoint in "
                          "OUT/checkpoints (same data, same schedule)")
+
+    @model_validator(mode="after")
+    def _collect_needs_store(self) -> TrainConfig:
+        if self.collect is not None and self.data.corpus is not None:
+            raise ValueError("expected collect only with data.store, got data.corpus (a corpus is "
+                             "built by `cua data corpus`); drop collect")
+        return self
 
     @field_validator("model")
     @classmethod

@@ -88,7 +88,10 @@ class Run:
 
         data = self.config.data
         export_file = self.out / "data" / f"{fmt}.parquet"
-        if not (self.config.resume and export_file.is_file()):  # a resumed run keeps its rows
+        if data.corpus is not None and not (self.config.resume and export_file.is_file()):
+            export_file = _corpus_rows(data.corpus, fmt, export_file)
+        elif not (self.config.resume and export_file.is_file()):  # a resumed run keeps its rows
+            assert data.store is not None
             started = time.perf_counter()
             collected = ensure_data(data.store, self.config.collect, data.prompt, self.out / "collect")
             if collected is not None:
@@ -186,6 +189,22 @@ class Run:
 def _without_tasks(figures: dict[str, Any] | None) -> dict[str, Any] | None:
     """A summary's figures without their per-task breakdown (summary.json keeps that)."""
     return None if figures is None else {k: v for k, v in figures.items() if k != "per_task"}
+
+
+def _corpus_rows(corpus: Path, fmt: str, export_file: Path) -> Path:
+    """The corpus's train split, copied into the run (what it trained on stays with it)."""
+    from trainers.errors import TrainingDataError
+
+    source = Path(corpus) / "train" / "sft.parquet"
+    if fmt != "sft":
+        raise TrainingDataError(f"expected data.store for {fmt} training, got data.corpus (a "
+                                "corpus holds SFT rows only); train dpo on a store's tree export")
+    if not source.is_file():
+        raise TrainingDataError(f"expected the train split of the corpus {corpus}, got no {source}; "
+                                f"finish building it (cua data corpus {corpus})")
+    export_file.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, export_file)
+    return export_file
 
 
 def _load_full_checkpoint(trainer: Any) -> Any:

@@ -68,3 +68,33 @@ def test_hindsight_task_takes_the_instruction_of_a_shorter_path_found_later(tmp_
     store.insert_trajectory(t.__class__(env=t.env, root=t.root, steps=(fired("home", "goal", 3, "direct"),)))
     assert {x.goal_state: x.instruction for x in hindsight_tasks(store, 1)}["goal"] == "Do direct."
     assert store.task(goal.id).instruction == "Do direct."
+
+
+def test_wrong_element_steps_name_another_element_or_one_the_list_lacks_never_twice():
+    import random
+
+    from harness.codecs import get_codec
+    from harness.env import resolve_element_action
+    from harness.observation import Observation
+    from harness.store.off_path import wrong_element_step
+    from sandboxes.base import UIElement
+
+    def element(i: int, label: str) -> UIElement:
+        return UIElement(id=f"e{i}", role="button", label=label, x=10, y=40 * i, width=100, height=30)
+
+    obs = Observation(screenshot=b"", image_format="png", width=400, height=300, instruction="",
+                      step=0, elements=(element(0, "Add to cart"), element(1, "Home"), element(2, "Next")))
+    codec, rng = get_codec("json", action_space="elements"), random.Random(0)
+    taken: list[dict] = [click(20, 45)]  # an explored child clicked "Home" already
+    names = []
+    for _ in range(6):
+        drawn = wrong_element_step(obs, rng, taken, codec)
+        assert drawn is not None
+        step_, action = drawn
+        assert codec.decode(step_.text, size=(400, 300)) == action
+        taken.append(action.model_dump())
+        names.append(action.element)
+    assert len(set(names)) == len(names) and "Home" not in names
+    refused = [n for n in names if n not in ("Add to cart", "Next")]
+    assert refused and all(resolve_element_action(type(action)(element=n), obs)[1] for n in refused)
+    assert wrong_element_step(obs.model_copy(update={"elements": ()}), rng, taken, codec) is None

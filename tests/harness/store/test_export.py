@@ -32,6 +32,7 @@ from harness.store.export import (
     row_schema,
     sft_rows,
 )
+from harness.store.models import FLAG_OFF_PATH
 from tests.harness.store.helpers import click, screenshot, step, trajectory, verdict
 
 CANON = ExportConfig(codec="json", history_images=2, system_prompt=False)
@@ -80,12 +81,32 @@ def test_sft_rows_are_the_steps_verified_to_advance_with_their_verdicts(tree_sto
         {"id": "1>2:t1", "tree_id": 1, "task_id": "t1", "node_id": 1, "child_id": 2, "step": 0,
          "instruction": "Buy a laptop", "images": [SHOT["home"]], "history": [],
          "target": TEXT[1], "prompt": _user(1, "(none)"),
-         "messages": _user(1, "(none)") + _assistant(TEXT[1]), "reward": 0.5, **_verdict(V["a"])},
+         "messages": _user(1, "(none)") + _assistant(TEXT[1]), "reward": 0.5, "recovery": False,
+         "after_error": False, **_verdict(V["a"])},
         {"id": "2>3:t1", "tree_id": 1, "task_id": "t1", "node_id": 2, "child_id": 3, "step": 1,
          "instruction": "Buy a laptop", "images": [SHOT["home"], SHOT["a"]], "history": [TEXT[1]],
          "target": TEXT[2], "prompt": _user(2, f"1. {TEXT[1]}"),
-         "messages": _user(2, f"1. {TEXT[1]}") + _assistant(TEXT[2]), "reward": 1.0, **_verdict(V["b"])},
+         "messages": _user(2, f"1. {TEXT[1]}") + _assistant(TEXT[2]), "reward": 1.0, "recovery": False,
+         "after_error": False, **_verdict(V["b"])},
     ]
+
+
+def test_sft_agent_steps_leave_out_off_path_first_steps_and_mark_what_follows_as_recovery(tmp_path):
+    store = TrajectoryStore(tmp_path / "store")
+    store.put_task("t1", "Buy a laptop")
+    root = Frame(screenshot=screenshot("home"), url="http://site/home", state_key="fsm:home")
+    refused = replace(step("home", click(8, 8), verdict_=verdict("home", "home", False, 2, 2)),
+                      error="expected an element label")
+    typed = step("home", {"type": "type_text", "text": "mug"}, verdict_=verdict("home", "home", False, 2, 2))
+    goal = step("b", click(2, 2), verdict_=verdict("home", "b", True, 2, 0, True), terminal=True)
+    episode = store.insert_trajectory(Trajectory(env="fsm:shop", root=root, steps=(refused, typed, goal),
+                                                 success=True, task_id="t1", episode_id="ok", agent="test"))
+    wrong = store.path_to(episode.leaf_id)[1]
+    store.add_flag(wrong.id, FLAG_OFF_PATH)
+    rows = list(sft_rows(store, CANON.model_copy(update={"steps": "agent"})))
+    assert [(r["target"], r["recovery"], r["after_error"]) for r in rows] == [
+        (json.dumps({"type": "type_text", "text": "mug"}), True, True), (TEXT[2], True, False)]
+    assert "Last action error: expected an element label" in rows[0]["prompt"][-1]["content"][-1]["text"]
 
 
 def test_sft_keeps_no_op_steps_of_successful_paths_only_when_asked(tmp_path):

@@ -1,0 +1,161 @@
+"""Assembling a corpus from its finished sites: the split by site, deduplication, statistics.
+
+- **Split by site.** Every row of a held-out site goes to ``heldout/``; no row of it, and no
+  task of it, reaches ``train/``. Generated sites share vocabularies, so two sites can
+  share an instruction (or a goal): a training row whose instruction or goal is one of a
+  held-out site's tasks is dropped (counted in the statistics as ``dropped_for_split``). A
+  goal is compared by what it asks (``corpus.goal_text``: a named goal's description, else
+  the state key or condition), since named goal ids such as ``form`` recur across sites.
+- **Deduplication** by (prompt, target) within each split: a step reached along two
+  branches with the same history and error is one row.
+- **Columns**: the store's SFT export's (TRL's ``messages`` + ``images``, ``prompt``,
+  ``target``, the verdict, ``recovery``, ``after_error``) plus ``site``, ``site_key``,
+  ``goal_kind`` and ``goal`` of the row's task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from harness.prompts import PromptConfig
+
+SPLITS = ("train", "heldout")
+STATS_FILE = "stats.json"
+
+
+def task_of(task_id: str) -> str:
+    """The synthesized task's id in a row's ``task_id`` (``fsm:FILE#TASK@seed=N``)."""
+    return task_id.rpartition("#")[2].split("@", 1)[0]
+
+
+def _site_rows(folder: Path) -> list[dict[str, Any]]:
+    """The rows of one finished site, with its task's goal and the site's name."""
+    import pyarrow.parquet as pq
+
+    from fsm_sites.tasks import load_tasks
+
+    tasks = {t.id: t for t in load_tasks(folder / "tasks.jsonl")}
+    done = json.loads((folder / "done.json").read_text(encoding="utf-8"))
+    rows = pq.read_table(folder / "sft.parquet").to_pylist()
+    for row in rows:
+        task = tasks[task_of(row["task_id"])]
+        row.update(site=done["site"], site_key=folder.name, goal_kind=task.goal_kind,
+                   goal=done["goals"][task.id])
+    return rows
+
+
+def _key(row: dict[str, Any]) -> str:
+    images = [hashlib.sha1(image["bytes"]).hexdigest() for image in row["images"]]
+    text = json.dumps([row["prompt"], images, row["target"]], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def split_rows(rows_by_site: dict[str, list[dict[str, Any]]], held_out: set[str],
+               banned_instructions: set[str], banned_goals: set[str]
+               ) -> tuple[dict[str, list[dict[str, Any]]], int]:
+    """(rows per split, deduplicated; training rows dropped for sharing an instruction or a
+    goal with a held-out task)."""
+    out: dict[str, list[dict[str, Any]]] = {split: [] for split in SPLITS}
+    seen: dict[str, set[str]] = {split: set() for split in SPLITS}
+    dropped = 0
+    for key, rows in rows_by_site.items():
+        split = "heldout" if key in held_out else "train"
+        for row in rows:
+            if split == "train" and (row["instruction"] in banned_instructions or row["goal"] in banned_goals):
+                dropped += 1
+                continue
+            digest = _key(row)
+            if digest not in seen[split]:
+                seen[split].add(digest)
+                out[split].append(row)
+    return out, dropped
+
+
+def assemble(out: Path, keys: list[str], held_out: set[str], prompt: PromptConfig, *,
+             built: list[str], seconds: float) -> dict:
+    """Write ``train/`` and ``heldout/`` from the finished sites among ``keys`` and the
+    statistics (``stats.json``); returns the statistics."""
+    from fsm_sites.tasks import load_tasks
+
+    started = time.perf_counter()
+    folders = {key: out / "sites" / key for key in keys if (out / "sites" / key / "done.json").is_file()}
+    rows_by_site = {key: _site_rows(folder) for key, folder in folders.items()}
+    done = [json.loads((folder / "done.json").read_text(encoding="utf-8")) for folder in folders.values()]
+    instructions = {t.instruction for key in folders if key in held_out
+                    for t in load_tasks(folders[key] / "tasks.jsonl")}
+    goals = {goal for d in done if d["key"] in held_out for goal in d["goals"].values()}
+    splits, dropped = split_rows(rows_by_site, held_out, instructions, goals)
+    for split, rows in splits.items():
+        write_rows(rows, out / split / "sft.parquet")
+    stats = corpus_stats(splits, done, held_out, prompt)
+    stats["rows"]["before_dedup"] = sum(len(rows) for rows in rows_by_site.values())
+    stats["rows"]["dropped_for_split"] = dropped
+    stats["build"] = {"sites_built_now": len(built), "seconds_now": round(seconds, 1),
+                      "site_seconds_total": round(sum(d["seconds"] for d in done), 1),
+                      "assemble_seconds": round(time.perf_counter() - started, 1),
+                      "env_steps": sum(d["env_steps"] for d in done)}
+    stats["heldout_tasks"] = [f"fsm:{(folders[k] / 'tasks.jsonl').resolve()}" for k in sorted(folders)
+                              if k in held_out]
+    (out / STATS_FILE).write_text(json.dumps(stats, indent=1), encoding="utf-8")
+    return stats
+
+
+def corpus_stats(splits: dict[str, list[dict[str, Any]]], done: list[dict], held_out: set[str],
+                 prompt: PromptConfig) -> dict:
+    """Sites, goal kinds, depths, the share of recovery steps and rows, per split."""
+    def share(rows: list[dict[str, Any]], column: str) -> float:
+        return round(sum(bool(r[column]) for r in rows) / len(rows), 4) if rows else 0.0
+
+    per_split = {}
+    for split, rows in splits.items():
+        per_split[split] = {
+            "rows": len(rows), "sites": len({r["site_key"] for r in rows}),
+            "goal_kinds": dict(Counter(r["goal_kind"] for r in rows)),
+            "depths": dict(sorted(Counter(int(r["step"]) for r in rows).items())),
+            "recovery_share": share(rows, "recovery"), "after_error_share": share(rows, "after_error"),
+            "tasks": len({(r["site_key"], r["task_id"]) for r in rows}),
+        }
+    return {
+        "prompt": prompt.model_dump(mode="json"),
+        "sites": {"total": len(done), "generated": sum(d["generated"] for d in done),
+                  "held_out": sorted(d["key"] for d in done if d["key"] in held_out),
+                  "per_site": {d["key"]: {"site": d["site"], "rows": d["rows"], "tasks": d["tasks_kept"],
+                                          "seconds": d["seconds"]} for d in done}},
+        "tasks": {"synthesized": sum(d["tasks_synthesized"] for d in done),
+                  "kept": sum(d["tasks_kept"] for d in done),
+                  "goal_kinds": dict(sum((Counter(d["goal_kinds"]) for d in done), Counter()))},
+        "rows": {split: per_split[split]["rows"] for split in SPLITS},
+        "splits": per_split,
+    }
+
+
+def write_rows(rows: list[dict[str, Any]], target: Path) -> Path:
+    """Rows as Parquet in the SFT export's layout, plus the corpus's own columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from harness.store.export import datasets_schema, row_schema
+
+    schema = row_schema("sft")
+    for name in ("site", "site_key", "goal_kind", "goal"):
+        schema = schema.append(pa.field(name, pa.string()))
+    schema = datasets_schema(schema)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), target)
+    return target
+
+
+def read_manifest(corpus: Path) -> dict:
+    """A built corpus's statistics (its prompt included); a clear error where there is none."""
+    from harness.errors import ConfigError
+
+    path = Path(corpus) / STATS_FILE
+    if not path.is_file():
+        raise ConfigError(f"expected a corpus built by `cua data corpus` in {corpus}, got no "
+                          f"{STATS_FILE}; build it first (cua data corpus --out {corpus})")
+    return json.loads(path.read_text(encoding="utf-8"))
