@@ -50,6 +50,7 @@ from sandboxes.base import SandboxKind, Screenshot
 from sandboxes.desktop_config import DesktopConfig
 from sandboxes.display import Processes, start_xvfb, wait_until
 from sandboxes.errors import SandboxClosed, SandboxCrashed, SandboxStartError, SandboxTimeout
+from sandboxes.openbox import write_locked_config
 from sandboxes.teardown import close_all, finish_in_thread
 from sandboxes.xauth import HOST, new_cookie, write_authority
 from sandboxes.xinput import XInput
@@ -306,7 +307,8 @@ class DesktopSandbox:
             if cfg.window_manager:
                 wm_home = self._root / "wm"  # openbox keeps its cache out of the episode's home
                 wm_home.mkdir(exist_ok=True)
-                self._display_procs.spawn(["openbox", "--sm-disable"],
+                rc = write_locked_config(wm_home)  # no menu or key starts a program
+                self._display_procs.spawn(["openbox", "--sm-disable", "--config-file", str(rc)],
                                           env=self.app_env({"HOME": str(wm_home), "XDG_CACHE_HOME": str(wm_home)}))
                 wait_until(self._screen.wm_manages_windows, cfg.start_timeout_s, "openbox to manage the display")
                 screen = self._screen
