@@ -19,8 +19,15 @@ beside) pixels. Two kinds of pages:
   ``onclick``), plus elements a script made clickable that show the pointer cursor
   (``cursor: pointer`` where their parent does not: MiniWoB's links are such spans),
   named by their accessible name (``aria-label``, associated ``<label>``, text (as written:
-  a CSS ``text-transform`` does not change it),
-  placeholder, title, value); a control inside another control is left out.
+  a CSS ``text-transform`` does not change it), for a text box the text just before it
+  (``<label>Username</label><input>``), placeholder, title, value); a control inside another
+  control is left out.
+
+On both, each entry says where a person sees it: ``row``, the table or list row it sits in
+(a table row's ``aria-label``, else its first cell's text; a list row's text), unless the
+entry names the row itself, and ``section``, the part of the page outside the main content
+(navigation, sidebar, footer, dialog). The prompt shows the row always and the section
+where a label repeats (``harness.prompts.shown_names``).
 
 Boxes are viewport CSS pixels (the screenshot's pixels at device scale 1).
 """
@@ -49,7 +56,7 @@ ELEMENTS_JS = r"""(() => {
   const ownText = (node) => [...node.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent).join(" ");
   const rowOf = (el, label) => {
     const row = el.closest("tr, .repeat-row");
-    if (!row) return null;
+    if (!row || row.closest("thead")) return null;  // a table's heading is no row
     let name = row.getAttribute("aria-label") || "";
     const cell = row.tagName === "TR" ? row.querySelector("td, th") : null;
     if (!name && cell && !cell.contains(el)) name = clean(ownText(cell)) || text(cell);
