@@ -50,6 +50,8 @@ async def test_an_fsm_page_lists_its_live_elements_by_label(provider, site_serve
 
 @pytest.mark.parametrize("task_id, expected", [
     ("miniwob:enter-text", {("textbox", ""), ("button", "Submit")}),
+    # a text box named by the <label> just before it, not tied to it by for=
+    ("miniwob:login-user", {("textbox", "Username"), ("textbox", "Password"), ("button", "Login")}),
     ("miniwob:click-link", None),
     ("miniwob:click-checkboxes", None),
 ])
