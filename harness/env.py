@@ -16,10 +16,9 @@ The reward of a step is the task's judgement under the env's reward mode
 from __future__ import annotations
 
 import asyncio
-import difflib
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -39,7 +38,7 @@ from harness.actions import (
 )
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
-from harness.prompts import shown_labels
+from harness.prompts import named_element
 from harness.resources import TaskResources
 from harness.rewards import REWARD_MODES, RewardMode, step_reward
 from harness.tasks.base import Task, TaskSetup, Validation
@@ -365,51 +364,18 @@ class _Capture:
 def resolve_element_action(action: AgentAction | None,
                            obs: Observation) -> tuple[Action | None, str | None]:
     """(the pixel action to execute, an agent error): an element action becomes a click at
-    its element's centre, matched by the name the prompt shows it under
-    (``harness.prompts.shown_labels``: ``Archive in row "Lunch on Friday?"``, ``Inbox in
-    navigation``, ``"Mailbox #2"``): as written, then without its quotes, then in any case;
-    then by its label alone where only one element has that label, then by id (whitespace
-    ignored everywhere). A label several elements share is refused with their names."""
+    its element's centre, found by the name the prompt shows it under
+    (``harness.prompts.named_element``: ``Archive in row "Lunch on Friday?"``, ``Inbox in
+    navigation``, ``"Mailbox #2"``; its label alone where one element has it; its id)."""
     if not isinstance(action, ClickElement):
         return action, None
     if obs.elements is None:
         return None, ("click_element needs an element list, and this observation has none; "
                       "act by coordinates or observe elements")
-    target, error = _named(action.element, obs.elements)
+    target, error = named_element(action.element, obs.elements)
     if target is None:
         return None, error
     x, y = target.center
     click = Click(x=min(max(x, 0), obs.width - 1), y=min(max(y, 0), obs.height - 1))
     return click, None
 
-
-def _loose(text: str) -> str:
-    """A name with its quotes and runs of whitespace ignored."""
-    return " ".join(text.replace('"', " ").split())
-
-
-def _named(wanted: str, elements: Sequence[UIElement]) -> tuple[UIElement | None, str | None]:
-    """The element ``wanted`` names (see ``resolve_element_action``), or an agent error. MiniWoB's
-    links "eget" and "Eget" are two elements: the name as written picks its own."""
-    asked = " ".join(wanted.split())
-    named = list(zip(elements, (" ".join(s.split()) for s in shown_labels(elements)), strict=True))
-    tries: list[Callable[[str], bool]] = [
-        lambda n: n == asked, lambda n: n == asked.strip("\"'"), lambda n: _loose(n) == _loose(asked),
-        lambda n: _loose(n).casefold() == _loose(asked).casefold()]
-    for fits in tries:
-        found = next((e for e, n in named if fits(n)), None)
-        if found is not None:
-            return found, None
-    for fold in (str, str.casefold):  # the label alone, where it is one element's
-        labelled = [(e, n) for e, n in named if fold(_loose(e.label)) == fold(_loose(asked))]
-        if len(labelled) == 1:
-            return labelled[0][0], None
-        if labelled:
-            return None, (f"expected one element, got {len(labelled)} labelled {wanted!r}: "
-                          f"{', '.join(repr(n) for _, n in labelled[:6])}; name one as the list does")
-    found = next((e for e in elements if e.id.casefold() == asked.strip("\"'").casefold()), None)
-    if found is not None:
-        return found, None
-    close = difflib.get_close_matches(wanted, [n for _, n in named], n=3, cutoff=0.5)
-    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
-    return None, f"expected an element label or id of the element list, got {wanted!r}{hint}"

@@ -28,8 +28,9 @@ reads ``(no valid action)``.
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Generic, Literal, TypeVar
@@ -217,6 +218,42 @@ def element_lines(elements: Sequence[UIElement | dict[str, Any]] | None) -> str:
             line += " (disabled)"
         lines.append(line)
     return "\n".join(lines)
+
+
+def _loose(text: str) -> str:
+    """A name with its quotes and runs of whitespace ignored."""
+    return " ".join(text.replace('"', " ").split())
+
+
+def named_element(wanted: str, elements: Sequence[UIElement]) -> tuple[UIElement | None, str | None]:
+    """The element ``wanted`` names, or an agent error: the name the list shows it under
+    (``shown_labels``) as written, then without its quotes, then in any case; then its label
+    alone where one element has it (several: refused with their names); then its id;
+    whitespace ignored. MiniWoB's links "eget" and "Eget" are two elements: the name as
+    written picks its own."""
+    asked = " ".join(wanted.split())
+    named = list(zip(elements, (" ".join(s.split()) for s in shown_labels(elements)), strict=True))
+    tries: list[Callable[[str], bool]] = [
+        lambda n: n == asked, lambda n: n == asked.strip("\"'"), lambda n: _loose(n) == _loose(asked),
+        lambda n: _loose(n).casefold() == _loose(asked).casefold()]
+    for fits in tries:
+        found = next((e for e, n in named if fits(n)), None)
+        if found is not None:
+            return found, None
+    for any_case in (False, True):  # the label alone, where it is one element's
+        labelled = [(e, n) for e, n in named if _loose(e.label) == _loose(asked)
+                    or any_case and _loose(e.label).casefold() == _loose(asked).casefold()]
+        if len(labelled) == 1:
+            return labelled[0][0], None
+        if labelled:
+            return None, (f"expected one element, got {len(labelled)} labelled {wanted!r}: "
+                          f"{', '.join(repr(n) for _, n in labelled[:6])}; name one as the list does")
+    found = next((e for e in elements if e.id.casefold() == asked.strip("\"'").casefold()), None)
+    if found is not None:
+        return found, None
+    close = difflib.get_close_matches(wanted, [n for _, n in named], n=3, cutoff=0.5)
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    return None, f"expected an element label or id of the element list, got {wanted!r}{hint}"
 
 
 def as_element_action(action: AgentAction,
