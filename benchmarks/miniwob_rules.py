@@ -5,7 +5,7 @@ ceiling row, ``bench_transfer``).
 ``TRANSFER_TASKS`` maps each task to the skill it tests; docs/training.md ("Transfer to
 MiniWoB++") lists them with the FSM widget that teaches the skill. ``RuleAgent`` reads the
 names a task's instruction asks for (``targets``) and clicks the elements with those labels
-by ``click_element``, exploring (clicking a tab or folder it has not opened yet) while a
+by ``click_element`` (under the names the list shows them by), exploring (clicking a tab or folder it has not opened yet) while a
 name is not on screen. It sees what a model in the ``elements`` observation mode sees,
 nothing of the page beyond it.
 """
@@ -17,6 +17,7 @@ import re
 
 from harness.agents.base import AgentContext, AgentStep
 from harness.observation import Observation
+from harness.prompts import shown_labels
 
 #: task -> the skill it tests (what the FSM sites' element-mode data has to teach for it)
 TRANSFER_TASKS: dict[str, str] = {
@@ -37,13 +38,7 @@ TRANSFER_TASKS: dict[str, str] = {
 
 #: tasks with a covered skill that the element list cannot express today, and why
 NOT_EXPRESSIBLE: dict[str, str] = {
-    "enter-text": 'its text box has no label (`textbox ""`) and the prompt shows no ids, so '
-                  "click_element cannot name it (an empty name is refused)",
-    "focus-text": "the same unlabelled text box",
-    "login-user": "two unlabelled text boxes",
-    "enter-password": "two unlabelled text boxes",
-    "search-engine": "an unlabelled search box",
-    "choose-list": "a native <select> without a label; its options are not listed",
+    "choose-list": "a native <select> (listed as combobox \"combobox\"); its options are not listed",
     "click-dialog": "the dialog's close button is not listed (the list is empty)",
     "social-media": "nothing is listed (the page's controls are plain spans without a pointer cursor)",
 }
@@ -94,4 +89,6 @@ class RuleAgent:
         if wanted == memory["todo"][0]:
             memory["todo"].pop(0)
         memory["clicked"].append(wanted)
-        return AgentStep(text=json.dumps({"type": "click_element", "element": wanted}))
+        # the name the list shows the element under (a row's action names its row)
+        name = next((n for e, n in zip(elements, shown_labels(elements), strict=True) if e.label == wanted), wanted)
+        return AgentStep(text=json.dumps({"type": "click_element", "element": name}))

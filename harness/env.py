@@ -16,7 +16,6 @@ The reward of a step is the task's judgement under the env's reward mode
 from __future__ import annotations
 
 import asyncio
-import difflib
 import time
 import uuid
 from collections.abc import Coroutine
@@ -39,7 +38,7 @@ from harness.actions import (
 )
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
-from harness.prompts import shown_labels
+from harness.prompts import named_element
 from harness.resources import TaskResources
 from harness.rewards import REWARD_MODES, RewardMode, step_reward
 from harness.tasks.base import Task, TaskSetup, Validation
@@ -366,27 +365,18 @@ class _Capture:
 def resolve_element_action(action: AgentAction | None,
                            obs: Observation) -> tuple[Action | None, str | None]:
     """(the pixel action to execute, an agent error): an element action becomes a click at
-    its element's centre, matched by the name the prompt shows it under (its label, or
-    ``"Mailbox #2"`` for the second element labelled "Mailbox": ``harness.prompts.shown_labels``;
-    whitespace ignored; the name written in the same case first, then in any case), then by id."""
+    its element's centre, found by the name the prompt shows it under
+    (``harness.prompts.named_element``: ``Archive in row "Lunch on Friday?"``, ``Inbox in
+    navigation``, ``"Mailbox #2"``; its label alone where one element has it; its id)."""
     if not isinstance(action, ClickElement):
         return action, None
     if obs.elements is None:
         return None, ("click_element needs an element list, and this observation has none; "
                       "act by coordinates or observe elements")
-    wanted = " ".join(action.element.split()).strip("\"'")
-    # Names as the prompt shows them (a repeated label numbered); MiniWoB's links "eget" and
-    # "Eget" are two elements: the name as written picks its own.
-    named = list(zip(obs.elements, (" ".join(s.split()) for s in shown_labels(obs.elements)), strict=True))
-    matches = [e for e, shown in named if shown == wanted]
-    matches = matches or [e for e, shown in named if shown.casefold() == wanted.casefold()]
-    matches = matches or [e for e in obs.elements if e.id.casefold() == wanted.casefold()]
-    if not matches:
-        labels = [e.label for e in obs.elements if e.label]
-        close = difflib.get_close_matches(action.element, labels, n=3, cutoff=0.5)
-        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
-        return None, (f"expected an element label or id of the element list, got "
-                      f"{action.element!r}{hint}")
-    x, y = matches[0].center
+    target, error = named_element(action.element, obs.elements)
+    if target is None:
+        return None, error
+    x, y = target.center
     click = Click(x=min(max(x, 0), obs.width - 1), y=min(max(y, 0), obs.height - 1))
     return click, None
+

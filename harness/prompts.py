@@ -13,6 +13,7 @@ theirs from a tree path (``harness.store.export``). Both go through
       Instruction: <instruction>
       Elements:                                   (observation modes with elements)
       - button "Add to cart"
+      - button "Archive" in row "Lunch on Friday?"
       - textbox "Search" = "lamp"
       Previous actions:
       1. <action 1 in the codec's syntax>
@@ -27,9 +28,10 @@ reads ``(no valid action)``.
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Generic, Literal, TypeVar
 
@@ -142,41 +144,74 @@ class PromptBuilder:
         return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
 
 
-def shown_labels(elements: Sequence[UIElement]) -> list[str]:
-    """Each element's name as the prompt shows it: its label, or ``"label #k"`` for a
-    repeated label (words, case and all): the second element labelled "Mailbox" is
-    ``"Mailbox #2"``, the third ``"Mailbox #3"``, so that two elements named alike (a nav link
-    and a card) each have a name the model can copy and the env resolves
-    (``harness.env.resolve_element_action``). A number some element carries as its own label
-    (a literal "Mailbox #2") is skipped, so no two elements with a label share a shown name."""
-    literal = {_words(e.label) for e in elements}
+@dataclass(frozen=True)
+class ShownName:
+    """An element's name as the prompt shows it: its label (its role where it has none;
+    numbered ``"Mailbox #2"`` as a last resort), the row it acts on, and the part of the page
+    it sits in where its label alone would be shared."""
+
+    label: str
+    row: str | None = None
+    section: str | None = None
+
+    @property
+    def place(self) -> str:
+        """Where it sits, as the list line writes it: ``' in row "Lunch on Friday?"'``, ``' in navigation'``."""
+        row = f" in row {json.dumps(self.row, ensure_ascii=False)}" if self.row else ""
+        return row + (f" in {self.section}" if self.section else "")
+
+    @property
+    def text(self) -> str:
+        """The name an element action writes: ``Archive in row "Lunch on Friday?"``."""
+        return self.label + self.place
+
+
+def shown_names(elements: Sequence[UIElement]) -> list[ShownName]:
+    """Each element's name as the prompt shows it, all distinct: its label (whitespace
+    collapsed; its role where it has none), with the row a row's action acts on
+    (``Archive in row "Lunch on Friday?"``); a label that repeats names the part of the page
+    of each copy outside the main content (``Inbox in navigation`` beside the main content's
+    ``Inbox``); copies the page still shows alike are numbered, the second ``"Mailbox #2"``, a
+    number some element carries as its own label skipped."""
+    names = [ShownName(_words(e.label) or e.role, e.row or None) for e in elements]
+    groups: dict[tuple[str, str | None], list[int]] = {}
+    for i, name in enumerate(names):
+        groups.setdefault((name.label, name.row), []).append(i)
+    for members in groups.values():
+        if len({elements[i].section for i in members}) > 1:
+            for i in members:
+                names[i] = replace(names[i], section=elements[i].section)
+    taken = {name.text for name in names}
     seen: set[str] = set()
-    number: dict[str, int] = {}
-    out = []
-    for element in elements:
-        words = _words(element.label)
-        if words not in seen or not words:
-            seen.add(words)
-            out.append(element.label)
+    for i, name in enumerate(names):
+        if name.text not in seen:
+            seen.add(name.text)
             continue
-        k = number.get(words, 2)
-        while f"{words} #{k}" in literal:
+        k = 2
+        while replace(name, label=f"{name.label} #{k}").text in taken:
             k += 1
-        number[words] = k + 1
-        out.append(f"{words} #{k}")
-    return out
+        names[i] = replace(name, label=f"{name.label} #{k}")
+        taken.add(names[i].text)
+    return names
+
+
+def shown_labels(elements: Sequence[UIElement]) -> list[str]:
+    """Each element's name as an element action writes it (``shown_names``), so that two
+    elements named alike (a nav link and a card, a row's Archive and the next row's) each
+    have a name the model can copy and the env resolves (``harness.env.resolve_element_action``)."""
+    return [name.text for name in shown_names(elements)]
 
 
 def element_lines(elements: Sequence[UIElement | dict[str, Any]] | None) -> str:
-    """The element list as the prompt shows it: one ``- role "label"`` line per element
-    (a repeated label numbered: ``"Mailbox #2"``), its value (``= "text"``) and
-    ``(disabled)`` where they apply."""
+    """The element list as the prompt shows it: one ``- role "label"`` line per element, where
+    it sits (`` in row "Lunch on Friday?"``, `` in navigation``; see ``shown_names``), its value
+    (``= "text"``) and ``(disabled)`` where they apply."""
     if not elements:
         return "(none)"
     lines = []
     listed = [e if isinstance(e, UIElement) else UIElement.model_validate(e) for e in elements]
-    for element, label in zip(listed, shown_labels(listed), strict=True):
-        line = f"- {element.role} {json.dumps(label, ensure_ascii=False)}"
+    for element, name in zip(listed, shown_names(listed), strict=True):
+        line = f"- {element.role} {json.dumps(name.label, ensure_ascii=False)}{name.place}"
         if element.value:
             line += f" = {json.dumps(element.value, ensure_ascii=False)}"
         if not element.enabled:
@@ -185,11 +220,46 @@ def element_lines(elements: Sequence[UIElement | dict[str, Any]] | None) -> str:
     return "\n".join(lines)
 
 
+def _loose(text: str) -> str:
+    """A name with its quotes and runs of whitespace ignored."""
+    return " ".join(text.replace('"', " ").split())
+
+
+def named_element(wanted: str, elements: Sequence[UIElement]) -> tuple[UIElement | None, str | None]:
+    """The element ``wanted`` names, or an agent error: the name the list shows it under
+    (``shown_labels``) as written, then without its quotes, then in any case; then its label
+    alone where one element has it (several: refused with their names); then its id;
+    whitespace ignored. MiniWoB's links "eget" and "Eget" are two elements: the name as
+    written picks its own."""
+    asked = " ".join(wanted.split())
+    named = list(zip(elements, (" ".join(s.split()) for s in shown_labels(elements)), strict=True))
+    tries: list[Callable[[str], bool]] = [
+        lambda n: n == asked, lambda n: n == asked.strip("\"'"), lambda n: _loose(n) == _loose(asked),
+        lambda n: _loose(n).casefold() == _loose(asked).casefold()]
+    for fits in tries:
+        found = next((e for e, n in named if fits(n)), None)
+        if found is not None:
+            return found, None
+    for any_case in (False, True):  # the label alone, where it is one element's
+        labelled = [(e, n) for e, n in named if _loose(e.label) == _loose(asked)
+                    or any_case and _loose(e.label).casefold() == _loose(asked).casefold()]
+        if len(labelled) == 1:
+            return labelled[0][0], None
+        if labelled:
+            return None, (f"expected one element, got {len(labelled)} labelled {wanted!r}: "
+                          f"{', '.join(repr(n) for _, n in labelled[:6])}; name one as the list does")
+    found = next((e for e in elements if e.id.casefold() == asked.strip("\"'").casefold()), None)
+    if found is not None:
+        return found, None
+    close = difflib.get_close_matches(wanted, [n for _, n in named], n=3, cutoff=0.5)
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    return None, f"expected an element label or id of the element list, got {wanted!r}{hint}"
+
+
 def as_element_action(action: AgentAction,
                       elements: Sequence[UIElement | dict[str, Any]]) -> AgentAction:
     """A click inside an element's box as the element action that names it as the prompt
-    shows it (its label, ``"label #k"`` for a repeated label; its id where it has no label);
-    any other action as it is."""
+    shows it (``shown_labels``: ``Archive in row "Lunch on Friday?"``); any other action as it is."""
     if not isinstance(action, Click):
         return action
     listed = [e if isinstance(e, UIElement) else UIElement.model_validate(e) for e in elements]
@@ -197,8 +267,7 @@ def as_element_action(action: AgentAction,
     if not inside:
         return action
     target = min(inside, key=lambda i: listed[i].width * listed[i].height)
-    name = shown_labels(listed)[target] if listed[target].label.strip() else listed[target].id
-    return ClickElement(element=name)
+    return ClickElement(element=shown_labels(listed)[target])
 
 
 def _words(label: str) -> str:

@@ -47,6 +47,11 @@ class UIElement(BaseModel):
     id: str = Field(description="the element's id on its page (an FSM element id, a DOM id, or e<n>)")
     role: str = Field(description="button, link, textbox, combobox, option, checkbox, radio, tab, ...")
     label: str = Field(description="its visible or accessible name")
+    row: str | None = Field(
+        default=None, description="the name of the table or list row it sits in (a row's action acts on that row)")
+    section: str | None = Field(
+        default=None, description="the part of the page it sits in where that is not the main content: "
+        "navigation, sidebar, footer or dialog")
     value: str | None = Field(default=None, description="a field's text, or 'checked'")
     x: int = Field(description="left edge in screenshot pixels")
     y: int = Field(description="top edge in screenshot pixels")

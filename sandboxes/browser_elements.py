@@ -19,8 +19,15 @@ beside) pixels. Two kinds of pages:
   ``onclick``), plus elements a script made clickable that show the pointer cursor
   (``cursor: pointer`` where their parent does not: MiniWoB's links are such spans),
   named by their accessible name (``aria-label``, associated ``<label>``, text (as written:
-  a CSS ``text-transform`` does not change it),
-  placeholder, title, value); a control inside another control is left out.
+  a CSS ``text-transform`` does not change it), for a text box the text just before it
+  (``<label>Username</label><input>``), placeholder, title, value); a control inside another
+  control is left out.
+
+On both, each entry says where a person sees it: ``row``, the table or list row it sits in
+(a table row's ``aria-label``, else its first cell's text; a list row's text), unless the
+entry names the row itself, and ``section``, the part of the page outside the main content
+(navigation, sidebar, footer, dialog). The prompt shows the row always and the section
+where a label repeats (``harness.prompts.shown_names``).
 
 Boxes are viewport CSS pixels (the screenshot's pixels at device scale 1).
 """
@@ -43,15 +50,47 @@ ELEMENTS_JS = r"""(() => {
     if (s.visibility === "hidden" || s.display === "none" || el.closest("[hidden], [inert]")) return null;
     return r;
   };
+  // Where an element sits, as a person sees it: the row it acts on (a table row: its
+  // aria-label or its first cell's own text; a list row: its text or title), unless the
+  // element names the row itself, and the part of the page outside the main content.
+  const ownText = (node) => [...node.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent).join(" ");
+  const rowOf = (el, label) => {
+    const row = el.closest("tr, .repeat-row");
+    if (!row || row.closest("thead")) return null;  // a table's heading is no row
+    let name = row.getAttribute("aria-label") || "";
+    const cell = row.tagName === "TR" ? row.querySelector("td, th") : null;
+    if (!name && cell && !cell.contains(el)) name = clean(ownText(cell)) || text(cell);
+    const title = name ? null : row.querySelector('[data-kind="text"], .title');
+    if (title && !title.contains(el)) name = text(title);
+    name = clean(name);
+    return name && name !== clean(label) ? name : null;
+  };
+  const sectionOf = (el) => {
+    if (el.closest("[role=dialog], dialog, .modal")) return "dialog";
+    if (el.closest("nav:not(.pager), [role=navigation], .topnav")) return "navigation";
+    if (el.closest("aside, .sidebar, [role=complementary]")) return "sidebar";
+    if (el.closest("footer, [role=contentinfo]")) return "footer";
+    return null;
+  };
   const out = [];
   const add = (el, id, role, label, value) => {
     const r = visible(el);
     if (!r) return;
     const disabled = !!(el.disabled || el.getAttribute("aria-disabled") === "true"
                         || el.classList.contains("disabled"));
-    out.push({id: String(id), role, label: clean(label), value: value == null ? null : clean(value),
+    out.push({id: String(id), role, label: clean(label), row: rowOf(el, label), section: sectionOf(el),
+              value: value == null ? null : clean(value),
               x: Math.round(r.left), y: Math.round(r.top), width: Math.round(r.width),
               height: Math.round(r.height), enabled: !disabled});
+  };
+  // The text a person reads just before a field that has no label of its own ("Username"
+  // in <p><label>Username</label><input></p>), without its colon.
+  const textBefore = (el) => {
+    let node = el.previousSibling;
+    while (node && ((node.nodeType === 3 && !node.textContent.trim()) || node.nodeName === "BR")) node = node.previousSibling;
+    if (!node || !(node.nodeType === 3 || ["LABEL", "SPAN", "B", "STRONG"].includes(node.nodeName))) return "";
+    if (node.nodeType === 1 && node.querySelector("input, button, select, textarea")) return "";
+    return clean(node.textContent).replace(/:$/, "").trim();
   };
   const fieldLabel = (el) => {
     const field = el.closest(".field");
@@ -149,7 +188,7 @@ ELEMENTS_JS = r"""(() => {
     const labelled = el.labels && el.labels.length ? el.labels[0].innerText : "";
     const textual = role === "textbox" || role === "combobox";
     const label = el.getAttribute("aria-label") || labelled
-      || (textual ? "" : text(el)) || el.getAttribute("placeholder") || el.getAttribute("title")
+      || (textual ? textBefore(el) : text(el)) || el.getAttribute("placeholder") || el.getAttribute("title")
       || (type === "button" || type === "submit" ? el.value : "") || el.getAttribute("alt") || "";
     const value = textual ? el.value : (role === "checkbox" || role === "radio")
       ? (el.checked ? "checked" : null) : null;

@@ -83,8 +83,9 @@ def describe_fields(cls: type, options: CodecOptions) -> str:
 
 
 ELEMENT_SENTENCE = (
-    "An element action names an element of the Elements list by its label, exactly as "
-    "listed; to type into a field, click it, then type the text."
+    "An element action names an element of the Elements list as listed: its label, and where "
+    "the list says where it sits, that too (Archive in row \"Lunch on Friday?\"); to type "
+    "into a field, click it, then type the text."
 )
 
 

@@ -50,6 +50,8 @@ async def test_an_fsm_page_lists_its_live_elements_by_label(provider, site_serve
 
 @pytest.mark.parametrize("task_id, expected", [
     ("miniwob:enter-text", {("textbox", ""), ("button", "Submit")}),
+    # a text box named by the <label> just before it, not tied to it by for=
+    ("miniwob:login-user", {("textbox", "Username"), ("textbox", "Password"), ("button", "Login")}),
     ("miniwob:click-link", None),
     ("miniwob:click-checkboxes", None),
 ])
@@ -157,9 +159,10 @@ def test_labels_that_differ_only_in_case_name_their_own_element() -> None:
 
 
 def test_a_repeated_label_is_numbered_in_the_prompt_and_resolves_back() -> None:
-    """A nav link and a card both labelled "Mailbox": the prompt shows the second as
-    "Mailbox #2", a click on it is exported as that name (never as an id the prompt does not
-    show), and the env resolves the name (any case) to the second element."""
+    """A nav link and a card both labelled "Mailbox" that nothing visible tells apart: the
+    prompt shows the second as "Mailbox #2", a click on it is exported as that name (never as
+    an id the prompt does not show; an unlabelled element by its role), and the env resolves
+    the name (any case) to the second element."""
     from harness.prompts import element_lines
 
     elements = (_element("Mailbox", 0, id_="nav_box"), _element("Inbox", 50, id_="go_inbox"),
@@ -168,10 +171,42 @@ def test_a_repeated_label_is_numbered_in_the_prompt_and_resolves_back() -> None:
                       instruction="Open Mailbox.", step=0, elements=elements)
     assert '"Mailbox"' in element_lines(elements) and '"Mailbox #2"' in element_lines(elements)
     assert as_element_action(Click(x=120, y=20), elements) == ClickElement(element="Mailbox #2")
-    assert as_element_action(Click(x=170, y=20), elements) == ClickElement(element="blank")  # no label: its id
+    assert as_element_action(Click(x=170, y=20), elements) == ClickElement(element="button")  # no label: its role
+    assert resolve_element_action(ClickElement(element="blank"), obs) == (Click(x=170, y=20), None)  # ids still resolve
     assert resolve_element_action(ClickElement(element="mailbox #2"), obs) == (Click(x=120, y=20), None)
     assert resolve_element_action(ClickElement(element="Mailbox"), obs) == (Click(x=20, y=20), None)
     assert resolve_element_action(ClickElement(element="Mailbox #3"), obs)[1].startswith("expected an element")
+
+
+def test_a_rows_action_names_its_row_and_a_repeated_label_its_place() -> None:
+    """A mail list: each row's Archive names its row, the nav link "Inbox" beside the tab
+    "Inbox" says it is in the navigation, and no name is numbered. Each name resolves back as
+    written, without its quotes, or in any case; the label alone resolves where one element
+    has it and is refused, with the names to choose from, where several do."""
+    from harness.prompts import element_lines
+
+    elements = (
+        UIElement(id="nav_inbox", role="link", label="Inbox", section="navigation", x=0, y=0, width=40, height=20),
+        _element("Inbox", 50, role="tab", id_="tab_inbox"),
+        UIElement(id="to_archive", role="button", label="Archive", row="Lunch on Friday?", x=0, y=30, width=40,
+                  height=20),
+        UIElement(id="to_archive", role="button", label="Archive", row="Quarterly report", x=50, y=30, width=40,
+                  height=20),
+        UIElement(id="to_trash", role="button", label="Delete", row="Quarterly report", x=100, y=30, width=40,
+                  height=20))
+    assert element_lines(elements) == (
+        '- link "Inbox" in navigation\n- tab "Inbox"\n- button "Archive" in row "Lunch on Friday?"\n'
+        '- button "Archive" in row "Quarterly report"\n- button "Delete" in row "Quarterly report"')
+    assert as_element_action(Click(x=60, y=40), elements) == ClickElement(element='Archive in row "Quarterly report"')
+    obs = Observation(screenshot=b"", image_format="png", width=200, height=60,
+                      instruction="Archive the quarterly report.", step=0, elements=elements)
+    for name, point in (('Archive in row "Quarterly report"', (70, 40)), ('"Archive" in row "Lunch on Friday?"', (20, 40)),
+                        ("archive in row quarterly report", (70, 40)), ("Inbox in navigation", (20, 10)),
+                        ("Inbox", (70, 20)), ("Delete", (120, 40))):
+        assert resolve_element_action(ClickElement(element=name), obs) == (Click(x=point[0], y=point[1]), None), name
+    click, error = resolve_element_action(ClickElement(element="Archive"), obs)
+    assert click is None and error.startswith("expected one element, got 2 labelled 'Archive'")
+    assert 'Archive in row "Lunch on Friday?"' in error
 
 
 def test_a_numbered_name_never_collides_with_a_literal_label() -> None:

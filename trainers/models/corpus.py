@@ -153,14 +153,21 @@ def prompt_texts(rng: random.Random) -> list[str]:
     return texts
 
 
+#: Where a sampled element sits besides the main content (``UIElement.section``).
+SECTIONS = (None, None, None, "navigation", "sidebar", "footer", "dialog")
+
+
 def _sample_elements(rng: random.Random, size: tuple[int, int]) -> list[UIElement]:
-    """A made-up element list: labelled buttons, links, fields across the screen."""
+    """A made-up element list: labelled buttons, links, fields across the screen, some in a
+    row (``button "Archive" in row "Lamp"``) or outside the main content."""
     roles = ("button", "link", "textbox", "checkbox", "option", "tab", "card")
     out = []
     for i in range(rng.randrange(1, 6)):
         width, height = rng.randrange(20, min(200, size[0] // 2)), rng.randrange(12, 30)
+        row = rng.choice(SAMPLE_WORDS).capitalize() if rng.random() < 0.3 else None
         out.append(UIElement(id=f"e{i}", role=rng.choice(roles),
-                             label=rng.choice(SAMPLE_WORDS + MINIWOB_WORDS).capitalize(),
+                             label=rng.choice(SAMPLE_WORDS + MINIWOB_WORDS).capitalize(), row=row,
+                             section=rng.choice(SECTIONS),
                              x=rng.randrange(0, size[0] - width), y=rng.randrange(0, size[1] - height),
                              width=width, height=height))
     return out
