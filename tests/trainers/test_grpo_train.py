@@ -102,6 +102,7 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
                and e["by_task"]["fsm:shop/add_lamp"]["success_rate"] == e["success_rate"] for e in evals)
     page = report.read_text()
     assert "Curves" in page and "filmstrips/e0-s1.jpg" in page and "fsm:shop/open_mug" in page
+    assert "<h2>Per update</h2>" in page and "<th>clip fraction</th><th>KL</th>" in page
 
     from harness.store.store import TrajectoryStore
 

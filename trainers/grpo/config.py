@@ -5,9 +5,11 @@
     model: {path: runs/tiny, finetune: full, device: cpu}
     prompt: {codec: json, observation: elements, system_prompt: false}
     tasks: [fsm:shop/add_lamp, fsm:mail/open_m2]
-    group: {tasks: 2, size: 4}          # G episodes of each of 2 tasks per update
+    group: {tasks: 2, size: 4, resample: 2}   # G episodes of each of 2 tasks; groups without signal resampled
     reward: step                        # outcome | step | progress (harness.rewards)
-    advantage: {step_weight: 1.0}       # A = A_episode + w * A_step (trainers.grpo.advantages)
+    advantage: {step_weight: 1.0, gamma: 0.95}  # A = A_episode + w * A_step (trainers.grpo.advantages)
+    no_op: {effect: end}                # an invalid or idle step ends a training episode
+    loss: {aggregation: episode-mean}   # every episode weighs the same (trainers.grpo.losses)
     tree: {branch_states: 1, continuations: 2, where: disagree}
     eval: {tasks: [fsm:shop/open_mug], every: 2}
 

@@ -5,18 +5,25 @@
 The loop, top to bottom (one update):
 
 1. the curriculum samples ``group.tasks`` tasks; each gets a layout seed, and G episodes of
-   it run from that start through the one rollout path, every model call batched;
+   it run from that start through the one rollout path, every model call batched; a
+   training episode ends at its first no-op step (``no_op``: an invalid action, or the
+   ``idle_after``-th step in a row that fired nothing);
 2. with ``tree.branch_states``, states the group visited (where its episodes disagree) are
    restored by jump and M continuations sampled from each;
-3. rewards (the env's reward mode) become advantages: episode-level within the group plus
-   ``step_weight`` times step-level within the steps taken from the same FSM state;
-4. dead-signal checks: a warning for groups whose returns are all equal, an error after
-   ``signal.patience`` updates in a row whose completions were all truncated or whose
-   rewards were all identical;
-5. ``loss.epochs`` passes of PPO-clip minibatch steps (ratios against the rollout's own
-   log-probabilities, k3 KL to the frozen starting policy);
-6. the curriculum folds in the outcomes; held-out evaluation every ``eval.every`` updates;
-   one metrics.jsonl line; a checkpoint every ``checkpoint_every`` updates.
+3. dynamic sampling: groups whose every advantage is zero (all rewards equal) are dropped
+   and, up to ``group.resample`` rounds, replaced by groups of tasks not drawn yet;
+4. rewards (the env's, less ``no_op.penalty`` on no-op steps) become advantages:
+   episode-level within the group plus ``step_weight`` times step-level within the steps
+   taken from the same FSM state (returns-to-go discounted by ``gamma``);
+5. dead-signal checks: a warning for groups whose returns are all equal, an error after
+   ``signal.patience`` updates in a row whose completions were all truncated or in which no
+   group carried a signal;
+6. ``loss.epochs`` passes of PPO-clip minibatch steps (ratios against the rollout's own
+   log-probabilities, k3 KL to the frozen starting policy, ``episode-mean`` aggregation by
+   default);
+7. the curriculum folds in the outcomes of every group, dropped ones too; held-out
+   evaluation every ``eval.every`` updates; one metrics.jsonl line (clip fraction and KL
+   among its figures); a checkpoint every ``checkpoint_every`` updates.
 
 At the end: ``OUT/model`` (with its ``cua_agent.yaml``) and ``OUT/report.html``.
 
@@ -44,6 +51,7 @@ from rich.console import Console
 from harness.cli_config import check_output_dir
 from trainers.errors import ConfigError, TrainingSignalError
 from trainers.grpo import checkpoint
+from trainers.grpo.backends import agent_options, make_backend
 from trainers.grpo.batch import BatchStats, Replay, build_batch, has_signal, stored_success
 from trainers.grpo.config import GRPOConfig
 from trainers.grpo.curriculum import Curriculum
@@ -154,8 +162,8 @@ class Trainer:
         if config.loss.kl_coef > 0:
             self.reference = load_policy(PolicyConfig(**{**config.model.model_dump(), "finetune": "none"})).model
             ranks.wrap_frozen(self.reference)
-        self.greedy = HFAgent(self.policy, _agent_options(config, temperature=0.0))
-        self.backend = _backend(config, self.policy, agent_class)
+        self.greedy = HFAgent(self.policy, agent_options(config, temperature=0.0))
+        self.backend = make_backend(config, self.policy, agent_class)
         self.agent: Any = self.backend.agent
         loss = config.loss
         self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=loss.learning_rate,
@@ -428,35 +436,3 @@ async def _train(config: GRPOConfig, agent_class: type | None, ranks: Ranks) -> 
         report = write_report(Path(config.out), config, trainer.metrics.read())
     ranks.close()  # the others wait until the main process has written everything
     return report
-
-
-def _backend(config: GRPOConfig, policy: Any, agent_class: type | None) -> Any:
-    """The rollout backend the config names, with its agent."""
-    from trainers.agents.hf import HFAgent
-    from trainers.grpo.backends import HFBackend, OpenAIBackend
-
-    rollout = config.rollout
-    if rollout.backend == "hf":
-        return HFBackend((agent_class or HFAgent)(policy, _agent_options(config, temperature=rollout.temperature)))
-    if rollout.backend == "vllm":
-        from trainers.grpo.backends import make_vllm_backend
-
-        return make_vllm_backend(config)
-    from trainers.agents.openai_agent import OpenAIAgent
-    from trainers.agents.options import OpenAIAgentOptions
-
-    options = OpenAIAgentOptions(**config.prompt.model_dump(), temperature=rollout.temperature,
-                                 top_p=rollout.top_p, max_new_tokens=rollout.max_new_tokens, seed=config.seed)
-    assert rollout.url is not None
-    return OpenAIBackend(OpenAIAgent(rollout.url, options), Path(config.out) / "weights")
-
-
-def _agent_options(config: GRPOConfig, *, temperature: float) -> Any:
-    from trainers.agents.options import HFAgentOptions
-
-    rollout = config.rollout
-    return HFAgentOptions(**config.prompt.model_dump(), temperature=temperature, top_p=rollout.top_p,
-                          max_new_tokens=rollout.max_new_tokens, seed=config.seed,
-                          max_batch=rollout.max_batch, max_wait_ms=rollout.max_wait_ms,
-                          device=config.model.device, dtype=config.model.dtype)
-
