@@ -299,6 +299,10 @@ def test_a_curriculum_pool_smaller_than_its_base_tasks_is_refused(tmp_path) -> N
     assert Curriculum(tasks, CurriculumSpec()).max_pool == 12  # unset: room for every task's two variants
     with pytest.raises(ValidationError, match="penalty > 0 with effect: penalize"):
         grpo_config(tmp_path, tmp_path, no_op={"effect": "penalize"})
+    # the defaults a multi-turn run gets: episode-mean, discounted step returns, no-ops end episodes
+    defaults = grpo_config(tmp_path, tmp_path)
+    assert defaults.loss.aggregation == "episode-mean" and 0.9 <= defaults.advantage.gamma < 1
+    assert defaults.no_op.effect == "end" and defaults.group.resample > 0
 
 
 def test_the_cli_reports_every_bad_field_at_once_in_one_line(tmp_path) -> None:
