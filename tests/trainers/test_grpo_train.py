@@ -96,6 +96,8 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
     assert any(u["success"] == 0.5 for u in updates)  # the oracle's episode solved, the sample did not
     assert all(math.isfinite(u["loss"]) and u["entropy"] > 0 for u in updates)
     assert all(u["heldout_states"] >= 8 and 0 <= u["heldout_exact_match"] <= 1 for u in updates)
+    # the sampled episodes' junk ends them at once (no_op.effect: end), recorded all the same
+    assert all(u["no_op_steps"] >= 1 and u["dropped_groups"] == 0 for u in updates)
     evals = lines(out, "eval")
     assert [e["phase"] for e in evals] == ["before", "after"]
     assert all(set(e["by_task"]) == {"fsm:shop/add_lamp"} and e["by_task"]["fsm:shop/add_lamp"]["episodes"] == 1
@@ -103,6 +105,7 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
     page = report.read_text()
     assert "Curves" in page and "filmstrips/e0-s1.jpg" in page and "fsm:shop/open_mug" in page
     assert "heldout_token_accuracy" in page
+    assert "<h2>Per update</h2>" in page and "<th>clip fraction</th><th>KL</th>" in page
 
     from harness.store.store import TrajectoryStore
 
@@ -167,6 +170,46 @@ def test_resume_continues_bit_identically(tmp_path, tiny_dir) -> None:
         {k: v for k, v in last_resumed.items() if k not in noisy}
 
 
+def test_groups_without_a_signal_are_dropped_and_resampled(tmp_path, tiny_dir) -> None:
+    """Outcome rewards in 2 steps: the oracle solves open_mug (2 steps) but neither 3-step
+    task, so those groups are all zeros: dropped, one resampled in their place; the
+    curriculum still counts every group."""
+    out = tmp_path / "run"
+    config = grpo_config(out, tiny_dir, updates=1, reward="outcome", tasks=["fsm:shop/add_lamp", "fsm:shop/open_mug",
+                         "fsm:mail/star_m1"], group={"tasks": 2, "size": 2, "seeds": [0], "resample": 1},
+                         rollout={**ROLLOUT, "max_steps": 2}, tree={"branch_states": 0},
+                         curriculum={"enabled": False}, filmstrips=0)
+    train_grpo(config, agent_class=TeacherMix)
+    [update] = lines(out, "update")
+    assert update["tasks"] == ["fsm:mail/star_m1", "fsm:shop/add_lamp", "fsm:shop/open_mug"]
+    assert update["episodes"] == 6 and update["groups"] == 1 and update["silent_groups"] == 0
+    assert update["dropped_groups"] == 2 and update["resampled_groups"] == 1
+    assert all(p["n"] == 2 for p in update["pool"].values())  # every group's outcomes recorded
+
+
+def test_no_op_steps_end_a_training_episode_or_cost_their_penalty() -> None:
+    import asyncio
+    import dataclasses
+
+    from trainers.grpo.config import NoOpSpec
+    from trainers.grpo.rollouts import NoOpStop, no_op_steps, training_rewards
+
+    episode = _episode("t", [("A", "B", 0.5), ("B", "B", 0.0), ("B", "B", 0.0), ("B", "B", 0.0), ("B", "C", 0.5)])
+    assert no_op_steps(episode.transitions, 3) == [False, False, False, True, False]  # the third idle in a row
+    assert no_op_steps(episode.transitions, 1) == [False, True, True, True, False]
+    refused = episode.transitions[1]
+    episode.transitions[1] = dataclasses.replace(
+        refused, after=refused.after.model_copy(update={"last_action_error": "expected an element label"}))
+    assert no_op_steps(episode.transitions, 3) == [False, True, False, True, False]  # invalid: at once
+    spec = NoOpSpec(effect="end", penalty=0.25)
+    assert training_rewards(episode.transitions, spec) == [0.5, -0.25, 0.0, -0.25, 0.5]
+    assert training_rewards(episode.transitions, NoOpSpec(effect="off", penalty=0.25))[1] == 0.0
+    stop = NoOpStop(idle_after=3)
+    reasons = [asyncio.run(stop.on_step(dataclasses.replace(episode, transitions=episode.transitions[:k + 1]), t))
+               for k, t in enumerate(episode.transitions)]
+    assert reasons == [None, "no-op: expected an element label", None, "no-op: 3 steps in a row fired nothing", None]
+
+
 def test_a_run_whose_completions_are_all_truncated_stops_with_a_clear_error(tmp_path, tiny_dir) -> None:
     config = grpo_config(tmp_path / "dead", tiny_dir, reward="outcome", signal={"patience": 1},
                          tree={"branch_states": 0}, rollout={"max_steps": 1, "max_new_tokens": 4})
@@ -183,12 +226,17 @@ def test_dead_signal_checks_count_updates_in_a_row() -> None:
     check_signal(loop, truncated, [0.0, 1.0], 3, patience=2)
     with pytest.raises(TrainingSignalError, match="every one of 4 truncated for 2 updates"):
         check_signal(loop, truncated, [0.0, 1.0], 4, patience=2)
-    loop, flat = LoopState(), BatchStats(4, 2, 1, 1, 0, [0.0, 0.0])
+    loop, flat = LoopState(), BatchStats(4, 2, 1, 1, 0, [0.0, 0.0], silent_groups=1)
     with pytest.warns(DeadSignalWarning, match="update 1: 1 of 1 groups"):
         check_signal(loop, flat, [0.0] * 4, 1, patience=2)
-    with pytest.raises(TrainingSignalError, match="every reward equal to 0.0 for 2 updates"), \
+    with pytest.raises(TrainingSignalError, match="every advantage zero .*every reward equal to 0.0.* for 2 updates"), \
             pytest.warns(DeadSignalWarning):
         check_signal(loop, flat, [0.0] * 4, 2, patience=2)
+    # rewards that differ but cancel in every group (all advantages zero) are as dead
+    loop, silent = LoopState(), BatchStats(4, 2, 0, 2, 0, [1.0, 1.0], silent_groups=2)
+    check_signal(loop, silent, [0.0, 1.0, 0.0, 1.0], 1, patience=2)
+    with pytest.raises(TrainingSignalError, match="every advantage zero"):
+        check_signal(loop, silent, [0.0, 1.0, 0.0, 1.0], 2, patience=2)
 
 
 def test_a_nan_loss_stops_the_update(tiny_policy, prompts) -> None:
@@ -224,6 +272,7 @@ def test_curriculum_spawns_verified_variants_and_retires_solved_tasks() -> None:
     assert curriculum.record("fsm:shop/open_mug", [True, True]) == ["retired fsm:shop/open_mug"]
     picks = curriculum.sample(10, random.Random(0))
     assert "fsm:shop/open_mug" not in picks and len(picks) == 3
+    assert set(curriculum.sample(10, random.Random(0), exclude=["fsm:mail/star_two"])) == set(picks) - {"fsm:mail/star_two"}
     summary = curriculum.summary()
     assert summary["fsm:mail/star_two"]["rate"] == 0.0 and summary["fsm:shop/open_mug"]["retired"]
     restored = Curriculum([], CurriculumSpec())
@@ -241,6 +290,22 @@ def test_sampling_favours_tasks_neither_solved_nor_hopeless() -> None:
     for _ in range(300):
         counts[curriculum.sample(1, rng)[0]] += 1
     assert counts["b"] > 5 * counts["a"] and counts["b"] > 5 * counts["c"]
+
+
+def test_a_curriculum_pool_smaller_than_its_base_tasks_is_refused(tmp_path) -> None:
+    from pydantic import ValidationError
+
+    tasks = ["fsm:shop/add_lamp", "fsm:shop/search_open", "fsm:settings/open_laptop", "fsm:mail/open_m2"]
+    with pytest.raises(ValidationError, match=r"max_pool of at least the 4 base tasks \+ 2.*got 5.*>= 6"):
+        grpo_config(tmp_path, tmp_path, tasks=tasks, curriculum={"max_pool": 5})
+    assert grpo_config(tmp_path, tmp_path, tasks=tasks, curriculum={"max_pool": 6}).curriculum.max_pool == 6
+    assert Curriculum(tasks, CurriculumSpec()).max_pool == 12  # unset: room for every task's two variants
+    with pytest.raises(ValidationError, match="penalty > 0 with effect: penalize"):
+        grpo_config(tmp_path, tmp_path, no_op={"effect": "penalize"})
+    # the defaults a multi-turn run gets: episode-mean, discounted step returns, no-ops end episodes
+    defaults = grpo_config(tmp_path, tmp_path)
+    assert defaults.loss.aggregation == "episode-mean" and 0.9 <= defaults.advantage.gamma < 1
+    assert defaults.no_op.effect == "end" and defaults.group.resample > 0
 
 
 def test_the_cli_reports_every_bad_field_at_once_in_one_line(tmp_path) -> None:
@@ -271,7 +336,7 @@ def _episode(task: str, steps: list[tuple[str, str, float]], first_step: int = 0
 
     episode = Episode(task, 0, 0, None, obs(first_step), None)  # type: ignore[arg-type]
     for k, (before, after, reward) in enumerate(steps):
-        verdict = StepVerdict(state_before=before, state_after=after, transition_fired=True,
+        verdict = StepVerdict(state_before=before, state_after=after, transition_fired=before != after,
                               on_shortest_path=reward > 0, distance_before=1, distance_after=0,
                               goal_reached=False)
         info = StepInfo(task=task, episode_id="e", action=None, raw_reward=reward, step_seconds=0.0,

@@ -70,11 +70,11 @@ def fake_vllm(monkeypatch):
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
 def test_without_vllm_the_backend_names_the_gpu_extra(tmp_path, tiny_dir, tiny_policy) -> None:
-    from trainers.grpo.train import _backend
+    from trainers.grpo.backends import make_backend
 
     config = grpo_config(tmp_path, tiny_dir, rollout={**ROLLOUT, "backend": "vllm"})
     with pytest.raises(MissingExtraError, match=r"rollout.backend: expected vLLM .*cua-harness\[gpu\]") as caught:
-        _backend(config, tiny_policy, None)
+        make_backend(config, tiny_policy, None)
     assert isinstance(caught.value, ConfigError)  # the CLI's one-line error, exit 2
 
 

@@ -11,7 +11,10 @@ estimators, combined by a weight:
   a rollout group form a step group, anchored by the state id (GiGPO must hash
   observations to find them; the FSM names the state). Each step's discounted
   return-to-go is normalized within its step group: ``A_t = (G_t - mean) / (std + eps)``.
-  A step alone in its group gets 0. Siblings of a tree rollout share the restored state
+  An episode that comes back to a state counts once in that state's group: the mean and
+  std are over one member per episode (its first visit's return-to-go, which with
+  ``gamma < 1`` already pays for the loop), and every visit is scored against them. A
+  state only one episode reached gives 0. Siblings of a tree rollout share the restored state
   as their anchor, so they form a step group with an exactly shared prefix.
 - **Combined.** ``A = A_episode + weight * A_step`` per step.
 
@@ -45,14 +48,19 @@ class StepSample:
 
 def normalized(values: Sequence[float], normalize: Normalize = "std", eps: float = EPS) -> list[float]:
     """``(v - mean) / (std + eps)`` (or ``v - mean``); all zeros when every value is equal."""
-    if not values:
-        return []
-    mean = sum(values) / len(values)
+    return scored(values, values, normalize, eps) if values else []
+
+
+def scored(values: Sequence[float], members: Sequence[float], normalize: Normalize = "std",
+           eps: float = EPS) -> list[float]:
+    """``values`` normalized by the mean and std of ``members`` (all zeros when the members
+    are all equal under ``std``)."""
+    mean = sum(members) / len(members)
     centred = [v - mean for v in values]
     if normalize == "mean":
         return centred
-    std = math.sqrt(sum(c * c for c in centred) / len(values))
-    if std < max(eps, 1e-12):  # all equal: no signal
+    std = math.sqrt(sum((m - mean) ** 2 for m in members) / len(members))
+    if std < max(eps, 1e-12):
         return [0.0] * len(values)
     return [c / (std + eps) for c in centred]
 
@@ -103,9 +111,15 @@ def step_advantages(samples: Sequence[StepSample], *, gamma: float = 1.0,
             groups[(s.group, s.anchor)].append(i)
     out = [0.0] * len(samples)
     for indices in groups.values():
-        if len(indices) < 2:
+        # One member per episode: its first visit's return-to-go (a loop back to the state
+        # must not count the episode twice); every visit is scored against those members.
+        first: dict[int, int] = {}
+        for i in sorted(indices, key=lambda i: samples[i].step):
+            first.setdefault(samples[i].episode, i)
+        if len(first) < 2:
             continue
-        for i, value in zip(indices, normalized([to_go[i] for i in indices], normalize, eps),
+        for i, value in zip(indices, scored([to_go[i] for i in indices],
+                                            [to_go[i] for i in first.values()], normalize, eps),
                             strict=True):
             out[i] = value
     return out

@@ -167,3 +167,33 @@ def engine_weights(model: Any) -> dict[str, Any]:
     except ImportError:  # transformers before 5 saves under the module names
         return weights
     return dict(revert_weight_conversion(base, weights))
+
+
+def make_backend(config: GRPOConfig, policy: Any, agent_class: type | None) -> Any:
+    """The rollout backend the config names, with its agent."""
+    from trainers.agents.hf import HFAgent
+
+    rollout = config.rollout
+    if rollout.backend == "hf":
+        return HFBackend((agent_class or HFAgent)(policy, agent_options(config, temperature=rollout.temperature)))
+    if rollout.backend == "vllm":
+        return make_vllm_backend(config)
+    from trainers.agents.openai_agent import OpenAIAgent
+    from trainers.agents.options import OpenAIAgentOptions
+
+    options = OpenAIAgentOptions(**config.prompt.model_dump(), temperature=rollout.temperature,
+                                 top_p=rollout.top_p, max_new_tokens=rollout.max_new_tokens, seed=config.seed)
+    assert rollout.url is not None
+    return OpenAIBackend(OpenAIAgent(rollout.url, options), Path(config.out) / "weights")
+
+
+def agent_options(config: GRPOConfig, *, temperature: float) -> Any:
+    """The hf: agent's options for this run's rollouts (or, at temperature 0, its evaluation)."""
+    from trainers.agents.options import HFAgentOptions
+
+    rollout = config.rollout
+    return HFAgentOptions(**config.prompt.model_dump(), temperature=temperature, top_p=rollout.top_p,
+                          max_new_tokens=rollout.max_new_tokens, seed=config.seed,
+                          max_batch=rollout.max_batch, max_wait_ms=rollout.max_wait_ms,
+                          device=config.model.device, dtype=config.model.dtype)
+

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from harness.prompts import Prompt
 from trainers.grpo.advantages import StepSample, combined_advantages, zero_variance_groups
-from trainers.grpo.config import AdvantageSpec
-from trainers.grpo.rollouts import Rollout
+from trainers.grpo.config import AdvantageSpec, NoOpSpec
+from trainers.grpo.rollouts import Rollout, no_op_steps, training_rewards
 from trainers.models.inputs import encode_completions
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class TrainStep:
     logprobs: list[float]  # at rollout time
     advantage: float
     truncated: bool  # the completion hit the token budget (no end-of-turn token)
+    episode: tuple[str, int] | None = None  # (rollout group, episode number): episode-mean's unit
 
 
 @dataclass(frozen=True)
@@ -50,21 +51,38 @@ class BatchStats:
     groups: int
     truncated: int
     returns: list[float]
+    silent_groups: int = 0  # groups whose every advantage is zero: no training signal at all
+    no_op_steps: int = 0  # steps that were no-ops (trainers.grpo.rollouts.no_op_steps)
+    dropped_groups: int = 0  # groups dynamic sampling left out of the batch
+    resampled_groups: int = 0  # groups rolled out to replace them
 
 
-def step_samples(rollouts: Sequence[Rollout]) -> tuple[list[StepSample], list[tuple[Rollout, int]]]:
+def step_samples(rollouts: Sequence[Rollout], no_op: NoOpSpec | None = None
+                 ) -> tuple[list[StepSample], list[tuple[Rollout, int]]]:
     """The advantage functions' samples, and for each the (rollout, step) it is (step -1:
-    a branch's restored prefix, which only adds its reward to the episode's return)."""
+    a branch's restored prefix, which only adds its reward to the episode's return). Rewards
+    are the training rewards (``no_op``'s penalty taken off no-op steps)."""
+    no_op = no_op or NoOpSpec(effect="off")
     samples: list[StepSample] = []
     where: list[tuple[Rollout, int]] = []
     for r in rollouts:
         if r.prefix:
-            samples.append(StepSample(r.group, r.number, -1, None, sum(t.reward for t in r.prefix)))
+            samples.append(StepSample(r.group, r.number, -1, None, sum(training_rewards(r.prefix, no_op))))
             where.append((r, -1))
-        for t, (transition, state) in enumerate(zip(r.episode.transitions, r.states, strict=True)):
-            samples.append(StepSample(r.group, r.number, t, state, transition.reward))
+        rewards = training_rewards(r.episode.transitions, no_op)
+        for t, (reward, state) in enumerate(zip(rewards, r.states, strict=True)):
+            samples.append(StepSample(r.group, r.number, t, state, reward))
             where.append((r, t))
     return samples, where
+
+
+def has_signal(group: Sequence[Rollout], spec: AdvantageSpec, no_op: NoOpSpec | None = None) -> bool:
+    """Whether a rollout group gives any of its steps a nonzero advantage (dynamic sampling
+    drops the groups that do not: all their rewards equal)."""
+    samples, _ = step_samples(group, no_op)
+    advantages = combined_advantages(samples, step_weight=spec.step_weight, gamma=spec.gamma,
+                                     normalize=spec.normalize)
+    return any(abs(a) > 1e-9 for a in advantages)
 
 
 @dataclass(frozen=True)
@@ -77,11 +95,12 @@ class Replay:
 
 
 def build_batch(rollouts: Sequence[Rollout], spec: AdvantageSpec, stop_ids: Sequence[int],
-                replays: Sequence[Replay] = ()) -> tuple[list[TrainStep], BatchStats]:
+                replays: Sequence[Replay] = (), no_op: NoOpSpec | None = None
+                ) -> tuple[list[TrainStep], BatchStats]:
     """The training steps of one update and their statistics. A replay counts as one more
     episode of its group (its return only: no step grouping) and trains on its stored
     log-probabilities as the ratio's denominator."""
-    samples, where = step_samples(rollouts)
+    samples, where = step_samples(rollouts, no_op)
     for i, replay in enumerate(replays):
         samples.append(StepSample(replay.group, REPLAY_NUMBER + i, 0, None, replay.reward))
     advantages = combined_advantages(samples, step_weight=spec.step_weight, gamma=spec.gamma,
@@ -89,7 +108,8 @@ def build_batch(rollouts: Sequence[Rollout], spec: AdvantageSpec, stop_ids: Sequ
     steps: list[TrainStep] = []
     for i, replay in enumerate(replays):
         advantage = advantages[len(where) + i]
-        steps += [TrainStep(prompt, ids, logprobs, advantage, truncated=not ids or ids[-1] not in stop_ids)
+        steps += [TrainStep(prompt, ids, logprobs, advantage, truncated=not ids or ids[-1] not in stop_ids,
+                            episode=(replay.group, REPLAY_NUMBER + i))
                   for prompt, ids, logprobs in replay.steps]
     for (r, t), advantage in zip(where, advantages, strict=False):
         if t < 0:
@@ -99,11 +119,16 @@ def build_batch(rollouts: Sequence[Rollout], spec: AdvantageSpec, stop_ids: Sequ
             raise ValueError(f"expected the agent to record prompts, token ids and log-probabilities, "
                              f"got a step of {r.episode.task_id} without them; roll out with the hf: agent")
         steps.append(TrainStep(prompt_of(r, t), decision.token_ids, decision.logprobs, advantage,
-                               truncated=not decision.token_ids or decision.token_ids[-1] not in stop_ids))
+                               truncated=not decision.token_ids or decision.token_ids[-1] not in stop_ids,
+                               episode=(r.group, r.number)))
     flat, groups = zero_variance_groups(samples)
     returns = [r.episode.total_reward + sum(t.reward for t in r.prefix) for r in rollouts]
+    signal = {s.group for s, a in zip(samples, advantages, strict=True) if abs(a) > 1e-9}
+    idle_after = (no_op or NoOpSpec()).idle_after
+    no_ops = sum(sum(no_op_steps(r.episode.transitions, idle_after)) for r in rollouts)
     return steps, BatchStats(len(steps), len(rollouts), flat, groups,
-                             sum(s.truncated for s in steps), returns)
+                             sum(s.truncated for s in steps), returns,
+                             silent_groups=groups - len(signal), no_op_steps=no_ops)
 
 
 def prompt_of(r: Rollout, t: int) -> Prompt[bytes]:

@@ -5,9 +5,11 @@
     model: {path: runs/tiny, finetune: full, device: cpu}
     prompt: {codec: json, observation: elements, system_prompt: false}
     tasks: [fsm:shop/add_lamp, fsm:mail/open_m2]
-    group: {tasks: 2, size: 4}          # G episodes of each of 2 tasks per update
+    group: {tasks: 2, size: 4, resample: 2}   # G episodes of each of 2 tasks; groups without signal resampled
     reward: step                        # outcome | step | progress (harness.rewards)
-    advantage: {step_weight: 1.0}       # A = A_episode + w * A_step (trainers.grpo.advantages)
+    advantage: {step_weight: 1.0, gamma: 0.95}  # A = A_episode + w * A_step (trainers.grpo.advantages)
+    no_op: {effect: end}                # an invalid or idle step ends a training episode
+    loss: {aggregation: episode-mean}   # every episode weighs the same (trainers.grpo.losses)
     tree: {branch_states: 1, continuations: 2, where: disagree}
     eval: {tasks: [fsm:shop/open_mug], every: 2}
 
@@ -27,7 +29,7 @@ from harness.prompts import PromptConfig
 from harness.rewards import RewardMode
 from trainers.grpo.advantages import Normalize
 from trainers.models.policy import PolicyConfig
-from trainers.training.config import HeldoutSpec, _known_tasks
+from trainers.training.config import HeldoutSpec, _known_tasks, task_ids
 
 
 class _Strict(BaseModel):
@@ -41,6 +43,10 @@ class GroupSpec(_Strict):
     size: int = Field(default=4, ge=2, description="G: episodes per task from the same start state")
     seeds: list[int] = Field(default=[0, 1, 2], min_length=1, description="layout seeds a group's "
                              "start is drawn from (keep the held-out seeds out)")
+    resample: int = Field(default=2, ge=0, description="dynamic sampling: rounds in which groups "
+                          "without a training signal (every advantage zero: all their rewards "
+                          "equal) are dropped and replaced by groups of other tasks; 0: train on "
+                          "every group")
 
 
 class RolloutSpec(_Strict, EnvPlacement):
@@ -79,7 +85,8 @@ class AdvantageSpec(_Strict):
 
     step_weight: float = Field(default=1.0, ge=0.0, description="weight of the step-level advantage "
                                "(steps from the same FSM state); 0: plain episode-level GRPO")
-    gamma: float = Field(default=1.0, gt=0.0, le=1.0, description="discount of step returns-to-go")
+    gamma: float = Field(default=0.95, gt=0.0, le=1.0, description="discount of step returns-to-go "
+                         "(below 1, so a wasted step costs the steps before it something; 1: none)")
     normalize: Normalize = Field(default="std", description="std: (r - mean) / std; mean: r - mean (Dr. GRPO)")
 
 
@@ -96,7 +103,32 @@ class LossSpec(_Strict):
     clip_high: float = Field(default=0.28, ge=0, description="PPO clip: ratios above 1 + this are clipped")
     kl_coef: float = Field(default=0.02, ge=0, description="weight of the k3 KL to the frozen "
                            "starting policy; 0: no reference model is kept")
-    aggregation: Literal["token-mean", "seq-mean"] = Field(default="token-mean", description="token-mean or seq-mean")
+    aggregation: Literal["episode-mean", "token-mean", "seq-mean"] = Field(
+        default="episode-mean", description="episode-mean (each episode's token mean over its "
+        "steps, then the mean over episodes: episode length does not decide the gradient), "
+        "token-mean (every token alike) or seq-mean (each step's token mean, then the mean)")
+
+
+class NoOpSpec(_Strict):
+    """What an invalid or idle step does to a training episode (trainers.grpo.rollouts). The
+    step is recorded with its verdict either way; held-out evaluation is never cut short."""
+
+    effect: Literal["end", "penalize", "off"] = Field(
+        default="end", description="end: a no-op step ends the training episode; penalize: "
+        "its reward loses `penalty` and the episode goes on; off: neither")
+    penalty: float = Field(default=0.0, ge=0.0, description="subtracted from a no-op step's "
+                           "reward (with end or penalize)")
+    idle_after: int = Field(default=3, ge=1, description="an invalid step (text no codec parses, "
+                            "an unknown element) is a no-op at once; a step that fires no "
+                            "transition is one when it is the idle_after-th in a row (typing "
+                            "into a field takes a click and the text before Enter fires)")
+
+    @model_validator(mode="after")
+    def _penalty_to_penalize(self) -> NoOpSpec:
+        if self.effect == "penalize" and self.penalty <= 0:
+            raise ValueError("expected no_op.penalty > 0 with effect: penalize, got "
+                             f"{self.penalty}; set a penalty (e.g. 0.1) or effect: end")
+        return self
 
 
 class TreeSpec(_Strict):
@@ -118,7 +150,9 @@ class CurriculumSpec(_Strict):
     variants_after: int = Field(default=2, ge=1, description="groups without a success before a "
                                 "task spawns easier variants")
     retire_after: int = Field(default=3, ge=1, description="groups with every episode solved before a task retires")
-    max_pool: int = Field(default=24, ge=1, description="most tasks in the pool (variants included)")
+    max_pool: int | None = Field(default=None, ge=1, description="most tasks in the pool (variants "
+                                 "included), at least the base tasks + 2; None: room for every "
+                                 "base task's two variants")
     replay: bool = Field(default=False, description="a group without a success gets the latest stored "
                          "success of its task (from the run's store) as one more episode")
 
@@ -169,6 +203,7 @@ class GRPOConfig(_Strict):
     rollout: RolloutSpec = Field(default_factory=RolloutSpec, description="episode sampling")
     advantage: AdvantageSpec = Field(default_factory=AdvantageSpec, description="advantages")
     loss: LossSpec = Field(default_factory=LossSpec, description="the objective")
+    no_op: NoOpSpec = Field(default_factory=NoOpSpec, description="invalid and idle steps in training")
     tree: TreeSpec = Field(default_factory=TreeSpec, description="tree rollouts")
     curriculum: CurriculumSpec = Field(default_factory=CurriculumSpec, description="the task curriculum")
     eval: EvalSpec | None = Field(default=None, description="held-out evaluation; None: none")
@@ -193,6 +228,18 @@ class GRPOConfig(_Strict):
         if model.finetune == "none":
             raise ValueError("expected finetune 'full' or 'lora' to train, got 'none'; set model.finetune")
         return model
+
+    @model_validator(mode="after")
+    def _pool_holds_the_tasks(self) -> GRPOConfig:
+        pool = self.curriculum
+        if pool.enabled and pool.max_pool is not None:
+            base = len(task_ids(self.tasks))
+            if pool.max_pool < base + 2:
+                raise ValueError(
+                    f"expected curriculum.max_pool of at least the {base} base tasks + 2 (room for "
+                    f"one task's easier variants), got {pool.max_pool}: no variant would ever "
+                    f"join; set curriculum.max_pool >= {base + 2}, or leave it unset")
+        return self
 
     @property
     def store_path(self) -> Path:

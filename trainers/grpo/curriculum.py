@@ -19,7 +19,7 @@ them again.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -136,6 +136,8 @@ class Curriculum:
     def __init__(self, task_ids: Sequence[str], spec: CurriculumSpec) -> None:
         self.spec = spec
         self.pool: dict[str, PoolTask] = {t: PoolTask(t) for t in task_ids}
+        # unset: room for every base task's two variants
+        self.max_pool = spec.max_pool if spec.max_pool is not None else 3 * len(self.pool)
 
     def weight(self, task: PoolTask) -> float:
         p = task.rate
@@ -143,9 +145,10 @@ class Curriculum:
             return 1.0
         return FLOOR + 4 * p * (1 - p)
 
-    def sample(self, count: int, rng: random.Random) -> list[str]:
-        """``count`` distinct active tasks (fewer when the pool is smaller), by weight."""
-        active = [t for t in self.pool.values() if not t.retired]
+    def sample(self, count: int, rng: random.Random, exclude: Collection[str] = ()) -> list[str]:
+        """``count`` distinct active tasks not in ``exclude`` (fewer when the pool is smaller),
+        by weight."""
+        active = [t for t in self.pool.values() if not t.retired and t.id not in exclude]
         chosen: list[str] = []
         while active and len(chosen) < count:
             pick = rng.choices(active, weights=[self.weight(t) for t in active])[0]
@@ -165,7 +168,7 @@ class Curriculum:
         if task.groups_failed >= self.spec.variants_after and not task.spawned:
             task.spawned = True
             for variant in make_variants(task_id):
-                if len(self.pool) >= self.spec.max_pool:
+                if len(self.pool) >= self.max_pool:
                     break
                 vid = register_variant(variant, task_id)
                 kind = "start" if "~start" in variant.id else "goal"

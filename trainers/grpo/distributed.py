@@ -233,7 +233,8 @@ class Outcome:
         if len(parts) == 1:
             return parts[0]
         total = {f: sum(getattr(p.stats, f) for p in parts)
-                 for f in ("steps", "episodes", "flat_groups", "groups", "truncated")}
+                 for f in ("steps", "episodes", "flat_groups", "groups", "truncated", "silent_groups",
+                           "no_op_steps", "dropped_groups", "resampled_groups")}
         stats = BatchStats(**total, returns=[x for p in parts for x in p.stats.returns])
         return cls(stats, [x for p in parts for x in p.rewards], [g for p in parts for g in p.groups],
                    [e for p in parts for e in p.episodes], sum(p.branches for p in parts),

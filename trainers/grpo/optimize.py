@@ -26,7 +26,7 @@ from trainers.errors import TrainingSignalError
 from trainers.grpo.batch import TrainStep, padded, score
 from trainers.grpo.config import LossSpec
 from trainers.grpo.distributed import Ranks
-from trainers.grpo.losses import aggregate, grpo_loss
+from trainers.grpo.losses import aggregate, episode_token_weights, grpo_loss
 
 
 def reference_logprobs(reference: Any, policy: Any, steps: Sequence[TrainStep], size: int,
@@ -57,6 +57,7 @@ def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spe
     passes = _passes(ranks, len(steps), spec.minibatch, update)
     ref = reference_logprobs(reference, policy, steps, spec.minibatch, passes if ranks.sharded else None) \
         if reference is not None and spec.kl_coef > 0 else None
+    weights = _token_weights(steps, spec)
     totals: dict[str, float] = {}
     count = 0
     was_training = policy.model.training  # rollouts and evaluation find it as they left it
@@ -73,6 +74,8 @@ def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spe
                 old = padded([s.logprobs for s in batch], scored.logprobs)
                 advantages = torch.tensor([s.advantage for s in batch], dtype=scored.logprobs.dtype,
                                           device=scored.logprobs.device)
+                token_weights = None if weights is None else torch.tensor(
+                    [weights[i] for i in chunk], dtype=scored.logprobs.dtype, device=scored.logprobs.device)
                 logp_ref = None
                 if ref is not None:
                     logp_ref = pad_sequence([ref[i] for i in chunk], batch_first=True)
@@ -83,7 +86,7 @@ def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spe
                     loss, stats = grpo_loss(scored.logprobs, old, advantages, scored.mask,
                                             clip_low=spec.clip_low, clip_high=spec.clip_high,
                                             logp_ref=logp_ref, kl_coef=spec.kl_coef,
-                                            aggregation=spec.aggregation)
+                                            aggregation=spec.aggregation, weights=token_weights)
                 except FloatingPointError as exc:
                     error = exc
                 loss = _agree(ranks, loss, padding, error, update)
@@ -93,7 +96,7 @@ def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spe
                 optimizer.step()
                 if padding:
                     continue
-                entropy = aggregate(scored.entropy, scored.mask, spec.aggregation).item()
+                entropy = aggregate(scored.entropy, scored.mask, "token-mean").item()
                 figures = {"loss": stats.loss, "policy_loss": stats.policy_loss, "kl": stats.kl,
                            "clip_fraction": stats.clip_fraction, "ratio": stats.ratio_mean,
                            "entropy": entropy, "grad_norm": norm}
@@ -107,6 +110,17 @@ def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spe
         raise TrainingSignalError(f"update {update}: expected finite gradients, got a gradient norm of "
                                   f"{means['grad_norm']}; lower loss.learning_rate")
     return {**means, "minibatches": count}
+
+
+def _token_weights(steps: Sequence[TrainStep], spec: LossSpec) -> list[float] | None:
+    """``episode-mean``'s per-step token weights over the whole batch, times the minibatches
+    per epoch, so each minibatch's loss is on the scale of a mean and one epoch's minibatches
+    add up to that many times the batch's episode mean (None for the other aggregations)."""
+    if spec.aggregation != "episode-mean":
+        return None
+    episodes = [s.episode if s.episode is not None else ("step", i) for i, s in enumerate(steps)]
+    scale = math.ceil(len(steps) / spec.minibatch)
+    return [w * scale for w in episode_token_weights(episodes, [len(s.token_ids) for s in steps])]
 
 
 def _passes(ranks: Ranks, steps: int, minibatch: int, update: int) -> int:

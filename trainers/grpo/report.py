@@ -2,7 +2,8 @@
 
 Built from ``metrics.jsonl`` with the training report's charts (``trainers.training.report``):
 held-out success before and after as bars, a line chart per update metric (reward, success,
-held-out success, progress, loss, KL, entropy, clip fraction, time split), the curriculum's
+held-out success, progress, loss, KL, entropy, clip fraction, time split), a per-update
+table (clip fraction, KL, no-op steps, groups trained, dropped and resampled), the curriculum's
 pool with its success rates, and filmstrips of a few rollouts of the last update (each step's
 screenshot, action and FSM verdict), saved under ``OUT/filmstrips/``.
 """
@@ -77,6 +78,25 @@ def _filmstrips(out: Path) -> str:
     return "".join(parts)
 
 
+PER_UPDATE = (("reward", "reward", "{:.3f}"), ("success", "success", "{:.0%}"),
+              ("clip fraction", "clip_fraction", "{:.1%}"), ("KL", "kl", "{:.4f}"),
+              ("entropy", "entropy", "{:.3f}"), ("no-op steps", "no_op_steps", "{}"),
+              ("groups trained", "groups", "{}"), ("without signal", "silent_groups", "{}"),
+              ("dropped", "dropped_groups", "{}"), ("resampled", "resampled_groups", "{}"))
+
+
+def _per_update(updates: Sequence[dict[str, Any]]) -> str:
+    """One row per update: the figures tuning looks at (clip fraction 2-8%, KL under 0.1)
+    beside what the batch held."""
+    if not updates:
+        return ""
+    head = "".join(f"<th>{name}</th>" for name, _, _ in PER_UPDATE)
+    rows = "".join("<tr><td>" + str(u["update"]) + "</td>" + "".join(
+        f"<td>{'–' if u.get(key) is None else fmt.format(u[key])}</td>" for _, key, fmt in PER_UPDATE)
+        + "</tr>" for u in updates)
+    return f"<table><tr><th>update</th>{head}</tr>{rows}</table>"
+
+
 def _rate(rate: float | None) -> str:
     return "–" if rate is None else f"{rate:.0%}"
 
@@ -123,6 +143,8 @@ step weight {config.advantage.step_weight} · tree {config.tree.branch_states}×
 · time: {split}</p>
 <h2>Held-out evaluation before and after</h2>{bar_chart(phases) if phases else '<p>No evaluation (eval: in the config).</p>'}
 <h2>Curves</h2><div>{charts or '<p>No update was logged.</p>'}</div>
+<h2>Per update</h2><p>Clip fraction and KL (token means over the update's minibatches; a
+healthy run keeps the clip fraction near 2-8% and the KL under 0.1), and the batch.</p>{_per_update(updates)}
 <h2>Task pool</h2>{_pool(updates)}
 <h2>Rollouts</h2>{_filmstrips(Path(config.out))}
 <details><summary>Config</summary><pre>{html.escape(config_text)}</pre></details></body></html>"""

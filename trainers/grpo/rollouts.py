@@ -10,6 +10,12 @@ A **branch** restores a state an episode of the group visited: a fresh env is re
 group's seed, jumped (``env.jump``) to the state the parent was in before its step ``t``, and
 the agent continues with the parent's first ``t`` steps as its history, so the prompt prefix
 is exactly the parent's. Branches of one state share the anchor of the parent's step there.
+
+A **no-op** step (:func:`no_op_steps`) is an invalid one (the env refused it: text no codec
+parses, an unknown element) or the ``idle_after``-th step in a row that fired no transition.
+With ``no_op.effect: end``, :class:`NoOpStop` ends the training episode at the first one,
+so junk steps stop piling up until ``max_steps``; the step itself is recorded, verdict and
+all, like any other.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from harness.agents.base import Agent, Turn
 from harness.env_providers import EnvOptions, EnvProvider
 from harness.errors import InfrastructureError
 from harness.rollout import Episode, RolloutSink, Transition, rollout
+from trainers.grpo.config import NoOpSpec
 
 if TYPE_CHECKING:
     from harness.env import Env
@@ -55,13 +62,48 @@ class Rollout:
                 for t in self.episode.transitions]
 
 
+def no_op_steps(transitions: Sequence[Transition], idle_after: int) -> list[bool]:
+    """Which of an episode's steps are no-ops (see the module docstring)."""
+    out, idle = [], 0
+    for t in transitions:
+        invalid = t.after.last_action_error is not None
+        verdict = t.info.verdict
+        idle = idle + 1 if invalid or (verdict is not None and not verdict.transition_fired) else 0
+        out.append(invalid or idle >= idle_after)
+    return out
+
+
+def training_rewards(transitions: Sequence[Transition], spec: NoOpSpec) -> list[float]:
+    """The steps' rewards as training sees them: a no-op step's less ``spec.penalty``."""
+    if spec.effect == "off" or spec.penalty == 0:
+        return [t.reward for t in transitions]
+    return [t.reward - spec.penalty * flag
+            for t, flag in zip(transitions, no_op_steps(transitions, spec.idle_after), strict=True)]
+
+
+class NoOpStop(RolloutSink):
+    """Ends a training episode at its first no-op step (``no_op.effect: end``)."""
+
+    def __init__(self, idle_after: int) -> None:
+        self.idle_after = idle_after
+
+    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+        if not no_op_steps(episode.transitions, self.idle_after)[-1]:
+            return None
+        error = transition.after.last_action_error
+        return f"no-op: {error}" if error else f"no-op: {self.idle_after} steps in a row fired nothing"
+
+
 class Rollouts:
-    """Runs groups and branches over an env provider with one agent (see the module docstring)."""
+    """Runs groups and branches over an env provider with one agent (see the module docstring).
+    ``sinks``: more sinks every episode gets (a training run's ``NoOpStop``)."""
 
     def __init__(self, agent: Agent, envs: EnvProvider, options: EnvOptions, *,
-                 store: TrajectoryStore | None = None, episode_timeout_s: float = 600.0) -> None:
+                 store: TrajectoryStore | None = None, episode_timeout_s: float = 600.0,
+                 sinks: Sequence[RolloutSink] = ()) -> None:
         self.agent, self.envs, self.options = agent, envs, options
         self.store = store
+        self.sinks = list(sinks)
         self.episode_timeout_s = episode_timeout_s
         self.env_steps = 0
 
@@ -107,6 +149,7 @@ class Rollouts:
             env = await self.envs.open(task_id, self.options)
             try:
                 sinks, store_sink = self._sinks(task_id, seed, parent, step)
+                sinks = [*sinks, *self.sinks]
                 if parent is None:
                     episode = await rollout(env, self.agent, sinks, seed=seed, index=index,
                                             timeout_s=self.episode_timeout_s)

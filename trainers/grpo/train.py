@@ -5,18 +5,25 @@
 The loop, top to bottom (one update):
 
 1. the curriculum samples ``group.tasks`` tasks; each gets a layout seed, and G episodes of
-   it run from that start through the one rollout path, every model call batched;
+   it run from that start through the one rollout path, every model call batched; a
+   training episode ends at its first no-op step (``no_op``: an invalid action, or the
+   ``idle_after``-th step in a row that fired nothing);
 2. with ``tree.branch_states``, states the group visited (where its episodes disagree) are
    restored by jump and M continuations sampled from each;
-3. rewards (the env's reward mode) become advantages: episode-level within the group plus
-   ``step_weight`` times step-level within the steps taken from the same FSM state;
-4. dead-signal checks: a warning for groups whose returns are all equal, an error after
-   ``signal.patience`` updates in a row whose completions were all truncated or whose
-   rewards were all identical;
-5. ``loss.epochs`` passes of PPO-clip minibatch steps (ratios against the rollout's own
-   log-probabilities, k3 KL to the frozen starting policy);
-6. the curriculum folds in the outcomes; held-out evaluation every ``eval.every`` updates;
-   one metrics.jsonl line; a checkpoint every ``checkpoint_every`` updates.
+3. dynamic sampling: groups whose every advantage is zero (all rewards equal) are dropped
+   and, up to ``group.resample`` rounds, replaced by groups of tasks not drawn yet;
+4. rewards (the env's, less ``no_op.penalty`` on no-op steps) become advantages:
+   episode-level within the group plus ``step_weight`` times step-level within the steps
+   taken from the same FSM state (returns-to-go discounted by ``gamma``);
+5. dead-signal checks: a warning for groups whose returns are all equal, an error after
+   ``signal.patience`` updates in a row whose completions were all truncated or in which no
+   group carried a signal;
+6. ``loss.epochs`` passes of PPO-clip minibatch steps (ratios against the rollout's own
+   log-probabilities, k3 KL to the frozen starting policy, ``episode-mean`` aggregation by
+   default);
+7. the curriculum folds in the outcomes of every group, dropped ones too; held-out
+   evaluation every ``eval.every`` updates; one metrics.jsonl line (clip fraction and KL
+   among its figures); a checkpoint every ``checkpoint_every`` updates.
 
 At the end: ``OUT/model`` (with its ``cua_agent.yaml``) and ``OUT/report.html``.
 
@@ -44,11 +51,12 @@ from rich.console import Console
 from harness.cli_config import check_output_dir
 from trainers.errors import ConfigError, TrainingSignalError
 from trainers.grpo import checkpoint
-from trainers.grpo.batch import BatchStats, Replay, build_batch, stored_success
+from trainers.grpo.backends import agent_options, make_backend
+from trainers.grpo.batch import BatchStats, Replay, build_batch, has_signal, stored_success
 from trainers.grpo.config import GRPOConfig
 from trainers.grpo.curriculum import Curriculum
 from trainers.grpo.distributed import Outcome, Ranks, make_ranks, merge_figures, unsupported
-from trainers.grpo.rollouts import Rollout, Rollouts, branch_points
+from trainers.grpo.rollouts import NoOpStop, Rollout, Rollouts, branch_points
 from trainers.training.metrics import METRICS_FILE, MetricsLog
 
 console = Console(stderr=True)
@@ -108,22 +116,24 @@ def _start_run(config: GRPOConfig) -> None:
 def check_signal(loop: checkpoint.LoopState, stats: BatchStats, rewards: list[float], update: int,
                  patience: int) -> None:
     """Warn about groups whose returns are all equal; stop after ``patience`` updates in a row
-    whose completions were all truncated or whose rewards were all identical."""
+    whose completions were all truncated or in which no group carried a training signal
+    (every advantage zero, e.g. every reward identical)."""
     if stats.flat_groups:
         warnings.warn(f"update {update}: {stats.flat_groups} of {stats.groups} groups earned the same "
                       "return in every episode (no episode-level signal)", DeadSignalWarning, stacklevel=2)
     loop.truncated_streak = loop.truncated_streak + 1 if stats.truncated == stats.steps else 0
-    loop.flat_streak = loop.flat_streak + 1 if len(set(rewards)) <= 1 else 0
+    loop.flat_streak = loop.flat_streak + 1 if stats.silent_groups >= stats.groups else 0
     if loop.truncated_streak >= patience:
         raise TrainingSignalError(
             f"expected some completions to end before rollout.max_new_tokens, got every one of "
             f"{stats.steps} truncated for {patience} updates in a row (update {update}); raise "
             "rollout.max_new_tokens or start from a model that answers in the prompt's format")
     if loop.flat_streak >= patience:
+        same = f", every reward equal to {rewards[0]}" if rewards and len(set(rewards)) == 1 else ""
         raise TrainingSignalError(
-            f"expected rewards that differ, got every reward equal to {rewards[0] if rewards else None} "
-            f"for {patience} updates in a row (update {update}); use reward: step or progress, "
-            "easier tasks (curriculum), or start from an SFT model")
+            f"expected a training signal, got every advantage zero (no group whose episodes' "
+            f"rewards differ{same}) for {patience} updates in a row (update {update}); use "
+            "reward: step or progress, easier tasks (curriculum), or start from an SFT model")
 
 
 class Trainer:
@@ -152,8 +162,8 @@ class Trainer:
         if config.loss.kl_coef > 0:
             self.reference = load_policy(PolicyConfig(**{**config.model.model_dump(), "finetune": "none"})).model
             ranks.wrap_frozen(self.reference)
-        self.greedy = HFAgent(self.policy, _agent_options(config, temperature=0.0))
-        self.backend = _backend(config, self.policy, agent_class)
+        self.greedy = HFAgent(self.policy, agent_options(config, temperature=0.0))
+        self.backend = make_backend(config, self.policy, agent_class)
         self.agent: Any = self.backend.agent
         loss = config.loss
         self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=loss.learning_rate,
@@ -172,7 +182,8 @@ class Trainer:
                              reward=config.reward, elements=wants_elements(self.agent),
                              step_timeout_s=config.rollout.step_timeout_s,
                              reset_timeout_s=config.rollout.step_timeout_s)
-        self.rollouts = Rollouts(self.agent, self.envs, options, store=self.store)
+        stop = [NoOpStop(config.no_op.idle_after)] if config.no_op.effect == "end" else []
+        self.rollouts = Rollouts(self.agent, self.envs, options, store=self.store, sinks=stop)
         self.filmstrips: list[Rollout] = []
         if config.eval is not None:
             eval_options = options.model_copy(update={"max_steps": config.eval.max_steps})
@@ -187,22 +198,54 @@ class Trainer:
         if self.ranks.main:
             console.print(f"resumed from {latest} (update {self.loop.update})")
 
-    async def collect(self, update: int) -> tuple[list[Rollout], int]:
-        """The update's rollout groups and tree branches; returns them and the branch count."""
+    async def collect(self, update: int) -> tuple[list[list[Rollout]], list[bool], int]:
+        """The update's rollout groups (each with its tree branches), whether each goes into
+        the batch, and how many groups were resampled. Dynamic sampling: groups without a
+        training signal are dropped and, up to ``group.resample`` rounds, replaced by groups of
+        tasks not yet drawn this update; if no group has a signal, all go in (the update then
+        counts toward ``signal.patience``). Dropped groups still count for the curriculum."""
         config = self.config
         tasks = self.curriculum.sample(config.group.tasks, self.sampler)
         seeds = [self.sampler.choice(config.group.seeds) for _ in tasks]
-        size, base, n = config.group.size, update * 10_000, len(tasks)
-        slots = self.ranks.slots(n)  # this rank's share of the groups (all of them in one process)
+        groups = await self._groups(update, 0, tasks, seeds, self.ranks.slots(len(tasks)))
+        keep = [self._keeps(g) for g in groups]
+        # Per rank, derived from (seed, update, rank): resampling needs no saved state.
+        rng = random.Random(f"{config.seed}:{update}:{self.ranks.rank}:resample")
+        tried, resampled = set(tasks), 0
+        for round_ in range(1, config.group.resample + 1):
+            more = self.curriculum.sample(keep.count(False) - resampled, rng, exclude=tried) \
+                if not all(keep) else []
+            if not more:
+                break
+            tried.update(more)
+            extra = await self._groups(update, round_, more, [rng.choice(config.group.seeds) for _ in more],
+                                       list(range(len(more))))
+            groups, keep, resampled = groups + extra, keep + [self._keeps(g) for g in extra], resampled + len(more)
+        return groups, keep if any(keep) else [True] * len(groups), resampled
+
+    async def _groups(self, update: int, round_: int, tasks: list[str], seeds: list[int],
+                      slots: list[int]) -> list[list[Rollout]]:
+        """Each slot's group of ``tasks[k % n]`` at ``seeds[k % n]``, its tree branches appended."""
+        size, n = self.config.group.size, len(tasks)
+        base = update * 10_000 + round_ * (10**9 + self.ranks.rank * 10**8)  # distinct episode seeds
+        suffix = f"~r{round_}" + (f".{self.ranks.rank}" if self.ranks.world > 1 else "") if round_ else ""
         groups = await asyncio.gather(*(
             self.rollouts.group(tasks[k % n], seeds[k % n], size, base + k * 1000,
-                                f"u{update}:{tasks[k % n]}@{seeds[k % n]}" + (f"#{k}" if k >= n else ""))
+                                f"u{update}:{tasks[k % n]}@{seeds[k % n]}" + (f"#{k}" if k >= n else "") + suffix)
             for k in slots))
-        rng = self.sampler if self.ranks.world == 1 else random.Random(f"{config.seed}:{update}:{self.ranks.rank}")
+        rng = self.sampler if self.ranks.world == 1 and not round_ else \
+            random.Random(f"{self.config.seed}:{update}:{self.ranks.rank}:{round_}")
         branches = await asyncio.gather(*(self._branch(group, base + k * 1000 + size, rng)
                                           for k, group in zip(slots, groups, strict=True)))
-        return [r for group, more in zip(groups, branches, strict=True) for r in group + more], \
-            sum(len(b) for b in branches)
+        return [group + more for group, more in zip(groups, branches, strict=True)]
+
+    def _keeps(self, group: list[Rollout]) -> bool:
+        """Whether a group goes into the batch: it has a signal, or dynamic sampling is off, or
+        a replay will give it one (replay: no success, and the store holds one)."""
+        config = self.config
+        if config.group.resample == 0 or has_signal(group, config.advantage, config.no_op):
+            return True
+        return config.curriculum.replay and bool(self.replays([r for r in group if r.parent is None]))
 
     async def _branch(self, group: list[Rollout], first_index: int, rng: random.Random) -> list[Rollout]:
         tree = self.config.tree
@@ -221,17 +264,20 @@ class Trainer:
         await self.backend.sync(self.policy, update - 1)  # the weights that sample this update
         started = time.perf_counter()
         with self.ranks.full_params(self.policy.model):  # FSDP: generation needs whole weights
-            rollouts, branches = await self.collect(update)
+            groups, keep, resampled = await self.collect(update)
         rollout_s = time.perf_counter() - started
-        mains = [r for r in rollouts if r.parent is None]
-        replays = self.replays(mains) if self.config.curriculum.replay else []
-        steps, stats = build_batch(rollouts, self.config.advantage, self.greedy.generator.stop_ids, replays)
+        everything = [r for g in groups for r in g]  # dropped groups too: env steps, the store
+        rollouts = [r for g, kept in zip(groups, keep, strict=True) if kept for r in g]
+        mains = [r for r in everything if r.parent is None]
+        replays = self.replays([r for r in rollouts if r.parent is None]) if self.config.curriculum.replay else []
+        steps, stats = build_batch(rollouts, self.config.advantage, self.greedy.generator.stop_ids, replays,
+                                   self.config.no_op)
+        stats = dataclasses.replace(stats, dropped_groups=keep.count(False), resampled_groups=resampled)
         rewards = [t.reward for r in rollouts for t in r.episode.transitions] + [r.reward for r in replays]
-        groups = [(members[0].episode.task_id, [r.episode.success for r in members])
-                  for members in ([r for r in mains if r.group == g] for g in dict.fromkeys(r.group for r in mains))]
-        mine = Outcome(stats, rewards, groups, [(r.episode.total_reward, r.episode.success, r.episode.progress)
-                                                for r in mains], branches,
-                       sum(r.episode.steps for r in rollouts), [r.episode.task_id for r in mains])
+        outcomes = [(g[0].episode.task_id, [r.episode.success for r in g if r.parent is None]) for g in groups]
+        mine = Outcome(stats, rewards, outcomes, [(r.episode.total_reward, r.episode.success, r.episode.progress)
+                                                  for r in mains], len(everything) - len(mains),
+                       sum(r.episode.steps for r in everything), [r.episode.task_id for r in mains])
         outcome = Outcome.merge(self.ranks.gather(mine))
         with contextlib.nullcontext() if self.ranks.main else warnings.catch_warnings():
             if not self.ranks.main:  # the gathered counts: one warning, from the main process
@@ -245,7 +291,7 @@ class Trainer:
                      update=update, ranks=self.ranks)))
         self.scheduler.step()
         train_s = time.perf_counter() - started
-        await self.store_other_ranks(rollouts)
+        await self.store_other_ranks(everything)
         events = []
         for task, successes in outcome.groups:
             events += self.curriculum.record(task, successes)
@@ -261,6 +307,8 @@ class Trainer:
                 "progress": sum(e[2] for e in outcome.episodes) / n,
                 "replayed": len(replays), "flat_groups": outcome.stats.flat_groups,
                 "groups": outcome.stats.groups, "truncated": outcome.stats.truncated,
+                "silent_groups": outcome.stats.silent_groups, "dropped_groups": outcome.stats.dropped_groups,
+                "resampled_groups": outcome.stats.resampled_groups, "no_op_steps": outcome.stats.no_op_steps,
                 **figures, "learning_rate": self.scheduler.get_last_lr()[0],
                 "rollout_s": round(rollout_s, 3), "train_s": round(train_s, 3),
                 "tasks": sorted(set(outcome.tasks)), "events": events,
@@ -393,35 +441,3 @@ async def _train(config: GRPOConfig, agent_class: type | None, ranks: Ranks) -> 
         report = write_report(Path(config.out), config, trainer.metrics.read())
     ranks.close()  # the others wait until the main process has written everything
     return report
-
-
-def _backend(config: GRPOConfig, policy: Any, agent_class: type | None) -> Any:
-    """The rollout backend the config names, with its agent."""
-    from trainers.agents.hf import HFAgent
-    from trainers.grpo.backends import HFBackend, OpenAIBackend
-
-    rollout = config.rollout
-    if rollout.backend == "hf":
-        return HFBackend((agent_class or HFAgent)(policy, _agent_options(config, temperature=rollout.temperature)))
-    if rollout.backend == "vllm":
-        from trainers.grpo.backends import make_vllm_backend
-
-        return make_vllm_backend(config)
-    from trainers.agents.openai_agent import OpenAIAgent
-    from trainers.agents.options import OpenAIAgentOptions
-
-    options = OpenAIAgentOptions(**config.prompt.model_dump(), temperature=rollout.temperature,
-                                 top_p=rollout.top_p, max_new_tokens=rollout.max_new_tokens, seed=config.seed)
-    assert rollout.url is not None
-    return OpenAIBackend(OpenAIAgent(rollout.url, options), Path(config.out) / "weights")
-
-
-def _agent_options(config: GRPOConfig, *, temperature: float) -> Any:
-    from trainers.agents.options import HFAgentOptions
-
-    rollout = config.rollout
-    return HFAgentOptions(**config.prompt.model_dump(), temperature=temperature, top_p=rollout.top_p,
-                          max_new_tokens=rollout.max_new_tokens, seed=config.seed,
-                          max_batch=rollout.max_batch, max_wait_ms=rollout.max_wait_ms,
-                          device=config.model.device, dtype=config.model.dtype)
-
