@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from harness.evaluation.stats import format_rate
 from trainers.training.report import bar_chart, line_chart
 
 CURVES = ("reward", "success", "heldout_success", "heldout_exact_match", "heldout_token_accuracy",
@@ -142,12 +143,20 @@ code{{font-size:.75rem}}svg{{margin:.3rem}}.f{{fill:#fafafa;stroke:#ddd}}
 step weight {config.advantage.step_weight} · tree {config.tree.branch_states}×{config.tree.continuations}
 · time: {split}</p>
 <h2>Held-out evaluation before and after</h2>{bar_chart(phases) if phases else '<p>No evaluation (eval: in the config).</p>'}
+{_success_line(phases)}
 <h2>Curves</h2><div>{charts or '<p>No update was logged.</p>'}</div>
 <h2>Per update</h2><p>Clip fraction and KL (token means over the update's minibatches; a
 healthy run keeps the clip fraction near 2-8% and the KL under 0.1), and the batch.</p>{_per_update(updates)}
 <h2>Task pool</h2>{_pool(updates)}
 <h2>Rollouts</h2>{_filmstrips(Path(config.out))}
 <details><summary>Config</summary><pre>{html.escape(config_text)}</pre></details></body></html>"""
+
+
+def _success_line(phases: dict[str, dict[str, Any]]) -> str:
+    """Held-out success before and after, each with its 95% Wilson interval."""
+    parts = [f"{phase}: {format_rate(r['success_rate'], r['success_ci'])} of {r['episodes']} episodes"
+             for phase, r in phases.items() if "success_ci" in r]
+    return f"<p>Success (95% CI): {' · '.join(parts)}</p>" if parts else ""
 
 
 def write_report(out: Path, config: Any, records: Sequence[dict[str, Any]]) -> Path:

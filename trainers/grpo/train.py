@@ -49,6 +49,7 @@ import yaml
 from rich.console import Console
 
 from harness.cli_config import check_output_dir
+from harness.evaluation.stats import wilson_interval
 from trainers.errors import ConfigError, TrainingSignalError
 from trainers.grpo import checkpoint
 from trainers.grpo.backends import agent_options, make_backend
@@ -361,9 +362,10 @@ class Trainer:
             by_task[task] = {"episodes": len(mine_task),
                              "success_rate": sum(e[1] for e in mine_task) / len(mine_task),
                              "progress": round(sum(e[2] for e in mine_task) / len(mine_task), 4)}
+        successes = sum(bool(e[1]) for e in episodes)
         return self.write(
             "eval", update=update, phase=phase, episodes=n,
-            success_rate=sum(e[1] for e in episodes) / n,
+            success_rate=successes / n, success_ci=list(wilson_interval(successes, n)),
             progress=sum(e[2] for e in episodes) / n,
             mean_reward=sum(e[3] for e in episodes) / n,
             steps=sum(e[4] for e in episodes), seconds=round(seconds, 2), by_task=by_task)
