@@ -53,14 +53,15 @@ class Preset:
     gen_sizes: tuple[int, ...]
     new_tokens: int
     matmul: int
+    largest_start: int  # the first batch the largest-batch search tries (then doubled)
     largest_cap: int
     estimates: dict[str, float]  # seconds a phase needs at least, to start it
 
 
 PRESETS = {
-    "3b": Preset(None, 2, (1, 8, 32), 32, 8192, 256, {"peak": 5, "correctness": 20, "gpu_tests": 60,
+    "3b": Preset(None, 2, (1, 8, 32), 32, 8192, 16, 256, {"peak": 5, "correctness": 20, "gpu_tests": 60,
                  "generate": 45, "update": 40, "largest": 30}),
-    "tiny": Preset(2, 1, (1, 2), 4, 256, 4, {"peak": 1, "correctness": 3, "gpu_tests": 15,
+    "tiny": Preset(2, 1, (1, 2), 4, 256, 1, 2, {"peak": 1, "correctness": 3, "gpu_tests": 15,
                    "generate": 2, "update": 2, "largest": 2}),
 }
 VARIANTS = (("lora", True), ("lora", False), ("full", True), ("full", False))
@@ -175,8 +176,9 @@ def with_signal(steps: list[Any]) -> list[Any]:
     return [replace(s, advantage=1.0 if i % 2 == 0 else -1.0) for i, s in enumerate(steps)]
 
 
-def measure(args: argparse.Namespace, budget: Budget) -> dict[str, Any]:
-    """Every phase in order; returns the run's context (the phases are in ``budget``)."""
+def measure(args: argparse.Namespace, budget: Budget, tmp: Path) -> dict[str, Any]:
+    """Every phase in order (the tiny checkpoint under ``tmp``); returns the run's context
+    (the phases are in ``budget``)."""
     import torch
 
     from benchmarks import gpu_phases as ph
@@ -188,7 +190,6 @@ def measure(args: argparse.Namespace, budget: Budget) -> dict[str, Any]:
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     steps = with_signal(load_steps(args.batch, preset.steps))
     est = preset.estimates
-    tmp = Path(tempfile.mkdtemp(prefix="bench-gpu-"))
     tiny = init_checkpoint(ModelInitConfig(out=tmp / "tiny", preset="tiny", seed=0)).path
     peak = budget.run("peak", est["peak"], lambda: ph.matmul_peak(device, dtype, preset.matmul))
     peak_tflops = peak.get("tflops") if peak else None
@@ -218,23 +219,32 @@ def measure(args: argparse.Namespace, budget: Budget) -> dict[str, Any]:
 
     budget.run("generate", est["generate"], generate)
     for finetune, checkpointing in VARIANTS:
-        name = f"{finetune}{'+ckpt' if checkpointing else ''}"
-        kept: dict[str, Any] = {}
-
-        def timed(finetune: str = finetune, checkpointing: bool = checkpointing) -> dict[str, Any]:
-            policy = make(finetune, checkpointing)
-            record, optimizer = ph.update(policy, steps, finetune, peak_tflops)
-            kept.update(policy=policy, optimizer=optimizer)
-            return record
-
-        budget.run(f"update/{name}", est["update"], timed)
-        if checkpointing and "policy" in kept:
-            budget.run(f"largest/{name}", est["largest"], lambda: ph.largest_batch(
-                kept["policy"], kept["optimizer"], steps, len(steps), preset.largest_cap,
-                lambda: budget.left() - est["update"]))
-        kept.clear()
+        run_variant(budget, preset, make, steps, finetune, checkpointing, peak_tflops)
         ph.free(device)
     return {"machine": machine(device), "peak_tflops": peak_tflops, "batch_steps": len(steps)}
+
+
+def run_variant(budget: Budget, preset: Preset, make: Callable[[str, bool], Any], steps: list[Any],
+                finetune: str, checkpointing: bool, peak_tflops: float | None) -> None:
+    """The timed update of one variant and, with checkpointing, its largest batch (on the
+    same model and optimizer, so the model is built once)."""
+    from benchmarks import gpu_phases as ph
+
+    name = f"{finetune}{'+ckpt' if checkpointing else ''}"
+    kept: dict[str, Any] = {}
+
+    def timed() -> dict[str, Any]:
+        policy = make(finetune, checkpointing)
+        record, optimizer = ph.update(policy, steps, finetune, peak_tflops)
+        kept.update(policy=policy, optimizer=optimizer)
+        return record
+
+    budget.run(f"update/{name}", preset.estimates["update"], timed)
+    if checkpointing and kept:
+        budget.run(f"largest/{name}", preset.estimates["largest"], lambda: ph.largest_batch(
+            kept["policy"], kept["optimizer"], steps, preset.largest_start, preset.largest_cap,
+            lambda: budget.left() - preset.estimates["update"]))
+    kept.clear()
 
 
 def table(phases: dict[str, dict[str, Any]]) -> str:
@@ -243,7 +253,7 @@ def table(phases: dict[str, dict[str, Any]]) -> str:
     for name, p in phases.items():
         result = p.get("reason", "")
         if name == "peak" and p["status"] == "ok":
-            result = f"{p['tflops']:.1f} TFLOP/s ({p['dtype']}, {p['size']}^3)"
+            result = f"{p['tflops']:.3g} TFLOP/s ({p['dtype']}, {p['size']}^3)"
         elif name == "correctness" and p["status"] == "ok":
             result = (f"passed={p['passed']} loss cpu {p['loss_cpu_fp32'][0]:.4f} device "
                       f"{p['loss_device_bf16'][0]:.4f}, greedy tokens equal={p['greedy_tokens_equal']}")
@@ -284,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
                      "pass --device cpu")
     budget = Budget(args.budget_s)
     started = time.time()
-    context = measure(args, budget)
+    with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
+        context = measure(args, budget, Path(tmp))
     out = args.out or (ROOT / ("benchmarks/results" if args.device.startswith("cuda")
                                else "runs/bench-quick") / f"bench_gpu_{args.preset}.json")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -3,19 +3,22 @@
 #
 #   scripts/gpu_wheels.sh list                  # the exact set, with versions (no network)
 #   scripts/gpu_wheels.sh download [DIR]        # here: pip download --no-deps into DIR (.gpu-wheels)
-#   scripts/gpu_wheels.sh install [DIR]         # there: a venv over the machine's own torch
+#   scripts/gpu_wheels.sh install [DIR]         # there: into the machine's Python, keeping its torch
 #   scripts/gpu_wheels.sh run [DIR] -- ARGS...  # there: install, then python -m benchmarks.bench_gpu ARGS
 #
 # The set is requirements/gpu.txt and everything it requires, at the versions the project is
 # tested with (.venv), less torch, torchvision and vllm (scripts/gpu_closure.py). `download`
 # fetches wheels only, for PYTHON_VERSION (default 3.11) and PLATFORM (default
 # manylinux_2_28_x86_64; pip also takes older manylinux tags); set PYTHON_VERSION to the
-# GPU machine's Python (python3 -V there) when it is not 3.11.
+# GPU machine's Python (python3 -V there) when it is not 3.11. SKIP="numpy pillow" leaves
+# names out (about 23 MiB) for a machine known to have them.
 #
-# `install` first shows the machine's own torch and transformers, then makes .gpu-venv with
-# --system-site-packages (so the machine's torch is used and nothing of its Python changes)
-# and runs pip install --no-index --find-links DIR -r requirements/gpu.txt: pip installs only
-# what the machine lacks or has at a version the project does not accept (transformers 5.x).
+# `install` first shows the machine's own torch and transformers, then runs, with the
+# machine's Python (PYTHON, default python3), pip install --no-index --find-links DIR -r
+# requirements/gpu.txt: pip keeps every package already there at a version the file accepts
+# (torch is not in it, so the machine's torch stays) and installs only what is missing or of
+# another version (transformers 5.x, which the project's code needs). A lent machine is
+# discarded after the session, so the packages go straight into its Python.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 MODE="${1:-list}"
@@ -28,9 +31,12 @@ PY="${PY:-$ROOT/.venv/bin/python}"
 PYTHON_VERSION="${PYTHON_VERSION:-3.11}"
 PLATFORM="${PLATFORM:-manylinux_2_28_x86_64}"
 ABI="cp${PYTHON_VERSION/./}"
-VENV="$ROOT/.gpu-venv"
 
-closure() { "$PY" "$ROOT/scripts/gpu_closure.py" "$ROOT/requirements/gpu.txt"; }
+closure() {
+  "$PY" "$ROOT/scripts/gpu_closure.py" "$ROOT/requirements/gpu.txt" | while read -r pin; do
+    case " ${SKIP:-} " in *" ${pin%%==*} "*) ;; *) echo "$pin" ;; esac
+  done
+}
 
 case "$MODE" in
   list)
@@ -51,18 +57,17 @@ case "$MODE" in
     ;;
   install|run)
     [ -d "$DIR" ] || { echo "expected wheels in $DIR, found none; run scripts/gpu_wheels.sh download there first" >&2; exit 1; }
-    SYS="$(command -v python3)"
+    SYS="${PYTHON:-python3}"
     echo "this machine: $("$SYS" -V)"
-    "$SYS" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' \
-      || { echo "expected the machine's own torch, found none; this set never carries torch" >&2; exit 1; }
+    "$SYS" -c 'import torch; print("its torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' \
+      || { echo "expected the machine's own torch in $SYS, found none; this set never carries torch" >&2; exit 1; }
     "$SYS" -c 'import transformers; print("its transformers", transformers.__version__)' 2>/dev/null \
       || echo "its transformers: none (brought from $DIR)"
-    [ -x "$VENV/bin/python" ] || "$SYS" -m venv --system-site-packages "$VENV"
-    "$VENV/bin/python" -m pip install -q --no-index --find-links "$DIR" -r "$ROOT/requirements/gpu.txt"
-    "$VENV/bin/python" -c 'import torch, transformers, peft; print("using torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)'
+    "$SYS" -m pip install -q --no-index --find-links "$DIR" -r "$ROOT/requirements/gpu.txt"
+    "$SYS" -c 'import torch, transformers, peft; print("using torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)'
     if [ "$MODE" = run ]; then
       cd "$ROOT"
-      PYTHONPATH="$ROOT" exec "$VENV/bin/python" -m benchmarks.bench_gpu "$@"
+      PYTHONPATH="$ROOT" exec "$SYS" -m benchmarks.bench_gpu "$@"
     fi
     ;;
   *)

@@ -38,7 +38,8 @@ def test_the_tiny_run_on_the_cpu_writes_every_phase(tmp_path, capsys) -> None:
     for name in ("update/lora+ckpt", "update/lora", "update/full+ckpt", "update/full"):
         assert phases[name]["tokens"] > 0 and 0 < phases[name]["mfu"]
     assert phases["update/lora"]["trainable_params"] < phases["update/full"]["trainable_params"]
-    assert phases["largest/lora+ckpt"]["largest"] == 4  # the tiny preset's cap
+    assert phases["largest/lora+ckpt"]["largest"] == 2  # the tiny preset's cap
+    assert list(phases["largest/lora+ckpt"]["tried"]) == ["1", "2"]
     assert "update/full+ckpt" in capsys.readouterr().out  # the table
 
 
