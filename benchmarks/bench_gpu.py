@@ -61,7 +61,7 @@ class Preset:
 PRESETS = {
     "3b": Preset(None, 2, (1, 8, 32), 32, 8192, 16, 256, {"peak": 5, "correctness": 20, "gpu_tests": 60,
                  "generate": 45, "update": 40, "largest": 30}),
-    "tiny": Preset(2, 1, (1, 2), 4, 256, 1, 2, {"peak": 1, "correctness": 3, "gpu_tests": 15,
+    "tiny": Preset(2, 1, (1, 2), 4, 512, 1, 2, {"peak": 1, "correctness": 3, "gpu_tests": 15,
                    "generate": 2, "update": 2, "largest": 2}),
 }
 VARIANTS = (("lora", True), ("lora", False), ("full", True), ("full", False))

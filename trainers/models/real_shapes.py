@@ -70,6 +70,7 @@ def random_policy(name: str, *, device: str = "auto",
     torch.manual_seed(seed)
     with where:  # the weights are made where they run: no 7.5 GB host copy
         model = AutoModelForImageTextToText.from_config(config, dtype=resolve_dtype(dtype, where))
+    model = model.to(where)  # a no-op, unless a transformers version made them elsewhere
     model.generation_config.eos_token_id = [config.text_config.eos_token_id, config.text_config.pad_token_id]
     model.generation_config.pad_token_id = config.text_config.pad_token_id
     settings = image_processor_settings(REAL_CONFIGS[name])
