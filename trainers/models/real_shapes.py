@@ -15,6 +15,7 @@ becomes for the real model. ``benchmarks/bench_gpu.py`` times the GRPO update wi
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,17 +27,26 @@ CONFIGS = Path(__file__).parent / "configs"
 REAL_CONFIGS: dict[str, Path] = {"qwen2.5-vl-3b": CONFIGS / "qwen2_5_vl_3b"}
 
 
+@cache
+def _tokenizer_json() -> str:
+    """The project's tokenizer, trained once per process (a few seconds of BPE)."""
+    from trainers.models.tokenizer import build_tokenizer
+
+    return str(build_tokenizer().to_str())
+
+
 def real_config(name: str) -> Any:
     """The transformers config of ``name`` with the project tokenizer's special-token ids,
     and that tokenizer."""
+    from tokenizers import Tokenizer
     from transformers import AutoConfig
 
     from trainers.models.checkpoint import special_token_ids
-    from trainers.models.tokenizer import build_tokenizer, hf_tokenizer
+    from trainers.models.tokenizer import hf_tokenizer
 
     if name not in REAL_CONFIGS:
         raise ModelDirError(f"expected a model name in {sorted(REAL_CONFIGS)}, got {name!r}")
-    tokenizer = hf_tokenizer(build_tokenizer())
+    tokenizer = hf_tokenizer(Tokenizer.from_str(_tokenizer_json()))
     tokens = special_token_ids(tokenizer)
     config = AutoConfig.from_pretrained(REAL_CONFIGS[name])
     ids = {"image_token_id": tokens["<|image_pad|>"], "video_token_id": tokens["<|video_pad|>"],
