@@ -110,13 +110,7 @@ def init_checkpoint(config: ModelInitConfig) -> InitReport:
     out = _prepare_out(config.out, config.overwrite)
     tokenizer = hf_tokenizer(build_tokenizer(config.vocab_size))
     preset = PRESETS[config.preset]
-    names = [*tokenizer.all_special_tokens, "<|image_pad|>", "<|video_pad|>", "<|vision_start|>",
-             "<|vision_end|>", "<|im_end|>", "<|endoftext|>"]
-    tokens: dict[str, int] = {}
-    for name in names:
-        token_id = tokenizer.convert_tokens_to_ids(name)
-        assert isinstance(token_id, int), f"expected one id for {name}, got {token_id!r}"
-        tokens[name] = token_id
+    tokens = special_token_ids(tokenizer)
     vocab_size = -(-len(tokenizer) // 64) * 64  # rounded up, as Qwen pads its embedding
     model_cfg = model_config(config.arch, preset, tokens, vocab_size)
     torch.manual_seed(config.seed)
@@ -134,6 +128,18 @@ def init_checkpoint(config: ModelInitConfig) -> InitReport:
             "parameters": asdict(parameters), "tokenizer_size": len(tokenizer), "max_pixels": max_pixels}
     (out / "cua_model.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return report
+
+
+def special_token_ids(tokenizer: Any) -> dict[str, int]:
+    """The ids of the special and vision tokens a Qwen-VL model config names, in ``tokenizer``."""
+    names = [*tokenizer.all_special_tokens, "<|image_pad|>", "<|video_pad|>", "<|vision_start|>",
+             "<|vision_end|>", "<|im_end|>", "<|endoftext|>"]
+    tokens: dict[str, int] = {}
+    for name in names:
+        token_id = tokenizer.convert_tokens_to_ids(name)
+        assert isinstance(token_id, int), f"expected one id for {name}, got {token_id!r}"
+        tokens[name] = token_id
+    return tokens
 
 
 def _prepare_out(out: Path, overwrite: bool) -> Path:

@@ -166,7 +166,20 @@ def load_policy(config: PolicyConfig) -> Policy:
     processor = load_processor(processor_dir, min_pixels=config.min_pixels, max_pixels=config.max_pixels)
     if adapter.is_file():
         model = _load_adapter(model, path, trainable=config.finetune == "lora")
-    elif config.finetune == "lora":
+        return _prepare(model, processor, kind, config, add_adapter=False)
+    return _prepare(model, processor, kind, config, add_adapter=True)
+
+
+def prepare_policy(model: Any, processor: Any, kind: str, config: PolicyConfig) -> Policy:
+    """A policy around a model built in memory (``trainers.models.real_shapes``), set up for
+    ``config.finetune`` as ``load_policy`` sets up a loaded one: adapters, what trains,
+    checkpointing, the pointer head (``config.path`` is where a pointer head would load from)."""
+    return _prepare(model, processor, kind, config, add_adapter=True)
+
+
+def _prepare(model: Any, processor: Any, kind: str, config: PolicyConfig, *, add_adapter: bool) -> Policy:
+    path = Path(config.path)
+    if add_adapter and config.finetune == "lora":
         model = _add_adapter(model, config.lora)
     _set_trainable(model, config)
     if config.gradient_checkpointing:
@@ -175,7 +188,7 @@ def load_policy(config: PolicyConfig) -> Policy:
     if config.pointer_head:
         from trainers.models.pointer import make_pointer_head
 
-        pointer = make_pointer_head(model, path).to(device)
+        pointer = make_pointer_head(model, path).to(next(model.parameters()).device)
         pointer.train(config.finetune != "none").requires_grad_(config.finetune != "none")
     return Policy(model=model, processor=processor, config=config, kind=kind, pointer=pointer)
 
