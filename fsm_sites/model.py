@@ -63,7 +63,7 @@ def item_type_of(rtype: SeqT | MapT | None) -> VType | None:
 class TransitionModel:
     t: Transition
     index: int
-    guard: Node  # the element's visibility and the transition's `when`
+    guard: Node  # the element's visibility, not its `disabled_when`, and the transition's `when`
     plans: tuple[Plan, ...]
     args: tuple[tuple[str, Node], ...]  # the target page's parameters
     value_type: VType | None  # what `value` is in its expressions (None: no value)
@@ -74,6 +74,8 @@ class TransitionModel:
     writes: frozenset[str] = frozenset()
     moves: bool = False  # may change the page
     raw_text: tuple[str, ...] = ()  # text variables set straight from the typed text
+    disabled: Node | None = None  # its element's `disabled_when` where it blocks this event (validation's warnings)
+    open_guard: Node | None = None  # ``guard`` without ``disabled``: when the spec's `when` would let it fire
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fsm_sites.errors import SpecProblem
-from fsm_sites.expr import ITEM_NAMES, Lit, Name, all_of
+from fsm_sites.expr import ITEM_NAMES, Lit, Name, Unary, all_of
 from fsm_sites.model import (
     ElementModel,
     SiteModel,
@@ -59,8 +59,12 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
     opened = em.opened if t.event == "pick" else None  # a date picker's days are there only while it is open
     # a heading or the pager acts on the whole table: shown whichever rows are on the page
     visible = em.table_visible if em.table_visible is not None and t.event in table_events(el) else em.visible
-    full_guard = all_of([n for n in (visible, opened, guard)
+    open_guard = all_of([n for n in (visible, opened, guard)
                          if n is not None and not (isinstance(n, Lit) and n.value is True)])
+    # a control drawn disabled fires nothing (its table's headings and pager are not the control)
+    disabled = em.disabled if t.event not in table_events(el) else None
+    full_guard = open_guard if disabled is None else all_of(
+        [*([] if isinstance(open_guard, Lit) else [open_guard]), Unary("not", disabled)])
     guard_reads = reads_of(full_guard, params) | reads_of(em.repeat, params)
     if t.event == PAGE_EVENT and el.pager:
         guard_reads.add(el.pager)  # the pages it offers: those there are, but the one shown
@@ -88,6 +92,7 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
     model.transitions.append(TransitionModel(
         t, index, full_guard, plans, args, value_type, edge_values,
         frozenset(reads), frozenset(guard_reads), tuple(plan_reads), frozenset(writes), moves, raw_text,
+        disabled, open_guard,
     ))
 
 

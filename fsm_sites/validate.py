@@ -37,6 +37,7 @@ class ValidationReport:
     site: str
     problems: list[SpecProblem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # checks that could not be decided
+    warnings: list[str] = field(default_factory=list)  # the spec works, but likely not as meant
     states: int | None = None  # reachable states counted (None: not counted)
     states_exact: bool = False  # False: ``states`` is a lower bound
     goal_depths: dict[str, int | None] = field(default_factory=dict)  # from the initial state
@@ -49,7 +50,7 @@ class ValidationReport:
     def to_json(self) -> dict[str, Any]:
         return {"site": self.site, "valid": self.valid,
                 "problems": [{"place": p.place, "message": p.message} for p in self.problems],
-                "notes": self.notes, "reachable_states": self.states, "reachable_states_exact": self.states_exact,
+                "notes": self.notes, "warnings": self.warnings, "reachable_states": self.states, "reachable_states_exact": self.states_exact,
                 "reachable_states_at_least": self.states, "goal_depths": self.goal_depths,
                 "seconds": round(self.seconds, 3)}
 

@@ -62,7 +62,7 @@ def combine_verdicts(verdicts: Sequence[StepVerdict]) -> StepVerdict:
         transition_id=fired[-1].transition_id if fired else None,
         on_shortest_path=all(v.on_shortest_path for v in verdicts),
         distance_before=first.distance_before, distance_after=last.distance_after,
-        goal_reached=last.goal_reached,
+        goal_reached=last.goal_reached, control_disabled=not fired and any(v.control_disabled for v in verdicts),
     )
 
 

@@ -1,0 +1,80 @@
+"""Specs mean what they say (issue 23): a disabled control fires nothing, page parameters
+work in any declared order, copied free text keeps what was typed."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import yaml
+
+from fsm_sites.engine import Machine
+from fsm_sites.page_model import describe_page
+from fsm_sites.sessions import SessionStore
+from fsm_sites.spec import SiteSpec
+from fsm_sites.state import UIEvent
+from fsm_sites.validate import check_spec
+
+BOOKING = """
+name: booking
+title: Booking
+start_page: pick
+types:
+  - {name: day, type: enum, values: ["", mon, tue]}
+variables:
+  - {name: day, type: day}
+  - {name: booked, type: bool}
+pages:
+  - id: pick
+    title: Pick a day
+    elements:
+      - {id: day, kind: select, label: Day, bind: day}
+      - {id: next, kind: button, label: Next, disabled_when: "day == ''"}
+  - id: done
+    title: Booked
+    elements:
+      - {id: back, kind: link, label: Back}
+transitions:
+  - {id: pick_day, page: pick, element: day, event: select, effects: [{set: day, to: value}], description: "pick $value"}
+  - {id: next, page: pick, element: next, target: done, effects: [{set: booked, to: true}], description: go on}
+  - {id: back, page: done, element: back, target: pick, description: go back}
+goals:
+  - {id: booked, description: book a day, page: done, conditions: booked}
+"""
+
+
+def _data() -> dict[str, Any]:
+    return copy.deepcopy(yaml.safe_load(BOOKING))
+
+
+def test_a_disabled_control_fires_nothing_and_its_verdict_says_so() -> None:
+    m = Machine(SiteSpec.model_validate(_data()))
+    next_el = m.elements[("pick", "next")]
+    assert m.disabled(m.initial, next_el)
+    assert m.step(m.initial, UIEvent("pick", "next", "click")) is None
+    assert all(e.element != "next" for e, _ in m.enabled(m.initial))
+    paths = m.shortest_paths(m.initial, "booked")
+    assert m.distance(m.initial, "booked") == 2 and paths
+    assert all([e.transition_id for e in p] == ["pick_day", "next"] for p in paths)
+    shown = next(e for e in describe_page(m, m.initial)["elements"] if e["id"] == "next")
+    assert shown["disabled"] is True
+    store = SessionStore()
+    store.add_site(m.spec)
+    session = store.create("booking", goal="booked")
+    record = store.apply(session.id, UIEvent("pick", "next", "click"))
+    assert not record.verdict.transition_fired and record.verdict.control_disabled
+    assert record.verdict.state_after == record.verdict.state_before
+    record = store.apply(session.id, UIEvent("pick", "day", "select", "mon"))
+    assert record.verdict.transition_fired and not record.verdict.control_disabled
+    assert store.apply(session.id, UIEvent("pick", "next", "click")).verdict.goal_reached
+
+
+def test_validation_warns_where_disabled_when_and_when_disagree() -> None:
+    data = _data()
+    assert check_spec(data)[1].warnings == []  # `disabled_when` alone says when it is off
+    data["transitions"][1]["when"] = "day != 'mon'"  # fires on "" (shown disabled), not on mon (shown enabled)
+    _, report = check_spec(data)
+    assert report.valid, report.problems
+    text = "\n".join(report.warnings)
+    assert "transitions.next" in text and "`disabled_when` holds" in text and "pick{" in text, text
+    assert "pages.pick.elements.next" in text and "fires nothing" in text, text
