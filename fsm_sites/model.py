@@ -170,7 +170,8 @@ def event_value(model: SiteModel, t: Transition, em: ElementModel, place: str) -
 
 
 def convert_args(model: SiteModel, t: Transition, env: Env, place: str) -> tuple[tuple[str, Node], ...]:
-    """The target page's parameters as typed expressions; every missing or extra one reported."""
+    """The target page's parameters as typed expressions, in the order the page declares them;
+    every missing or extra one reported."""
     target = t.target or t.page
     params = dict(model.schema.params.get(target, ()))
     given = dict(t.args)
@@ -182,7 +183,8 @@ def convert_args(model: SiteModel, t: Transition, env: Env, place: str) -> tuple
                                           f"got {sorted(given)}" + (f"; add {missing}" if missing else f"; remove {extra}")))
         return ()
     out = []
-    for name, raw in sorted(given.items()):
+    for name in params:  # in the target's declared order: the order its page instance reads them back
+        raw = given[name]
         try:
             node = parse_expr(raw) if isinstance(raw, str) else Lit(raw)
             _, source = compile_expr(node, env)

@@ -78,3 +78,41 @@ def test_validation_warns_where_disabled_when_and_when_disagree() -> None:
     text = "\n".join(report.warnings)
     assert "transitions.next" in text and "`disabled_when` holds" in text and "pick{" in text, text
     assert "pages.pick.elements.next" in text and "fires nothing" in text, text
+
+
+PARAMS = """
+name: trips
+title: Trips
+start_page: home
+types:
+  - {name: city, type: enum, values: [paris, rome, oslo]}
+  - {name: day, type: enum, values: [mon, tue]}
+pages:
+  - id: home
+    title: Trips
+    elements:
+      - {id: go, kind: button, label: Paris to Rome on Tuesday}
+  - id: trip
+    title: "{src} to {dst}, {day}"
+    params: [{name: src, type: city}, {name: dst, type: city}, {name: day, type: day}]
+    elements:
+      - {id: swap, kind: button, label: Swap}
+transitions:
+  - {id: go, page: home, element: go, target: trip, args: {src: "'paris'", dst: "'rome'", day: "'tue'"}, description: go}
+  - {id: swap, page: trip, element: swap, target: trip, args: {day: day, src: dst, dst: src}, description: swap}
+goals:
+  - {id: back_trip, description: "Rome to Paris", page: "trip(rome,paris,tue)"}
+"""
+
+
+def test_page_parameters_work_in_any_declared_order() -> None:
+    data = yaml.safe_load(PARAMS)
+    _, report = check_spec(data)
+    assert report.valid, report.problems
+    m = Machine(SiteSpec.model_validate(data))
+    fired = m.step(m.initial, UIEvent("home", "go", "click"))
+    assert fired is not None and fired[1].page == "trip(paris,rome,tue)"
+    assert m.text(fired[1], m.pages["trip"].title) == "paris to rome, tue"
+    swapped = m.step(fired[1], UIEvent(fired[1].page, "swap", "click"))
+    assert swapped is not None and swapped[1].page == "trip(rome,paris,tue)"
+    assert m.distance(m.initial, "back_trip") == 2
