@@ -116,3 +116,65 @@ def test_page_parameters_work_in_any_declared_order() -> None:
     swapped = m.step(fired[1], UIEvent(fired[1].page, "swap", "click"))
     assert swapped is not None and swapped[1].page == "trip(rome,paris,tue)"
     assert m.distance(m.initial, "back_trip") == 2
+
+
+ROW_MODAL = """
+name: appts
+title: Appointments
+start_page: list
+types:
+  - {name: pet, type: enum, values: ["", rex, milo]}
+variables:
+  - {name: appts, type: set, item: pet, max_len: 2, default: [rex, milo]}
+  - {name: target, type: pet}
+pages:
+  - id: list
+    title: "Appointments ({count(appts)})"
+    elements:
+      - {id: row, kind: text, label: "{it}", repeat: appts}
+      - {id: cancel, kind: button, label: "Cancel {it}", repeat: appts}
+  - id: confirm
+    kind: modal
+    parent: list
+    title: "Cancel {target}'s appointment?"
+    elements:
+      - {id: drop, kind: button, label: Cancel it}
+      - {id: keep, kind: button, label: Keep it}
+transitions:
+  - {id: ask, page: list, element: cancel, target: confirm, effects: [{set: target, to: it}], description: "cancel {it}"}
+  - {id: drop, page: confirm, element: drop, target: list, effects: [{remove: appts, item: target}, {clear: target}],
+     toast: Appointment cancelled, description: confirm}
+  - {id: keep, page: confirm, element: keep, target: list, effects: [{clear: target}], description: keep it}
+goals:
+  - {id: no_milo, description: cancel Milo's appointment, conditions: "not ('milo' in appts)"}
+"""
+
+
+def test_a_modal_opened_from_a_repeated_row_is_drawn_over_its_rows() -> None:
+    from fsm_sites.render.page import render_page
+
+    m = Machine(SiteSpec.model_validate(yaml.safe_load(ROW_MODAL)))
+    opened = m.step(m.initial, UIEvent("list", "cancel", "click", "1"))
+    assert opened is not None and opened[1].page == "confirm"
+    html = render_page(m.spec, opened[1], seed=3, machine=m)
+    assert "Cancel milo&#x27;s appointment?" in html or "Cancel milo's appointment?" in html
+    beneath = html.split('<div class="backdrop">')[0]
+    assert "Cancel rex" in beneath and "data-el=" not in beneath  # the rows, drawn inert
+    assert m.distance(m.initial, "no_milo") == 2
+
+
+def test_a_curated_site_confirms_a_row_s_removal_in_a_dialog() -> None:
+    from fsm_sites.library import load_machine
+    from fsm_sites.render.page import render_page
+
+    m = load_machine("forum")
+    path = m.shortest_paths(m.initial, "swap_t5", limit=1)[0]
+    ids = [e.transition_id for e in path]
+    assert "following__rm" in ids and ids[ids.index("following__rm") + 1] == "following_remove__ok"
+    state = m.initial
+    for edge in path[:ids.index("following__rm") + 1]:
+        fired = m.step(state, edge.to_event())
+        assert fired is not None
+        state = fired[1]
+    html = render_page(m.spec, state, seed=5, machine=m)
+    assert "Stop following Rules - read first" in html and 'role="dialog"' in html
