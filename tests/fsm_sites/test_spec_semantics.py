@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from fsm_sites.engine import Machine
+from fsm_sites.library import EXAMPLES_DIR as EXAMPLES
 from fsm_sites.page_model import describe_page
 from fsm_sites.sessions import SessionStore
 from fsm_sites.spec import SiteSpec
@@ -178,3 +179,29 @@ def test_a_curated_site_confirms_a_row_s_removal_in_a_dialog() -> None:
         state = fired[1]
     html = render_page(m.spec, state, seed=5, machine=m)
     assert "Stop following Rules - read first" in html and 'role="dialog"' in html
+
+
+def test_task_synthesis_reports_every_named_goal_it_leaves_out(tmp_path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from fsm_sites.tasks import synthesize_tasks
+    from harness.fsm_tasks_cli import register
+
+    spec = SiteSpec.model_validate(yaml.safe_load((EXAMPLES / "tiny_shop.yaml").read_text()))
+    skipped: list = []
+    tasks = synthesize_tasks(spec, n=4, seed=0, max_depth=5, skipped=skipped)
+    assert "buy_two_express" not in {t.goal for t in tasks}
+    reasons = {s.goal: s.reason for s in skipped}
+    assert "8 steps from the start, deeper than --max-depth 5" in reasons["buy_two_express"], reasons
+    deep = synthesize_tasks(spec, n=4, seed=0, max_depth=8)
+    assert any(t.goal == "buy_two_express" and t.difficulty == 8 for t in deep)
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    register(app)
+    out = tmp_path / "t.jsonl"
+    result = CliRunner().invoke(app, ["tasks", "synth", "--site", str(EXAMPLES / "tiny_shop.yaml"), "--n", "3",
+                                      "--no-verify", "--max-depth", "5", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "left out goal 'buy_two_express': 8 steps from the start, deeper than --max-depth 5" in result.output
