@@ -73,7 +73,9 @@ class TransitionModel:
     plan_reads: tuple[tuple[str, frozenset[str]], ...] = ()  # (variable written, what that effect reads)
     writes: frozenset[str] = frozenset()
     moves: bool = False  # may change the page
-    raw_text: tuple[str, ...] = ()  # text variables set straight from the typed text
+    # each effect on a text variable, in order: (the variable, where its text comes from: "value"
+    # for the typed text, another text variable it copies, or None for anything else)
+    text_flow: tuple[tuple[str, str | None], ...] = ()
     disabled: Node | None = None  # its element's `disabled_when` where it blocks this event (validation's warnings)
     open_guard: Node | None = None  # ``guard`` without ``disabled``: when the spec's `when` would let it fire
 

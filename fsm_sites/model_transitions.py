@@ -87,13 +87,28 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
         writes.add(TOAST_VAR)
     target = t.target or t.page
     moves = t.target is not None and (target != t.page or bool(model.schema.params.get(target)))
-    raw_text = tuple(p.var for p in plans if p.kind == "set" and isinstance(p.target, Name)
-                     and p.expr == Name("value") and isinstance(model.schema.variables.get(p.var), TextT))
+    text_flow = _text_flow(model, plans)
     model.transitions.append(TransitionModel(
         t, index, full_guard, plans, args, value_type, edge_values,
-        frozenset(reads), frozenset(guard_reads), tuple(plan_reads), frozenset(writes), moves, raw_text,
+        frozenset(reads), frozenset(guard_reads), tuple(plan_reads), frozenset(writes), moves, text_flow,
         disabled, open_guard,
     ))
+
+
+def _text_flow(model: SiteModel, plans) -> tuple[tuple[str, str | None], ...]:
+    """Where each text variable an effect writes gets its text: the typed text (``value``),
+    another text variable it is set to (a copy keeps what was typed there), or neither."""
+    variables = model.schema.variables
+    flow: list[tuple[str, str | None]] = []
+    for plan in plans:
+        if not isinstance(variables.get(plan.var), TextT):
+            continue
+        source = None
+        if plan.kind == "set" and isinstance(plan.target, Name) and isinstance(plan.expr, Name):
+            name = plan.expr.name
+            source = name if name == "value" or isinstance(variables.get(name), TextT) else None
+        flow.append((plan.var, source))
+    return tuple(flow)
 
 
 def _names(plan) -> set[str]:

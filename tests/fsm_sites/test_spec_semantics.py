@@ -205,3 +205,48 @@ def test_task_synthesis_reports_every_named_goal_it_leaves_out(tmp_path) -> None
                                       "--no-verify", "--max-depth", "5", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "left out goal 'buy_two_express': 8 steps from the start, deeper than --max-depth 5" in result.output
+
+
+PHONE = """
+name: account
+title: Account
+start_page: home
+variables:
+  - {name: phone, type: text, values: ["5550100"], other: "5550199"}
+  - {name: saved_phone, type: text, values: ["5550100"], other: "5550199"}
+pages:
+  - id: home
+    title: "Your phone: {saved_phone}"
+    elements:
+      - {id: edit, kind: button, label: Settings}
+  - id: settings
+    title: Settings
+    elements:
+      - {id: phone, kind: text_input, label: Phone, bind: phone}
+      - {id: save, kind: button, label: Save}
+transitions:
+  - {id: edit, page: home, element: edit, target: settings, effects: [{set: phone, to: saved_phone}],
+     description: open the settings}
+  - {id: type_phone, page: settings, element: phone, event: input, effects: [{set: phone, to: value}],
+     description: "type '$value' as your phone"}
+  - {id: save, page: settings, element: save, target: home, effects: [{set: saved_phone, to: phone}, {clear: phone}],
+     description: save}
+goals:
+  - {id: saved, description: save a phone number, page: home, conditions: "saved_phone != ''"}
+"""
+
+
+def test_copied_free_text_keeps_what_was_typed() -> None:
+    m = Machine(SiteSpec.model_validate(yaml.safe_load(PHONE)))
+    state = m.initial
+    for element, event, value in [("edit", "click", None), ("phone", "input", "(555) 867-5309"), ("save", "click", None)]:
+        fired = m.step(state, UIEvent(state.page, element, event, value))
+        assert fired is not None, (state.key(), element)
+        state = fired[1]
+    assert state.get("saved_phone") == "(555) 867-5309" and state.get("phone") == ""
+    assert m.text(state, m.pages["home"].title) == "Your phone: (555) 867-5309"
+    assert m.canonical(state).get("saved_phone") == "5550199"  # the class the machine tells apart
+    reopened = m.step(state, UIEvent("home", "edit", "click"))
+    assert reopened is not None and reopened[1].get("phone") == "(555) 867-5309"
+    shown = next(e for e in describe_page(m, reopened[1])["elements"] if e["id"] == "phone")
+    assert shown["text"] == "(555) 867-5309"
