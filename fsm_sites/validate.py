@@ -158,7 +158,17 @@ def _shape_problem(err: Any, data: Any) -> SpecProblem:
         else:
             place += f".{part}" if place else str(part)
             node = node.get(part) if isinstance(node, dict) else None
-    return SpecProblem(place, f"{err['msg']} (got {_show(err.get('input'))})")
+    got = err.get("input")
+    if err.get("type") == "string_type" and (isinstance(got, (bool, int, float)) or got is None):
+        # YAML reads an unquoted yes/no/on/off/true/false as a boolean, null or ~ as nothing, 7 as a number
+        if isinstance(got, bool):
+            why, quoted = "YAML reads an unquoted yes, no, on, off, true or false as a boolean", "'yes' (the word you wrote)"
+        elif got is None:
+            why, quoted = "YAML reads an unquoted null or ~ as nothing", "'null'"
+        else:
+            why, quoted = "YAML reads it as a number", f"'{got}'"
+        return SpecProblem(place, f"expected text, got {_show(got)}: {why}; quote it, e.g. {quoted}")
+    return SpecProblem(place, f"{err['msg']} (got {_show(got)})")
 
 
 def _show(value: Any) -> str:

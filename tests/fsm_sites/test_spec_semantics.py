@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 import yaml
 
 from fsm_sites.engine import Machine
@@ -250,3 +251,19 @@ def test_copied_free_text_keeps_what_was_typed() -> None:
     assert reopened is not None and reopened[1].get("phone") == "(555) 867-5309"
     shown = next(e for e in describe_page(m, reopened[1])["elements"] if e["id"] == "phone")
     assert shown["text"] == "(555) 867-5309"
+
+
+def test_a_yaml_word_read_as_a_boolean_gets_a_message_to_quote_it() -> None:
+    data = yaml.safe_load(ROW_MODAL.replace("id: drop,", "id: yes,").replace("element: drop", "element: yes"))
+    messages = [str(p) for p in check_spec(data)[1].problems]
+    assert messages and all("quote it" in m for m in messages), messages
+    assert any(m.startswith("pages.confirm.elements[0].id: expected text, got true") for m in messages), messages
+
+
+@pytest.mark.parametrize("change", [{"type": "integer"}, {"min": 5}])
+def test_a_variable_with_a_bad_type_is_reported_once_not_at_every_use(change: dict) -> None:
+    data = yaml.safe_load((EXAMPLES / "tiny_shop.yaml").read_text())
+    qty = next(v for v in data["variables"] if v["name"] == "qty")
+    qty.update(change)
+    problems = check_spec(data)[1].problems
+    assert [p.place for p in problems] == [f"variables.qty.{next(iter(change))}"], problems
