@@ -77,7 +77,7 @@ class TransitionModel:
     # for the typed text, another text variable it copies, or None for anything else)
     text_flow: tuple[tuple[str, str | None], ...] = ()
     disabled: Node | None = None  # its element's `disabled_when` where it blocks this event (validation's warnings)
-    open_guard: Node | None = None  # ``guard`` without ``disabled``: when the spec's `when` would let it fire
+    open_guard: Node = field(default_factory=lambda: Lit(True))  # ``guard`` without ``disabled``: when `when` lets it fire
 
 
 @dataclass

@@ -104,7 +104,7 @@ def _disagreements(machine: Machine, report) -> None:
     drawn enabled whose every `when` fails (a click on it does nothing)."""
     by_element: dict[tuple[str, str], list[TransitionModel]] = {}
     for tm in machine.model.transitions:
-        if tm.disabled is not None and tm.open_guard is not None:
+        if tm.disabled is not None:
             by_element.setdefault((tm.t.page, tm.t.element), []).append(tm)
     for (page, element), group in by_element.items():
         disabled = group[0].disabled
