@@ -4,6 +4,7 @@ work in any declared order, copied free text keeps what was typed."""
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import yaml
 from fsm_sites.engine import Machine
 from fsm_sites.library import EXAMPLES_DIR as EXAMPLES
 from fsm_sites.page_model import describe_page
+from fsm_sites.render.page import render_page
 from fsm_sites.sessions import SessionStore
 from fsm_sites.spec import SiteSpec
 from fsm_sites.state import UIEvent
@@ -59,7 +61,9 @@ def test_a_disabled_control_fires_nothing_and_its_verdict_says_so() -> None:
     assert m.distance(m.initial, "booked") == 2 and paths
     assert all([e.transition_id for e in p] == ["pick_day", "next"] for p in paths)
     shown = next(e for e in describe_page(m, m.initial)["elements"] if e["id"] == "next")
-    assert shown["disabled"] is True
+    assert shown["disabled"] is True  # the Tk app's page model
+    html = render_page(m.spec, m.initial, seed=0, machine=m)  # what the element list reads
+    assert re.search(r'data-el="next"[^>]*aria-disabled="true"', html)
     store = SessionStore()
     store.add_site(m.spec)
     session = store.create("booking", goal="booked")
@@ -153,8 +157,6 @@ goals:
 
 
 def test_a_modal_opened_from_a_repeated_row_is_drawn_over_its_rows() -> None:
-    from fsm_sites.render.page import render_page
-
     m = Machine(SiteSpec.model_validate(yaml.safe_load(ROW_MODAL)))
     opened = m.step(m.initial, UIEvent("list", "cancel", "click", "1"))
     assert opened is not None and opened[1].page == "confirm"
@@ -167,7 +169,6 @@ def test_a_modal_opened_from_a_repeated_row_is_drawn_over_its_rows() -> None:
 
 def test_a_curated_site_confirms_a_row_s_removal_in_a_dialog() -> None:
     from fsm_sites.library import load_machine
-    from fsm_sites.render.page import render_page
 
     m = load_machine("forum")
     path = m.shortest_paths(m.initial, "swap_t5", limit=1)[0]
