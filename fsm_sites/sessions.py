@@ -196,7 +196,10 @@ class SessionStore:
         element = machine.elements[(session.state.page_id, event.element)]
         if event.event in table_events(element):
             return False
-        return machine.disabled(session.state, element, event.value if element.repeat else None)
+        copy = event.value if element.repeat else None
+        if copy is not None and element.kind == "sortable":
+            copy = copy.partition(">")[0]  # a drag names the copy it moved first
+        return machine.disabled(session.state, element, copy)
 
     @staticmethod
     def _reachable(machine: Machine, key: str, name: str) -> State:
