@@ -75,7 +75,7 @@ def test_a_disabled_control_fires_nothing_and_its_verdict_says_so() -> None:
     assert store.apply(session.id, UIEvent("pick", "next", "click")).verdict.goal_reached
 
 
-def test_validation_warns_where_disabled_when_and_when_disagree() -> None:
+def test_validation_warns_where_disabled_when_and_when_disagree(tmp_path) -> None:
     data = _data()
     assert check_spec(data)[1].warnings == []  # `disabled_when` alone says when it is off
     data["transitions"][1]["when"] = "day != 'mon'"  # fires on "" (shown disabled), not on mon (shown enabled)
@@ -84,6 +84,18 @@ def test_validation_warns_where_disabled_when_and_when_disagree() -> None:
     text = "\n".join(report.warnings)
     assert "transitions.next" in text and "`disabled_when` holds" in text and "pick{" in text, text
     assert "pages.pick.elements.next" in text and "fires nothing" in text, text
+    import typer
+    from typer.testing import CliRunner
+
+    from fsm_sites.cli import register
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    register(app)
+    path = tmp_path / "booking.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = CliRunner().invoke(app, ["sites", "validate", str(path)])
+    assert result.exit_code == 0 and "warning: transitions.next:" in result.output, result.output
 
 
 PARAMS = """
