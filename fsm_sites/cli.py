@@ -81,6 +81,8 @@ def validate_cmd(
         assert spec is not None
         typer.echo(f"{path}: valid ({len(spec.pages)} pages, {len(spec.transitions)} transitions, "
                    f"{len(spec.goals)} goals, {states}; checked in {report.seconds:.2f}s)")
+        for warning in report.warnings:
+            typer.echo(f"  warning: {warning}")
         for note in report.notes:
             typer.echo(f"  note: {note}")
     if not report.valid:

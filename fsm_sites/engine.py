@@ -260,7 +260,7 @@ class Machine(FullGraphMixin, PageViewMixin):
             value, typed = accepted
             npage, nvals = full.fire(ct, page, vals, ctx)
             if raw != vals or typed is not None:
-                nvals = _keep_text(full, raw, vals, nvals, ct.raw_text, value, typed)
+                nvals = _keep_text(full, raw, vals, nvals, ct.text_flow, value, typed)
             return Edge(ct.id, page, ct.element, ct.event, value), self.state((npage, nvals))
         return None
 
@@ -353,16 +353,24 @@ def _canon(machine: Machine, state: State) -> tuple[str, tuple]:
     return page, machine.full.canonical(vals)
 
 
-def _keep_text(full: Tables, raw: tuple, vals: tuple, nvals: tuple, raw_text: tuple[int, ...],
+def _keep_text(full: Tables, raw: tuple, vals: tuple, nvals: tuple, flow: tuple[tuple[int, int | None], ...],
                value: Any, typed: str | None) -> tuple:
-    """Free text the user typed stays as typed: untouched text variables keep their text,
-    and the ones this transition set from the typed text hold it."""
+    """Free text the user typed stays as typed, beside its class: untouched text variables
+    keep their text, and those this transition set from the typed text, or copied from a
+    variable holding typed text, hold that text (each where its value is still that class)."""
+    text = {i: (raw[i], vals[i]) for i, _ in full.text_positions if raw[i] != vals[i]}  # (text, class)
+    if typed is not None:
+        text[-1] = (typed, value)
+    for dst, src in flow:  # in effect order: a copy of a copy carries the text along
+        carried = text.get(src) if src is not None else None
+        if carried is None:
+            text.pop(dst, None)
+        else:
+            text[dst] = carried
     w = list(nvals)
     for i, _ in full.text_positions:
-        if raw[i] != vals[i] and w[i] == vals[i]:
-            w[i] = raw[i]
-        if typed is not None and i in raw_text and w[i] == value:
-            w[i] = typed
+        if i in text and w[i] == text[i][1]:
+            w[i] = text[i][0]
     return tuple(w)
 
 

@@ -63,7 +63,7 @@ def item_type_of(rtype: SeqT | MapT | None) -> VType | None:
 class TransitionModel:
     t: Transition
     index: int
-    guard: Node  # the element's visibility and the transition's `when`
+    guard: Node  # the element's visibility, not its `disabled_when`, and the transition's `when`
     plans: tuple[Plan, ...]
     args: tuple[tuple[str, Node], ...]  # the target page's parameters
     value_type: VType | None  # what `value` is in its expressions (None: no value)
@@ -73,7 +73,11 @@ class TransitionModel:
     plan_reads: tuple[tuple[str, frozenset[str]], ...] = ()  # (variable written, what that effect reads)
     writes: frozenset[str] = frozenset()
     moves: bool = False  # may change the page
-    raw_text: tuple[str, ...] = ()  # text variables set straight from the typed text
+    # each effect on a text variable, in order: (the variable, where its text comes from: "value"
+    # for the typed text, another text variable it copies, or None for anything else)
+    text_flow: tuple[tuple[str, str | None], ...] = ()
+    disabled: Node | None = None  # its element's `disabled_when` where it blocks this event (validation's warnings)
+    open_guard: Node = field(default_factory=lambda: Lit(True))  # ``guard`` without ``disabled``: when `when` lets it fire
 
 
 @dataclass
@@ -168,7 +172,8 @@ def event_value(model: SiteModel, t: Transition, em: ElementModel, place: str) -
 
 
 def convert_args(model: SiteModel, t: Transition, env: Env, place: str) -> tuple[tuple[str, Node], ...]:
-    """The target page's parameters as typed expressions; every missing or extra one reported."""
+    """The target page's parameters as typed expressions, in the order the page declares them;
+    every missing or extra one reported."""
     target = t.target or t.page
     params = dict(model.schema.params.get(target, ()))
     given = dict(t.args)
@@ -180,7 +185,8 @@ def convert_args(model: SiteModel, t: Transition, env: Env, place: str) -> tuple
                                           f"got {sorted(given)}" + (f"; add {missing}" if missing else f"; remove {extra}")))
         return ()
     out = []
-    for name, raw in sorted(given.items()):
+    for name in params:  # in the target's declared order: the order its page instance reads them back
+        raw = given[name]
         try:
             node = parse_expr(raw) if isinstance(raw, str) else Lit(raw)
             _, source = compile_expr(node, env)

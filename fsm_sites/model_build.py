@@ -48,7 +48,16 @@ def build_model(spec: SiteSpec) -> SiteModel:
         _transition(model, index, t)
     check_goals(model)
     check_starts(model)
+    _drop_knock_ons(model)
     return model
+
+
+def _drop_knock_ons(model: SiteModel) -> None:
+    """A variable whose type is wrong is reported once, where it is declared: its uses, which
+    would each say it "is not a variable" (every check words it so), are not reported too."""
+    broken = [f"{name!r} is not a variable" for name in model.schema.broken]
+    if broken:
+        model.problems = [p for p in model.problems if not any(b in p.message for b in broken)]
 
 
 def _check_ids(model: SiteModel) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fsm_sites.errors import SpecProblem
-from fsm_sites.expr import ITEM_NAMES, Lit, Name, all_of
+from fsm_sites.expr import ITEM_NAMES, Lit, Name, Unary, all_of
 from fsm_sites.model import (
     ElementModel,
     SiteModel,
@@ -59,8 +59,12 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
     opened = em.opened if t.event == "pick" else None  # a date picker's days are there only while it is open
     # a heading or the pager acts on the whole table: shown whichever rows are on the page
     visible = em.table_visible if em.table_visible is not None and t.event in table_events(el) else em.visible
-    full_guard = all_of([n for n in (visible, opened, guard)
+    open_guard = all_of([n for n in (visible, opened, guard)
                          if n is not None and not (isinstance(n, Lit) and n.value is True)])
+    # a control drawn disabled fires nothing (its table's headings and pager are not the control)
+    disabled = em.disabled if t.event not in table_events(el) else None
+    full_guard = open_guard if disabled is None else all_of(
+        [*([] if isinstance(open_guard, Lit) else [open_guard]), Unary("not", disabled)])
     guard_reads = reads_of(full_guard, params) | reads_of(em.repeat, params)
     if t.event == PAGE_EVENT and el.pager:
         guard_reads.add(el.pager)  # the pages it offers: those there are, but the one shown
@@ -83,12 +87,28 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
         writes.add(TOAST_VAR)
     target = t.target or t.page
     moves = t.target is not None and (target != t.page or bool(model.schema.params.get(target)))
-    raw_text = tuple(p.var for p in plans if p.kind == "set" and isinstance(p.target, Name)
-                     and p.expr == Name("value") and isinstance(model.schema.variables.get(p.var), TextT))
+    text_flow = _text_flow(model, plans)
     model.transitions.append(TransitionModel(
         t, index, full_guard, plans, args, value_type, edge_values,
-        frozenset(reads), frozenset(guard_reads), tuple(plan_reads), frozenset(writes), moves, raw_text,
+        frozenset(reads), frozenset(guard_reads), tuple(plan_reads), frozenset(writes), moves, text_flow,
+        disabled, open_guard,
     ))
+
+
+def _text_flow(model: SiteModel, plans) -> tuple[tuple[str, str | None], ...]:
+    """Where each text variable an effect writes gets its text: the typed text (``value``),
+    another text variable it is set to (a copy keeps what was typed there), or neither."""
+    variables = model.schema.variables
+    flow: list[tuple[str, str | None]] = []
+    for plan in plans:
+        if not isinstance(variables.get(plan.var), TextT):
+            continue
+        source = None
+        if plan.kind == "set" and isinstance(plan.target, Name) and isinstance(plan.expr, Name):
+            name = plan.expr.name
+            source = name if name == "value" or isinstance(variables.get(name), TextT) else None
+        flow.append((plan.var, source))
+    return tuple(flow)
 
 
 def _names(plan) -> set[str]:

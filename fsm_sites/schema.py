@@ -28,6 +28,8 @@ class Schema:
     field_labels: dict[str, str] = field(default_factory=dict)  # record field name -> human name
     params: dict[str, tuple[tuple[str, VType], ...]] = field(default_factory=dict)  # page -> params
     defaults: dict[str, Any] = field(default_factory=dict)
+    # variables declared with a type that could not be resolved (reported once, at the variable)
+    broken: set[str] = field(default_factory=set)
 
     @property
     def order(self) -> tuple[str, ...]:
@@ -197,6 +199,7 @@ def build_schema(spec: SiteSpec) -> tuple[Schema, list[SpecProblem]]:
             problems.append(SpecProblem(place, _reserved(var.name)))
         vtype = resolver.resolve(var, place)
         if vtype is None:
+            schema.broken.add(var.name)
             continue
         schema.variables[var.name] = vtype
         schema.defaults[var.name] = _default(var.default, vtype, place, problems)

@@ -166,7 +166,7 @@ class SessionStore:
             transition_id=fired[0].transition_id if fired else None,
             on_shortest_path=fired is not None and session.machine.on_shortest_path(before, after, session.goal_fn),
             distance_before=session.distance(before), distance_after=session.distance(after),
-            goal_reached=session.goal_fn(after),
+            goal_reached=session.goal_fn(after), control_disabled=fired is None and self._disabled(session, event),
         )
         if fired:
             session.machine.mark_reachable(after)
@@ -204,6 +204,18 @@ class SessionStore:
         copy = event.value if element.repeat and event.event not in table_events(element) else None  # not a row
         if not machine.element_shown(state, page_id, element.id, copy):
             raise StaleEvent(f"element {element.id!r} is not shown in state {state.key()!r}; reload the page")
+
+    @staticmethod
+    def _disabled(session: Session, event: UIEvent) -> bool:
+        """Whether the event's control is drawn disabled (a heading or the pager is not)."""
+        machine = session.machine
+        element = machine.elements[(session.state.page_id, event.element)]
+        if event.event in table_events(element):
+            return False
+        copy = event.value if element.repeat else None
+        if copy is not None and element.kind == "sortable":
+            copy = copy.partition(">")[0]  # a drag names the copy it moved first
+        return machine.disabled(session.state, element, copy)
 
     @staticmethod
     def _reachable(machine: Machine, key: str, name: str) -> State:

@@ -179,7 +179,8 @@ class Element(_Model):
     )
     visible_when: When = Field(default=(), description="the element is shown only when all of these hold")
     disabled_when: When = Field(
-        default=(), description="shown disabled when all of these hold; a button is also disabled when none of its transitions can fire"
+        default=(), description="disabled when all of these hold: drawn disabled, and its events fire nothing; "
+        "a button is also drawn disabled when none of its transitions can fire"
     )
     repeat: str | None = Field(
         default=None, description="a list, set or map: one copy of the element per item (`it`); the event carries its position or key"

@@ -43,7 +43,9 @@ class CTrans:
     args: tuple[tuple[Callable, Callable], ...]  # (expression, conversion) per target parameter
     toast: tuple[int, str] | None  # (position, value)
     free_text: TextT | None  # an input that accepts any text, classified by this type
-    raw_text: tuple[int, ...]  # positions that keep the typed text itself
+    # (position written, where its text comes from: -1 the typed text, a text variable's
+    # position, None anything else), in effect order (``TransitionModel.text_flow``)
+    text_flow: tuple[tuple[int, int | None], ...]
     pager: tuple[int | None, int] | None = None  # a table's `page` event: (the pager's position, rows a page)
     sorter: tuple[int | None, tuple[str, ...]] | None = None  # a table's `sort`: (its variable's position, values)
 
@@ -125,8 +127,17 @@ class Tables:
         return CTrans(
             tm, t.id, t.page, t.element, t.event, guard, bool(names(tm.guard).intersection(SPECIAL_NAMES)) or repeat is not None,
             tm.edge_values, repeat, em.repeat_type.keys.values if isinstance(em.repeat_type, MapT) else None, effects,
-            t.target, args, toast, free, tuple(self.position[v] for v in tm.raw_text if v in self.position), pager, sorter,
+            t.target, args, toast, free, self._text_flow(tm), pager, sorter,
         )
+
+    def _text_flow(self, tm: TransitionModel) -> tuple[tuple[int, int | None], ...]:
+        """``tm.text_flow`` in positions of this layout (variables it lacks left out)."""
+        out: list[tuple[int, int | None]] = []
+        for var, source in tm.text_flow:
+            if var in self.position:
+                src = -1 if source == "value" else self.position.get(source) if source else None
+                out.append((self.position[var], src))
+        return tuple(out)
 
     # ---- pages -----------------------------------------------------------------------
     def page_of(self, page: str) -> tuple[str, dict[str, Any]]:

@@ -17,6 +17,7 @@ import hashlib
 import json
 import random
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -117,15 +118,26 @@ def _task_id(site: str, start: str, goal: str) -> str:
     return f"{site}-{digest}"
 
 
+@dataclass(frozen=True)
+class SkippedGoal:
+    """A named goal task synthesis left out, and why."""
+
+    goal: str
+    reason: str
+
+
 def _make_task(machine: Machine, start: State, goal: str, kind: GoalKind, rng: random.Random,
-               description: str | None = None) -> TaskSpec | None:
+               description: str | None = None) -> TaskSpec | str:
+    """The task, or why there is none (a goal that is no task from ``start``)."""
     predicate = machine.resolve_goal(goal) if kind != "state" else machine.state_goal(goal)
     try:
         paths = machine.shortest_paths(start, predicate, limit=8)
-    except SearchBudgetExceeded:
-        return None  # too far to verify cheaply: not a task
-    if not paths or not paths[0]:
-        return None  # unreachable, or already satisfied at the start: no task there
+    except SearchBudgetExceeded as exc:
+        return f"its search ran past its budget ({exc})"  # too far to verify cheaply: not a task
+    if not paths:
+        return "no state reachable from the start meets it"
+    if not paths[0]:
+        return "it already holds at the start"
     path = rng.choice(paths)
     spec = machine.spec
     if kind == "named":
@@ -206,13 +218,14 @@ def resolve_start(machine: Machine, start: State | str | None, rng: random.Rando
 
 
 def synthesize_tasks(spec: SiteSpec, n: int, seed: int = 0, *, max_depth: int = 15,
-                     start: State | str | None = None) -> list[TaskSpec]:
+                     start: State | str | None = None, skipped: list[SkippedGoal] | None = None) -> list[TaskSpec]:
     """Up to ``n`` distinct tasks: the named goals first, then reachable states and goals over
     structured state as goals, alternating.
 
     ``start`` is where each task begins (see ``resolve_start``; "random" draws one per task).
     Deterministic for (spec, n, seed, start). Fewer than ``n`` come back when the site has
-    fewer reachable goals. Every task's oracle path is a shortest path, ``difficulty`` its length.
+    fewer reachable goals. Every task's oracle path is a shortest path, ``difficulty`` its length,
+    at most ``max_depth``. ``skipped``, when given, gets every named goal left out, with why.
     """
     machine = compile_site(spec)
     rng = random.Random(f"tasks-{spec.name}-{seed}")
@@ -226,8 +239,15 @@ def synthesize_tasks(spec: SiteSpec, n: int, seed: int = 0, *, max_depth: int = 
     tasks: list[TaskSpec] = []
     for goal in named:
         task = _make_task(machine, fixed or begin(), goal, "named", rng)
-        if task and task.difficulty <= max_depth and len(tasks) < n:
+        reason = task if isinstance(task, str) else None
+        if isinstance(task, TaskSpec) and task.difficulty > max_depth:
+            reason = f"{task.difficulty} steps from the start, deeper than --max-depth {max_depth}"
+        elif isinstance(task, TaskSpec) and len(tasks) >= n:
+            reason = f"the {n} task(s) asked for (--n) were made before it"
+        if reason is None and isinstance(task, TaskSpec):
             tasks.append(task)
+        elif skipped is not None and reason is not None:
+            skipped.append(SkippedGoal(goal, reason))
     want = n - len(tasks)
     exprs = _expr_goals(machine, fixed or machine.initial, rng, want // 2, max_depth) if structured(machine) else []
     states = _state_goals(machine, fixed or machine.initial, rng, want, max_depth)
@@ -240,7 +260,7 @@ def synthesize_tasks(spec: SiteSpec, n: int, seed: int = 0, *, max_depth: int = 
             break
         first = fixed or begin()
         task = _make_task(machine, first, goal, kind, rng, words)
-        if task and task.difficulty <= max_depth and task.id not in seen:
+        if isinstance(task, TaskSpec) and task.difficulty <= max_depth and task.id not in seen:
             seen.add(task.id)
             tasks.append(task)
     return tasks

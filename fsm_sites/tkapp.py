@@ -106,7 +106,7 @@ class SiteApp:
 
     def _widget(self, parent: tk.Misc, spec: dict[str, Any]) -> tk.Widget:
         kind = spec["kind"]
-        fg = "#888888" if spec["disabled"] else "#000000"
+        fg = _fg(spec)
         if kind in CLICKABLE:
             text = spec["label"] + (f"\n{spec['description']}" if spec.get("description") else "")
             widget: tk.Widget = tk.Button(parent, text=text, fg=fg, justify="left",
@@ -143,7 +143,7 @@ class SiteApp:
 
     def _entry(self, parent: tk.Misc, spec: dict[str, Any]) -> tk.Widget:
         box = tk.Frame(parent)
-        tk.Label(box, text=spec["label"], anchor="w").pack(fill="x")
+        tk.Label(box, text=spec["label"], anchor="w", fg=_fg(spec)).pack(fill="x")
         entry = tk.Entry(box, width=28)
         entry.insert(0, spec.get("text", ""))
         entry.pack(fill="x")
@@ -156,7 +156,7 @@ class SiteApp:
 
     def _listbox(self, parent: tk.Misc, spec: dict[str, Any]) -> tk.Widget:
         box = tk.Frame(parent)
-        tk.Label(box, text=f"{spec['label']}: {spec.get('text', '')}", anchor="w").pack(fill="x")
+        tk.Label(box, text=f"{spec['label']}: {spec.get('text', '')}", anchor="w", fg=_fg(spec)).pack(fill="x")
         options = spec.get("options", [])
         listbox = tk.Listbox(box, height=len(options), exportselection=False, activestyle="none")
         for option in options:
@@ -180,7 +180,7 @@ class SiteApp:
             tk.Radiobutton(box, text=spec["label"], variable=var, value=True,
                            command=lambda: self.send(spec["id"], "click", spec["value"])).pack(anchor="w")
             return box
-        tk.Label(box, text=spec["label"], anchor="w").pack(fill="x")
+        tk.Label(box, text=spec["label"], anchor="w", fg=_fg(spec)).pack(fill="x")
         choice = tk.StringVar(value=(spec["checked"] or [""])[0])
         for option in options:
             button = tk.Radiobutton(box, text=option["label"], variable=choice, value=option["value"],
@@ -315,6 +315,11 @@ class SiteApp:
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(state, fh)
         os.replace(tmp, self.state_file)
+
+
+def _fg(spec: dict[str, Any]) -> str:
+    """Grey for a control drawn disabled: its events still reach the server, and fire nothing."""
+    return "#888888" if spec["disabled"] else "#000000"
 
 
 def _box(widget: tk.Widget) -> list[int]:

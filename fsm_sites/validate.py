@@ -37,6 +37,7 @@ class ValidationReport:
     site: str
     problems: list[SpecProblem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # checks that could not be decided
+    warnings: list[str] = field(default_factory=list)  # the spec works, but likely not as meant
     states: int | None = None  # reachable states counted (None: not counted)
     states_exact: bool = False  # False: ``states`` is a lower bound
     goal_depths: dict[str, int | None] = field(default_factory=dict)  # from the initial state
@@ -49,7 +50,7 @@ class ValidationReport:
     def to_json(self) -> dict[str, Any]:
         return {"site": self.site, "valid": self.valid,
                 "problems": [{"place": p.place, "message": p.message} for p in self.problems],
-                "notes": self.notes, "reachable_states": self.states, "reachable_states_exact": self.states_exact,
+                "notes": self.notes, "warnings": self.warnings, "reachable_states": self.states, "reachable_states_exact": self.states_exact,
                 "reachable_states_at_least": self.states, "goal_depths": self.goal_depths,
                 "seconds": round(self.seconds, 3)}
 
@@ -157,7 +158,17 @@ def _shape_problem(err: Any, data: Any) -> SpecProblem:
         else:
             place += f".{part}" if place else str(part)
             node = node.get(part) if isinstance(node, dict) else None
-    return SpecProblem(place, f"{err['msg']} (got {_show(err.get('input'))})")
+    got = err.get("input")
+    if err.get("type") == "string_type" and (isinstance(got, (bool, int, float)) or got is None):
+        # YAML reads an unquoted yes/no/on/off/true/false as a boolean, null or ~ as nothing, 7 as a number
+        if isinstance(got, bool):
+            why, quoted = "YAML reads an unquoted yes, no, on, off, true or false as a boolean", "'yes' (the word you wrote)"
+        elif got is None:
+            why, quoted = "YAML reads an unquoted null or ~ as nothing", "'null'"
+        else:
+            why, quoted = "YAML reads it as a number", f"'{got}'"
+        return SpecProblem(place, f"expected text, got {_show(got)}: {why}; quote it, e.g. {quoted}")
+    return SpecProblem(place, f"{err['msg']} (got {_show(got)})")
 
 
 def _show(value: Any) -> str:

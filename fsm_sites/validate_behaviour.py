@@ -5,6 +5,7 @@
   contradict each other are told apart at once, the rest by a search for a reachable
   state where both hold;
 - every page, goal and named start state reachable from the initial state;
+- warnings where an element's `disabled_when` and its transitions' `when` disagree;
 - the reachable states counted up to a budget, and ``max_states`` enforced, naming the
   variables that multiply the states.
 """
@@ -51,6 +52,7 @@ def check_behaviour(spec: SiteSpec, report, count_budget: int) -> None:
     if report.problems:
         return
     _reachability(machine, report)
+    _disagreements(machine, report)
     _count(machine, report, count_budget)
     machine.report = report.to_json()
 
@@ -92,14 +94,54 @@ def _both_enabled(machine: Machine, a: TransitionModel, b: TransitionModel, valu
         report.notes.append(f"could not check whether {a.t.id!r} and {b.t.id!r} can both fire (their guards read "
                             "the repeated item); make them exclusive by hand")
         return None
-    page = a.t.page
+    return _reachable_where(machine, f"both:{a.t.id}:{b.t.id}:{value}", guard, a.t.page, report,
+                            f"whether {a.t.id!r} and {b.t.id!r} can both fire")
+
+
+def _disagreements(machine: Machine, report) -> None:
+    """Warnings where an element's `disabled_when` and its transitions' `when` disagree: a
+    `when` that holds while the control is drawn disabled (so it fires nothing), or a control
+    drawn enabled whose every `when` fails (a click on it does nothing)."""
+    by_element: dict[tuple[str, str], list[TransitionModel]] = {}
+    for tm in machine.model.transitions:
+        if tm.disabled is not None:
+            by_element.setdefault((tm.t.page, tm.t.element), []).append(tm)
+    for (page, element), group in by_element.items():
+        disabled = group[0].disabled
+        assert disabled is not None
+        if any(names(n).intersection(SPECIAL_NAMES) for tm in group for n in (tm.open_guard, disabled)):
+            report.notes.append(f"could not check whether the `disabled_when` of {page}.{element} agrees with its "
+                                "transitions' `when` (they read the repeated item or the event's value); check by hand")
+            continue
+        for tm in group:
+            if not tm.t.when:
+                continue
+            found = _reachable_where(machine, f"blocked:{tm.t.id}", all_of([tm.open_guard, disabled]), page, report,
+                                     f"whether {tm.t.id!r} is blocked by `disabled_when`")
+            if found is not None:
+                report.warnings.append(f"transitions.{tm.t.id}: its `when` holds while `disabled_when` holds too, "
+                                       f"e.g. in {found}: the control is drawn disabled and fires nothing there; make "
+                                       "them agree, or drop `when` (`disabled_when` alone decides)")
+        em = machine.model.elements[(page, element)]
+        idle = all_of([em.visible, Unary("not", disabled), *(Unary("not", tm.open_guard) for tm in group)])
+        found = _reachable_where(machine, f"idle:{page}:{element}", idle, page, report,
+                                 f"whether {page}.{element} can be drawn enabled with nothing to fire")
+        if found is not None:
+            report.warnings.append(f"pages.{page}.elements.{element}: drawn enabled (its `disabled_when` does not "
+                                   f"hold) but fires nothing, e.g. in {found}; make `disabled_when` hold wherever "
+                                   "no `when` of its transitions does")
+
+
+def _reachable_where(machine: Machine, key: str, node: Node, page: str, report, what: str) -> str | None:
+    """The key of a reachable state on ``page`` (any parameters) where ``node`` holds, or
+    None (a note when the search ran out of budget)."""
     params = tuple(p for p, _ in machine.schema.params.get(page, ()))
-    goal = machine.make_goal(f"both:{a.t.id}:{b.t.id}:{value}", guard, page, False, params)
+    goal = machine.make_goal(key, node, page, False, params)
     try:
         with _bounded(machine, goal):
             paths = machine.shortest_paths(machine.initial, goal, limit=1)
     except SearchBudgetExceeded as exc:
-        report.notes.append(f"could not decide whether {a.t.id!r} and {b.t.id!r} can both fire: {exc}")
+        report.notes.append(f"could not decide {what}: {exc}")
         return None
     if not paths:
         return None

@@ -20,6 +20,9 @@ class StepVerdict(BaseModel):
     distance_before: int | None = Field(description="shortest distance to the goal before; None if unreachable")
     distance_after: int | None = Field(description="shortest distance to the goal after; None if unreachable")
     goal_reached: bool = Field(description="the state after satisfies the goal")
+    control_disabled: bool = Field(
+        default=False, description="the step acted on a control drawn disabled, so it fired nothing"
+    )
 
     @property
     def distance_delta(self) -> int | None:

@@ -27,7 +27,7 @@ from rich.progress import Progress
 from fsm_sites.client import LocalSiteClient, SiteClient
 from fsm_sites.server import SiteServer, resolve_sites
 from fsm_sites.spec import SiteSpec
-from fsm_sites.tasks import save_tasks, synthesize_tasks
+from fsm_sites.tasks import SkippedGoal, save_tasks, synthesize_tasks
 from harness.agents.oracle import OracleAgent
 from harness.cli_config import check_output_file, cli_errors
 from harness.env import AsyncEnv
@@ -146,25 +146,32 @@ def register(app: typer.Typer) -> None:
         start: Annotated[str | None, typer.Option(
             "--start", help="where tasks start: a start state the spec names, a state key, or 'random' "
                             "(a random reachable state per task); default: the site's initial state")] = None,
+        max_depth: Annotated[int, typer.Option(
+            "--max-depth", min=1, help="the longest oracle path a task may have, in steps; a named goal "
+                                       "deeper than this is left out, and said so")] = 15,
     ) -> None:
         """Synthesize tasks for a site and keep those whose oracle verifies in a real browser."""
         with cli_errors():
             spec = resolve_sites([site])[0]  # every mistake is refused before any work
             check_output_file(out, "--out")
-            _synth(spec, n, out, seed, verify, concurrency, start)
+            _synth(spec, n, out, seed, verify, concurrency, start, max_depth)
 
     app.add_typer(tasks_app, name="tasks")
 
 
 def _synth(spec: SiteSpec, n: int, out: Path, seed: int, verify: bool, concurrency: int,
-           start: str | None) -> None:
-    """Synthesize, verify (unless told not to) and write the kept tasks."""
+           start: str | None, max_depth: int = 15) -> None:
+    """Synthesize, verify (unless told not to) and write the kept tasks; every named goal
+    left out is reported with why."""
+    skipped: list[SkippedGoal] = []
     try:
-        tasks = synthesize_tasks(spec, n=n, seed=seed, start=start)
+        tasks = synthesize_tasks(spec, n=n, seed=seed, start=start, max_depth=max_depth, skipped=skipped)
     except (ValueError, KeyError) as exc:
         raise ConfigError(f"--start: expected a start state of {spec.name!r} "
                           f"({[s.id for s in spec.starts]}), a reachable state key or 'random', "
                           f"got {start!r}: {exc}") from None
+    for left in skipped:
+        console.print(f"left out goal {left.goal!r}: {left.reason}", markup=False, soft_wrap=True)
     kept = tasks
     if verify:
         verdicts = asyncio.run(verify_tasks(tasks, [spec], seed=seed, concurrency=concurrency))

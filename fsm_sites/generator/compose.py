@@ -53,6 +53,10 @@ class CatalogPart:
     # tabs on the detail page: (id, label, one text per item, in ``items``' order); the goal
     # wants the last tab of the first item open
     tabs: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    # the collection's items at the start; with ``confirm_remove`` (the dialog's question), a
+    # row's remove button opens a confirm dialog, and a goal wants the first held item gone
+    held: tuple[str, ...] = ()
+    confirm_remove: str | None = None
 
 
 @dataclass(frozen=True)
@@ -211,8 +215,10 @@ def _catalog_part(b: SiteBuilder, recipe: SiteRecipe) -> tuple[list[tuple[str, s
     if c.quantities:
         quantity_cart(b, ck, c.collection_title, item_type, c.quantities)
     else:
-        b.add_var(ck, "set", item=item_type, max_len=c.max_len, label=c.collection_title.lower())
-        collection(b, ck, c.collection_title, ck)
+        b.add_var(ck, "set", item=item_type, max_len=c.max_len, label=c.collection_title.lower(),
+                  **({"default": list(c.held)} if c.held else {}))
+        collection(b, ck, c.collection_title, ck,
+                   confirm=(item_type, c.confirm_remove) if c.confirm_remove else None)
     first, last, where = c.items[0], c.items[-1], c.collection_title.lower()
     b.add_goal(f"{verb}_{first.id}", f"make sure {first.label} is in your {where}", conditions=[_has(c, first.id)])
     if c.quantities:
@@ -222,6 +228,10 @@ def _catalog_part(b: SiteBuilder, recipe: SiteRecipe) -> tuple[list[tuple[str, s
         b.add_goal(f"{verb}_two", f"make sure both {first.label} and {last.label} are in your {where}",
                    conditions=[_has(c, first.id), _has(c, last.id)])
     b.add_goal(f"open_{c.items[1].id}", f"open the page of {c.items[1].label}", page=f"{detail}({c.items[1].id})")
+    if c.held and c.confirm_remove and not c.quantities:  # a swap: the collection is full, one must go
+        gone, wanted = _item(c, c.held[0]), c.items[-2]
+        b.add_goal(f"swap_{gone.id}", f"take {gone.label} out of your {where} (confirm it in the dialog) and put "
+                   f"{wanted.label} in", conditions=[f"not ({_has(c, gone.id)})", _has(c, wanted.id)])
     if c.tabs:
         tab, label, _ = c.tabs[-1]
         b.add_goal(f"{c.key}_tab_{tab}", f"open the {label} tab of {first.label}", page=f"{detail}({first.id})",

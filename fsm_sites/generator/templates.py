@@ -186,15 +186,38 @@ def detail_tabs(b: SiteBuilder, detail: str, var: str, items: Sequence[Item],
     b.local_group({detail}, [var])
 
 
-def collection(b: SiteBuilder, page: str, title: str, list_var: str, remove_label: str = "Remove") -> str:
-    """A page listing the items held in ``list_var``, one row each with a remove button."""
+def collection(b: SiteBuilder, page: str, title: str, list_var: str, remove_label: str = "Remove",
+               confirm: tuple[str, str] | None = None) -> str:
+    """A page listing the items held in ``list_var``, one row each with a remove button.
+
+    ``confirm``: (the item type, the dialog's question) makes a row's remove button open a
+    confirm dialog over the list (the row's item kept in ``<page>_pending`` while it is open)."""
     b.add_page(page, f"{title} ({{count({list_var})}})", body=f"Items in your {title.lower()}.")
     b.add_element(page, "row", "text", "{it}", repeat=list_var)
     b.add_element(page, "rm", "button", f"{remove_label} {{it}}", repeat=list_var)
-    b.add_transition(page, "rm", f"{remove_label.lower()} {{it}} from the {title.lower()}",
-                     effects=[{"remove": list_var, "item": "it"}], toast=f"Removed from your {title.lower()}")
+    toast = f"Removed from your {title.lower()}"
+    if confirm is None:
+        b.add_transition(page, "rm", f"{remove_label.lower()} {{it}} from the {title.lower()}",
+                         effects=[{"remove": list_var, "item": "it"}], toast=toast)
+    else:
+        _confirm_remove(b, page, title, list_var, remove_label, confirm, toast)
     b.add_element(page, "empty", "text", f"Your {title.lower()} is empty", visible_when=[cond(list_var, op="empty")])
     return page
+
+
+def _confirm_remove(b: SiteBuilder, page: str, title: str, list_var: str, remove_label: str,
+                    confirm: tuple[str, str], toast: str) -> None:
+    """A row's remove button opens a dialog naming the row's item; confirming removes it."""
+    item_type, question = confirm
+    pending = b.add_var(f"{page}_pending", item_type)
+    modal = b.add_page(f"{page}_remove", f"{question} {{{pending}}}", modal_of=page)
+    b.add_transition(page, "rm", f"press '{remove_label}' on {{it}}", target=modal,
+                     effects=[{"set": pending, "to": "it"}])
+    b.add_element(modal, "ok", "button", remove_label)
+    b.add_transition(modal, "ok", f"confirm: {remove_label.lower()} {{{pending}}} from the {title.lower()}",
+                     target=page, effects=[{"remove": list_var, "item": pending}, {"clear": pending}], toast=toast)
+    b.add_element(modal, "keep", "button", "Keep it")
+    b.add_transition(modal, "keep", f"keep {{{pending}}}", target=page, effects=[{"clear": pending}])
 
 
 def form_flow(b: SiteBuilder, key: str, title: str, fields: list[FieldDef], *, submit: str,

@@ -185,7 +185,8 @@ RECIPES: tuple[SiteRecipe, ...] = (
             I("t1", "Best budget keyboard?", "42 replies"), I("t2", "Rust vs Go for CLIs", "118 replies"),
             I("t3", "Show us your desk setup", "77 replies"), I("t4", "Weekly help thread", "9 replies"),
             I("t5", "Rules - read first", "pinned")),
-            ("Follow", "follow"), "following", "Following", per_page=3),
+            ("Follow", "follow"), "following", "Following", per_page=3, held=("t5",),
+            confirm_remove="Stop following"),
         forms=(FormPart("newpost", "New topic", (
             F("text", "title", "Title", ("Ergonomic mice?",)), F("select", "board", "Board", ("general", "hardware")),
             F("checkbox", "notify", "Email me replies")),

@@ -271,10 +271,13 @@ def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView
     title = machine.text(state, page.title)
     if page.kind == "modal":
         parent = pages.get(page.parent) if page.parent else None
+        # the page beneath is drawn as its own page instance in this state (a modal takes its
+        # parent's parameters), so its rows, texts and tables are looked up under its own id
+        beneath = State(state.page.replace(page.id, parent.id, 1), state.vars) if parent else state
         parent_elements = [e for e in (parent.elements if parent else ())
-                           if e.inside is None and machine.element_shown(state, parent.id, e.id)] if parent else []
-        inert_ctx = _make_ctx(state, machine, look, live=False, page=page.parent, collections=collections)
-        base = _page_frame(spec, parent, _sections(parent_elements), inert_ctx, layout, extras, state, machine)
+                           if e.inside is None and machine.element_shown(beneath, parent.id, e.id)] if parent else []
+        inert_ctx = _make_ctx(beneath, machine, look, live=False, page=page.parent, collections=collections)
+        base = _page_frame(spec, parent, _sections(parent_elements), inert_ctx, layout, extras, beneath, machine)
         body = _main_groups(visible, live_ctx, layout, state, machine, spec)
         overlay = (f'<div class="backdrop"><div class="modal" role="dialog" aria-modal="true">'
                    f'<h2>{escape(title)}</h2>'

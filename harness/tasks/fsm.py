@@ -39,7 +39,7 @@ from harness.actions import Action, Done
 from harness.errors import PageLeft, TaskError
 from harness.tasks.base import PageReader, Task, TaskSetup, Validation, require_browser
 from harness.tasks.fsm_oracle import next_action, probe_expression
-from harness.tasks.fsm_settle import prepare_page, settle, site_call
+from harness.tasks.fsm_settle import page_idle, prepare_page, settle, site_call
 from sandboxes.base import Sandbox, SandboxRequest
 from sandboxes.viewports import VIEWPORTS, parse_viewport
 
@@ -62,7 +62,7 @@ def combine_verdicts(verdicts: Sequence[StepVerdict]) -> StepVerdict:
         transition_id=fired[-1].transition_id if fired else None,
         on_shortest_path=all(v.on_shortest_path for v in verdicts),
         distance_before=first.distance_before, distance_after=last.distance_after,
-        goal_reached=last.goal_reached,
+        goal_reached=last.goal_reached, control_disabled=not fired and any(v.control_disabled for v in verdicts),
     )
 
 
@@ -118,9 +118,11 @@ class FSMTask(Task):
         # The page keeps nothing of its own (the state lives in the session), so the
         # previous episode's page can show the new session in place: the sandbox clears
         # cookies and storage and site.js swaps in the new session's page.
-        content = await site_call(sites.page_html(view.id)) if self.reuse_page else None
-        await browser.reset(view.url, allowed_origins=(sites.site_url,), keep_page=self.reuse_page,
-                            content=content)
+        # A page that a crashed episode left waiting for an event's answer is not kept: the
+        # reset opens a fresh one, so one broken task never poisons the tasks after it.
+        keep = self.reuse_page and await page_idle(browser)
+        content = await site_call(sites.page_html(view.id)) if keep else None
+        await browser.reset(view.url, allowed_origins=(sites.site_url,), keep_page=keep, content=content)
         # Set each time: a kept page keeps what it had, and the next task may want otherwise.
         await prepare_page(browser, sites, take_events=self.take_events, prefetch=self.prefetch)
         await self._settle(browser, sites, view.id)  # first paint done before the screenshot

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 from fsm_sites.client import LocalSiteClient, SiteClient, SiteUnavailable
 from harness.errors import PageLeft, TaskError
 from harness.tasks.base import PageReader
-from sandboxes.errors import SandboxEvaluationError
+from sandboxes.errors import SandboxError, SandboxEvaluationError
 from sandboxes.origins import origin_of
 
 SETTLE_TIMEOUT_S = 5.0
@@ -49,6 +49,23 @@ _BARE = "({ready: document.readyState, fsm: Boolean(window.__fsm)})"
 # the server, 1 ms apart) it also asks the page whether its answer came meanwhile (a refused
 # event, an error): then the settle falls back to the page's own answer.
 _PAGE_EVERY = 10
+
+
+# Whether the page has no event of its own still waiting for an answer (none in flight, none
+# in the outbox); a page that is not an FSM page has none.
+_IDLE = ("(() => { const f = window.__fsm;"
+         " return !f || (!f.pending && !(f.outbox && f.outbox.length)); })()")
+
+
+async def page_idle(browser: PageReader) -> bool:
+    """Whether the page the browser shows may show the next episode in place: a page still
+    waiting for the answer to an event (the episode before crashed while applying it) would
+    queue the next episode's page behind that answer, which never comes, so it may not.
+    True when there is no page yet (the reset opens one)."""
+    try:
+        return await browser.evaluate(_IDLE) is not False
+    except SandboxError:
+        return True  # no page to keep: the reset makes a fresh one anyway
 
 
 async def prepare_page(browser: PageReader, sites: SiteClient, *, take_events: bool, prefetch: bool) -> None:

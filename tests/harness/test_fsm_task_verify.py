@@ -50,3 +50,25 @@ async def test_a_reset_the_page_failed_is_dropped_as_infrastructure(provider, mo
             await sandbox.close()
     assert not verdict.kept and verdict.reason.startswith(INFRA_DROP)
     assert type(error).__name__ in verdict.reason
+
+
+class _CrashingSites(LocalSiteClient):
+    """A site server that crashes while answering the page's event (as rendering a modal
+    over a repeated row once did): the page is left waiting for that answer."""
+
+    def page_event(self, session_id: str, body: str):
+        raise RuntimeError("the server crashed rendering the answer")
+
+
+async def test_a_task_that_crashes_leaves_the_next_task_a_clean_browser(provider) -> None:
+    spec = widgets_spec()
+    task = goal_tasks(spec)[0]
+    async with SiteServer([spec]) as server:
+        sandbox = await provider.new_browser()
+        try:
+            crashed = await verify_one(task, _CrashingSites(server), sandbox, seed=1)
+            after = await verify_one(task, LocalSiteClient(server), sandbox, seed=1)
+        finally:
+            await sandbox.close()
+    assert not crashed.kept and "crashed rendering" in crashed.reason
+    assert after.kept and after.reason == "ok", after.reason
