@@ -55,13 +55,14 @@ class Preset:
     matmul: int
     largest_start: int  # the first batch the largest-batch search tries (then doubled)
     largest_cap: int
+    image_scale: float  # screenshots shrunk by this (1: as recorded, 1280x800)
     estimates: dict[str, float]  # seconds a phase needs at least, to start it
 
 
 PRESETS = {
-    "3b": Preset(None, 2, (1, 8, 32), 32, 8192, 16, 256, {"peak": 5, "correctness": 20, "gpu_tests": 60,
+    "3b": Preset(None, 2, (1, 8, 32), 32, 8192, 16, 256, 1.0, {"peak": 5, "correctness": 20, "gpu_tests": 60,
                  "generate": 45, "update": 40, "largest": 30}),
-    "tiny": Preset(2, 1, (1, 2), 4, 512, 1, 2, {"peak": 1, "correctness": 3, "gpu_tests": 15,
+    "tiny": Preset(2, 1, (1, 2), 4, 512, 1, 2, 0.25, {"peak": 1, "correctness": 3, "gpu_tests": 15,
                    "generate": 2, "update": 2, "largest": 2}),
 }
 #: the gpu tests' share of a run (each test also stops at 90 s), so the 3B phases still run
@@ -190,7 +191,7 @@ def measure(args: argparse.Namespace, budget: Budget, tmp: Path) -> dict[str, An
     preset = PRESETS[args.preset]
     device = torch.device(args.device)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    steps = with_signal(load_steps(args.batch, preset.steps))
+    steps = with_signal(load_steps(args.batch, preset.steps, preset.image_scale))
     est = preset.estimates
     tiny = init_checkpoint(ModelInitConfig(out=tmp / "tiny", preset="tiny", seed=0)).path
     peak = budget.run("peak", est["peak"], lambda: ph.matmul_peak(device, dtype, preset.matmul))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import tempfile
 from pathlib import Path
@@ -64,9 +65,11 @@ def export(store: TrajectoryStore, out: Path) -> int:
     return len(lines)
 
 
-def load_steps(directory: Path = FIXTURE, limit: int | None = None) -> list[TrainStep]:
+def load_steps(directory: Path = FIXTURE, limit: int | None = None, scale: float = 1.0) -> list[TrainStep]:
     """The first ``limit`` exported steps (all with None) as training steps, each with its
-    advantage over the whole export (plain GRPO plus the step-level term, as grpo-tiny.yaml)."""
+    advantage over the whole export (plain GRPO plus the step-level term, as grpo-tiny.yaml);
+    ``scale`` < 1 shrinks the screenshots (the CPU preset: a 1280x800 screenshot is 5,336
+    patches through the vision tower, which on 2 loaded cores takes a minute)."""
     from harness.prompts import Prompt
     from trainers.grpo.advantages import StepSample, combined_advantages
     from trainers.grpo.batch import TrainStep
@@ -80,10 +83,22 @@ def load_steps(directory: Path = FIXTURE, limit: int | None = None) -> list[Trai
     advantages = combined_advantages(samples, step_weight=0.5)
     steps = []
     for row, advantage in zip(rows[:limit], advantages, strict=False):
-        images = [(Path(directory) / "images" / name).read_bytes() for name in row["images"]]
+        images = [_scaled((Path(directory) / "images" / name).read_bytes(), scale) for name in row["images"]]
         prompt = Prompt(messages=row["messages"], images=images, image_steps=list(range(len(images))))
         steps.append(TrainStep(prompt, row["token_ids"], row["logprobs"], advantage, truncated=True))
     return steps
+
+
+def _scaled(png: bytes, scale: float) -> bytes:
+    if scale == 1.0:
+        return png
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png))
+    small = image.resize((max(28, round(image.width * scale)), max(28, round(image.height * scale))))
+    out = io.BytesIO()
+    small.save(out, format="PNG")
+    return out.getvalue()
 
 
 async def record(out: Path, *, episodes: int, max_steps: int, new_tokens: int) -> int:

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_tiny_run_on_the_cpu_writes_every_phase(tmp_path, capsys) -> None:
     out = tmp_path / "bench_gpu.json"
-    assert main(["--device", "cpu", "--preset", "tiny", "--budget-s", "240", "--out", str(out)]) == 0
+    # a budget no loaded CI machine reaches: the budget's skipping is the next test's, not this one's
+    assert main(["--device", "cpu", "--preset", "tiny", "--budget-s", "1200", "--out", str(out)]) == 0
     run = json.loads(out.read_text())
     phases = run["phases"]
     assert list(phases) == ["peak", "correctness", "gpu_tests", "generate", "update/lora+ckpt",

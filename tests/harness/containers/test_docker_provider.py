@@ -12,8 +12,10 @@ import threading
 
 import pytest
 
+from harness.actions import Done, Key, TypeText
 from harness.agents.base import AgentContext, AgentStep
 from harness.agents.oracle import OracleAgent
+from harness.agents.scripted import ScriptedAgent
 from harness.containers.provider import DockerEnvs, parse_config
 from harness.errors import ConfigError
 from harness.observation import Observation
@@ -105,6 +107,22 @@ async def test_a_container_killed_mid_episode_is_replaced_and_the_episode_retrie
     assert await wait_until(lambda: slot.container is not None and slot.container.id != dead
                             and slot.remote is not None, timeout=90)
     assert await docker_envs.healthy(slot)
+
+
+async def test_an_adversarial_agent_in_a_container_scores_like_anywhere_else(
+        docker_envs: DockerEnvs) -> None:
+    """The escapes of tests/security/test_browser_escapes.py through the docker provider: the
+    agent's script in the address bar's place, a blocked address, history keys and a reload
+    change no verdict and the episode is scored, with no infrastructure error (docs/security.md)."""
+    script = [Key(keys=("ctrl", "l")), TypeText(text="javascript:document.querySelectorAll('button')"
+                                                 ".forEach(b=>b.click());void 0"), Key(keys=("enter",)),
+              Key(keys=("ctrl", "l")), TypeText(text="chrome://version"), Key(keys=("enter",)),
+              Key(keys=("alt", "left")), Key(keys=("f5",)), Done()]
+    [record] = await EpisodeRunner(ScriptedAgent(script), QUIET, envs=docker_envs).run(
+        episode_specs(["fsm:shop/add_lamp"], 1, seed=5))
+    assert (record.error, record.success, record.steps) == (None, False, len(script))
+    assert record.reward <= 0.0
+    assert all(s.verdict is not None and not s.verdict["transition_fired"] for s in record.trajectory)
 
 
 def test_provider_arguments_are_checked() -> None:
