@@ -137,8 +137,8 @@ class EnvServer:
         app.on_cleanup.append(lambda _: self.pool.close())
         return app
 
-    def _authorized(self, request: web.Request) -> str | None:
-        """None if the request carries the token, else what it carries instead."""
+    def _missing_token(self, request: web.Request) -> str | None:
+        """What the request carries instead of the server's token; None: the token."""
         given = token_of(request.headers.get("Authorization", ""))
         if given is None:
             return "none"
@@ -148,16 +148,17 @@ class EnvServer:
     @web.middleware
     async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
         is_health = request.method == "GET" and request.path == "/health"
-        if not is_health and (what := self._authorized(request)) is not None:
+        if not is_health and (what := self._missing_token(request)) is not None:
             return _json({"detail": f"expected the server's token, got {what}; {AUTH_HINT}",
                           "code": "UNAUTHORIZED"}, 401)
         try:
             return await handler(request)
         except web.HTTPRequestEntityTooLarge:
+            size = request.content_length
+            got = f"{size} bytes" if size else "more (a chunked body)"
             return _json({"detail": f"expected a body of at most {self.max_body_bytes} bytes, "
-                          f"got {request.content_length or 'more'} bytes; send a smaller body "
-                          "(screenshots travel from the server, never to it)",
-                          "code": "PAYLOAD_TOO_LARGE"}, 413)
+                          f"got {got}; send a smaller body (screenshots travel from the "
+                          "server, never to it)", "code": "PAYLOAD_TOO_LARGE"}, 413)
         except web.HTTPException as exc:
             return _json({"detail": f"expected an endpoint of the env server, got {request.method} "
                           f"{request.path} ({exc.reason}); see GET /schema", "code": "UNKNOWN_TYPE"},
@@ -171,7 +172,7 @@ class EnvServer:
     async def health(self, request: web.Request) -> web.Response:
         """Open, as OpenEnv's (a load balancer's probe has no token); the session counts
         only for a caller with the token."""
-        if self._authorized(request) is not None:
+        if self._missing_token(request) is not None:
             return _json({"status": "healthy"})
         return _json({"status": "healthy", "active_sessions": len(self.pool.sessions),
                       "max_sessions": self.pool.max_sessions})
