@@ -64,7 +64,7 @@ $(VERL_STAMP): requirements/verl.txt pyproject.toml
 	$(VERL_PY) -m pip install -q -r requirements/verl.txt
 	$(VERL_PY) -m pip install -q --no-deps -e .
 	@rm -rf cua_harness.egg-info
-	$(VERL_PY) -c "import trainers.adapters.verl_loop"
+	$(VERL_PY) -c "import trainers.adapters.verl_loop, trainers.adapters.verl_main_ppo"
 	@touch $(VERL_STAMP)
 
 demo: setup
