@@ -120,7 +120,7 @@ async def test_a_refused_request_is_the_agents_failure_with_the_servers_words(en
 
 async def test_retries_a_flaky_endpoint_then_succeeds(endpoint) -> None:
     endpoint.script = [(503, "busy"), (502, "bad gateway")]
-    agent = make_agent(f"openai:{endpoint.url}#tiny?retries=2&retry_backoff_s=0")
+    agent = make_agent(f"openai:{endpoint.url}#tiny?retries=2")
     step = await agent.act(observation(), AgentContext.for_episode("t", 0))
     assert step.token_ids == [11, 12] and len(endpoint.requests) == 3
 
