@@ -103,6 +103,10 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
     page = report.read_text()
     assert "Curves" in page and "filmstrips/e0-s1.jpg" in page and "fsm:shop/open_mug" in page
     assert "heldout_token_accuracy" in page
+    from tests.trainers.test_training import scalars
+
+    seen = scalars(out)  # report_to's default: the same lines in TensorBoard
+    assert len(seen["update/reward"]) == 2 and "eval/success_rate" in seen
 
     from harness.store.store import TrajectoryStore
 
