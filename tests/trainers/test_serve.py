@@ -129,13 +129,21 @@ async def test_the_official_client_stops_streams_and_completes(served) -> None:
     assert len(choice.logprobs.content) < 8 and choice.logprobs.content == \
         full.choices[0].logprobs.content[: len(choice.logprobs.content)]
 
-    stream = await client.chat.completions.create(**body, stream=True, stream_options={"include_usage": True})
+    stream = await client.chat.completions.create(**{**body, "logprobs": False}, stream=True,
+                                                  stream_options={"include_usage": True})
     chunks = [chunk async for chunk in stream]
     assert all(c.object == "chat.completion.chunk" and c.id == chunks[0].id for c in chunks)
     assert chunks[0].choices[0].delta.role == "assistant"
-    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert "".join(pieces) == text and len(pieces) > 1  # as the tokens came
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
     assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 8
+    stopped = [c async for c in await client.chat.completions.create(**body, stop=stop, stream=True)]
+    assert "".join(c.choices[0].delta.content or "" for c in stopped) == choice.message.content
+    assert stopped[-1].choices[0].finish_reason == "stop"
+    whole = [c async for c in await client.chat.completions.create(**body, stream=True)]  # with logprobs
+    [with_logprobs] = [c.choices[0] for c in whole if c.choices[0].logprobs]
+    assert with_logprobs.delta.content == text and with_logprobs.logprobs.content == full.choices[0].logprobs.content
 
     raw = await client.completions.create(model="tiny", prompt=["Click", "Submit the"], max_tokens=4,
                                           temperature=0, n=2, logprobs=2)

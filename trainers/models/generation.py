@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -55,6 +55,9 @@ class GenerationRequest:
     top_logprobs: int = 0  # also return the k most likely tokens at each step
     stop: tuple[str, ...] = ()  # stop strings: the text ends before the first one
     raw_prompt: str | None = None  # the prompt as text, without the chat template (prompt unused)
+    #: streaming: called with each token of this completion as it is chosen (from the thread
+    #: that generates), up to its end-of-turn token or its budget
+    on_token: Callable[[int], None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -102,11 +105,12 @@ class Generator:
             model = _hf_model(self.policy.model)
             stopping = [StopStrings(requests, self.policy.tokenizer, batch["input_ids"].shape[1])] \
                 if any(r.stop for r in requests) else []
+            streamer = RowStreamer(requests, self.stop_ids) if any(r.on_token for r in requests) else None
             with _own_generation_config(model, self._config(requests)):
                 # Each process generates for its own episodes: never in lockstep with others
                 # (transformers would sync the processes of a sharded model, step by step).
                 out = model.generate(**batch, logits_processor=[sampler], synced_gpus=False,
-                                     stopping_criteria=stopping)
+                                     stopping_criteria=stopping, streamer=streamer)
             self.calls += 1
         return self._unpack(requests, batch, out)
 
@@ -142,7 +146,7 @@ class Generator:
         return results
 
 
-def _first_stop(text: str, stops: Sequence[str]) -> int | None:
+def first_stop(text: str, stops: Sequence[str]) -> int | None:
     """Where the first of ``stops`` begins in ``text``, if one does."""
     found = [i for i in (text.find(s) for s in stops if s) if i >= 0]
     return min(found) if found else None
@@ -152,13 +156,40 @@ def _cut_at_stop(tokenizer: Any, ids: list[int], text: str, stops: Sequence[str]
                  ) -> tuple[int, str] | None:
     """(how many tokens it took to write the first stop string, the text before it), or None
     when ``text`` holds none of ``stops``."""
-    at = _first_stop(text, stops)
+    at = first_stop(text, stops)
     if at is None:
         return None
     for k in range(1, len(ids) + 1):
-        if _first_stop(tokenizer.decode(ids[:k], skip_special_tokens=True), stops) is not None:
+        if first_stop(tokenizer.decode(ids[:k], skip_special_tokens=True), stops) is not None:
             return k, text[:at]
     return len(ids), text[:at]
+
+
+class RowStreamer:
+    """transformers' streamer hook: hands each row's new token to its request's ``on_token``,
+    up to the row's end-of-turn token or its own budget (the batch runs on for longer rows)."""
+
+    def __init__(self, requests: Sequence[GenerationRequest], stop_ids: Sequence[int]) -> None:
+        self.requests = requests
+        self.stop_ids = set(stop_ids)
+        self.counts = [0] * len(requests)
+        self.done = [r.on_token is None for r in requests]
+        self.prompt_seen = False
+
+    def put(self, value: torch.Tensor) -> None:
+        if not self.prompt_seen:  # the first call hands over the prompts
+            self.prompt_seen = True
+            return
+        for i, token in enumerate(value.reshape(-1).tolist()):
+            callback = self.requests[i].on_token
+            if self.done[i] or callback is None:
+                continue
+            self.counts[i] += 1
+            callback(int(token))
+            self.done[i] = token in self.stop_ids or self.counts[i] >= self.requests[i].max_new_tokens
+
+    def end(self) -> None:
+        return None
 
 
 class StopStrings:
@@ -173,7 +204,7 @@ class StopStrings:
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
         import torch
 
-        done = [bool(stops) and _first_stop(self.tokenizer.decode(
+        done = [bool(stops) and first_stop(self.tokenizer.decode(
             row[self.prompt_length:].tolist(), skip_special_tokens=True), stops) is not None
             for row, stops in zip(input_ids, self.stops, strict=True)]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)

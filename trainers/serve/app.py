@@ -19,9 +19,10 @@ With ``api_key``, every ``/v1`` route wants ``Authorization: Bearer KEY`` (a 401
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import hmac
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,13 @@ from trainers.serve.protocol import (
     error_body,
     to_prompt,
 )
-from trainers.serve.responses import chat_chunks, chat_completion, text_chunks, text_completion
+from trainers.serve.responses import (
+    ChatChunks,
+    TextChunks,
+    TextDeltas,
+    chat_completion,
+    text_completion,
+)
 
 
 class WeightsRequest(BaseModel):
@@ -100,28 +107,34 @@ class PolicyServer:
         body = ChatRequest.model_validate(await _json(request))
         max_tokens = self._check(body, body.max_completion_tokens or body.max_tokens)
         prompt = to_prompt(body)
-        generations, version = await self._generate([
-            GenerationRequest(prompt, max_new_tokens=max_tokens, temperature=body.temperature, top_p=body.top_p,
-                              seed=None if body.seed is None else body.seed + i,
-                              top_logprobs=body.top_logprobs or 0, stop=body.stops) for i in range(body.n)])
-        reply = dict(model=self.name, tokenizer=self.policy.tokenizer, policy_version=version)
+        requests = [GenerationRequest(prompt, max_new_tokens=max_tokens, temperature=body.temperature,
+                                      top_p=body.top_p, seed=None if body.seed is None else body.seed + i,
+                                      top_logprobs=body.top_logprobs or 0, stop=body.stops)
+                    for i in range(body.n)]
         if body.stream:
-            return await _stream(request, chat_chunks(body, generations, **reply))
-        return web.json_response(chat_completion(body, generations, **reply))
+            chunks = ChatChunks(body, model=self.name, tokenizer=self.policy.tokenizer,
+                                policy_version=self.policy_version)
+            return await self._stream(request, body, requests, chunks, live=not body.logprobs)
+        generations, version = await self._generate(requests)
+        return web.json_response(chat_completion(body, generations, model=self.name,
+                                                 tokenizer=self.policy.tokenizer, policy_version=version))
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         body = CompletionRequest.model_validate(await _json(request))
         max_tokens = self._check(body, body.max_tokens)
         empty: Prompt[bytes] = Prompt([], [], [])
-        generations, version = await self._generate([
-            GenerationRequest(empty, raw_prompt=text, max_new_tokens=max_tokens, temperature=body.temperature,
-                              top_p=body.top_p, seed=None if body.seed is None else body.seed + i,
-                              top_logprobs=body.logprobs or 0, stop=body.stops)
-            for text in body.prompts for i in range(body.n)])
-        reply = dict(model=self.name, tokenizer=self.policy.tokenizer, policy_version=version)
+        requests = [GenerationRequest(empty, raw_prompt=text, max_new_tokens=max_tokens,
+                                      temperature=body.temperature, top_p=body.top_p,
+                                      seed=None if body.seed is None else body.seed + i,
+                                      top_logprobs=body.logprobs or 0, stop=body.stops)
+                    for text in body.prompts for i in range(body.n)]
         if body.stream:
-            return await _stream(request, text_chunks(body, generations, **reply))
-        return web.json_response(text_completion(body, generations, **reply))
+            chunks = TextChunks(body, model=self.name, tokenizer=self.policy.tokenizer,
+                                policy_version=self.policy_version)
+            return await self._stream(request, body, requests, chunks, live=body.logprobs is None)
+        generations, version = await self._generate(requests)
+        return web.json_response(text_completion(body, generations, model=self.name,
+                                                 tokenizer=self.policy.tokenizer, policy_version=version))
 
     def _check(self, body: Sampling, max_tokens: int | None) -> int:
         """The request's token budget, once its model and budget are ones served."""
@@ -137,6 +150,48 @@ class PolicyServer:
         version = self.policy_version
         generations = await asyncio.gather(*(self.batcher(r) for r in requests))
         return list(generations), version
+
+    async def _stream(self, request: web.Request, body: Sampling, requests: list[GenerationRequest],
+                      chunks: ChatChunks | TextChunks, *, live: bool) -> web.StreamResponse:
+        """Server-sent events: each choice's text as its tokens come (``live``; else whole,
+        once generated, with its log-probabilities), its finish, the usage, ``[DONE]``."""
+        loop = asyncio.get_running_loop()
+        tokens: asyncio.Queue[tuple[int, int]] = asyncio.Queue()
+        if live:
+            requests = [dataclasses.replace(r, on_token=functools.partial(
+                _put_from_thread, loop, tokens, i)) for i, r in enumerate(requests)]
+        generating = asyncio.ensure_future(self._generate(requests))
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        send = functools.partial(_send, response)
+        for index in range(len(requests)):
+            for event in chunks.start(index):
+                await send(event)
+        deltas = [TextDeltas(self.policy.tokenizer, r.stop) for r in requests]
+        while not (generating.done() and tokens.empty()):
+            next_token = asyncio.ensure_future(tokens.get())
+            await asyncio.wait({next_token, generating}, return_when=asyncio.FIRST_COMPLETED)
+            if not next_token.done():
+                next_token.cancel()
+                continue
+            index, token = next_token.result()
+            if delta := deltas[index].add(token):
+                await send(chunks.text(index, delta))
+        try:
+            generations, _ = generating.result()
+        except Exception as exc:  # the model failed mid-stream: OpenAI's error, as an event
+            await send(error_body(f"{type(exc).__name__}: {exc}", None, "server_error"))
+        else:
+            for index, gen in enumerate(generations):
+                rest = deltas[index].rest(gen.text) if live else gen.text
+                if rest or not live:
+                    await send(chunks.text(index, rest, None if live else gen))
+                await send(chunks.finish(index, gen))
+            if body.include_usage:
+                await send(chunks.usage(generations))
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
 
     async def weights(self, request: web.Request) -> web.Response:
         body = WeightsRequest.model_validate(await _json(request))
@@ -169,15 +224,14 @@ class PolicyServer:
             target.load_state_dict(state)
 
 
-async def _stream(request: web.Request, events: Iterator[dict[str, Any]]) -> web.StreamResponse:
-    """Server-sent events: one ``data: JSON`` per event, then ``data: [DONE]``."""
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await response.prepare(request)
-    for event in events:
-        await response.write(f"data: {json.dumps(event)}\n\n".encode())
-    await response.write(b"data: [DONE]\n\n")
-    await response.write_eof()
-    return response
+def _put_from_thread(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[tuple[int, int]],
+                     index: int, token: int) -> None:
+    """``on_token`` for choice ``index``: the generating thread hands its token to the loop."""
+    loop.call_soon_threadsafe(queue.put_nowait, (index, token))
+
+
+async def _send(response: web.StreamResponse, event: dict[str, Any]) -> None:
+    await response.write(f"data: {json.dumps(event)}\n\n".encode())
 
 
 async def _json(request: web.Request) -> Any:

@@ -3,16 +3,17 @@ client parses): chat completions and their stream chunks, text completions and t
 
 Beyond OpenAI's fields, every reply carries ``policy_version`` and, when asked with
 ``return_token_ids`` (as vLLM has it), ``prompt_token_ids`` and ``choices[].token_ids``.
-Generation is batched, not token by token: a stream sends each choice's role, then its whole
-text (with its log-probabilities) in one chunk, then its ``finish_reason``, then the usage
-when ``stream_options.include_usage`` asks for it, then ``[DONE]``.
+A stream (``ChatChunks``, ``TextChunks``) sends each choice's text as its tokens are
+generated (``TextDeltas``: never a part that a stop string may still claim, never half a
+character); asked for log-probabilities, it sends each choice's whole text with them once
+it is complete. Then each choice's ``finish_reason``, the usage when
+``stream_options.include_usage`` asks for it, and ``[DONE]``.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -26,7 +27,7 @@ from openai.types.chat.chat_completion_message import ChatCompletionMessage
 from openai.types.chat.chat_completion_token_logprob import TopLogprob
 from openai.types.completion_choice import Logprobs
 
-from trainers.models.generation import Generation
+from trainers.models.generation import Generation, first_stop
 from trainers.serve.protocol import ChatRequest, CompletionRequest
 
 
@@ -107,27 +108,40 @@ def chat_completion(request: ChatRequest, generations: list[Generation], *, mode
         choices=choices, usage=_usage(generations, 1), **extra))
 
 
-def chat_chunks(request: ChatRequest, generations: list[Generation], *, model: str, tokenizer: Any,
-                policy_version: int) -> Iterator[dict[str, Any]]:
-    """The ``chat.completion.chunk`` events of a streamed reply (see the module docstring)."""
-    head: dict[str, Any] = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": model, "policy_version": policy_version}
-    if request.return_token_ids:
-        head["prompt_token_ids"] = generations[0].prompt_token_ids
+class ChatChunks:
+    """The ``chat.completion.chunk`` events of one streamed reply: per choice its role
+    (``start``), its text as it comes (``text``), its ``finish_reason`` (``finish``); then
+    the ``usage`` when ``stream_options.include_usage`` asks."""
 
-    def chunk(choices: list[ChunkChoice], **more: Any) -> dict[str, Any]:
-        return _dump(ChatCompletionChunk(**head, choices=choices, **more))
+    def __init__(self, request: ChatRequest, *, model: str, tokenizer: Any, policy_version: int) -> None:
+        self.request, self.tokenizer = request, tokenizer
+        self.head: dict[str, Any] = {
+            "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": model, **_version(policy_version)}
 
-    for i, gen in enumerate(generations):
-        yield chunk([ChunkChoice(index=i, delta=ChoiceDelta(role="assistant", content=""),
-                                 finish_reason=None, logprobs=None)])
-        logprobs = ChunkLogprobs(content=_chat_logprobs(tokenizer, gen)) if request.logprobs else None
-        yield chunk([ChunkChoice(index=i, delta=ChoiceDelta(content=gen.text), finish_reason=None,
-                                 logprobs=logprobs, **_ids(request, gen))])
-        yield chunk([ChunkChoice(index=i, delta=ChoiceDelta(), finish_reason=gen.finish_reason,
-                                 logprobs=None)])
-    if request.include_usage:
-        yield chunk([], usage=_usage(generations, 1))
+    def _chunk(self, choices: list[ChunkChoice], **more: Any) -> dict[str, Any]:
+        return _dump(ChatCompletionChunk(**self.head, choices=choices, **more))
+
+    def start(self, index: int) -> list[dict[str, Any]]:
+        return [self._chunk([ChunkChoice(index=index, delta=ChoiceDelta(role="assistant", content=""),
+                                         finish_reason=None, logprobs=None)])]
+
+    def text(self, index: int, text: str, gen: Generation | None = None) -> dict[str, Any]:
+        """A piece of choice ``index``'s text; with ``gen``, the whole of it with its
+        log-probabilities and token ids (a stream that waited for them)."""
+        logprobs = ChunkLogprobs(content=_chat_logprobs(self.tokenizer, gen)) \
+            if gen is not None and self.request.logprobs else None
+        ids = _ids(self.request, gen) if gen is not None else {}
+        return self._chunk([ChunkChoice(index=index, delta=ChoiceDelta(content=text), finish_reason=None,
+                                        logprobs=logprobs, **ids)])
+
+    def finish(self, index: int, gen: Generation) -> dict[str, Any]:
+        return self._chunk([ChunkChoice(index=index, delta=ChoiceDelta(), finish_reason=gen.finish_reason,
+                                        logprobs=None)])
+
+    def usage(self, generations: list[Generation]) -> dict[str, Any]:
+        more = {"prompt_token_ids": generations[0].prompt_token_ids} if self.request.return_token_ids else {}
+        return self._chunk([], usage=_usage(generations, 1), **more)
 
 
 def _text_logprobs(tokenizer: Any, gen: Generation) -> Logprobs:
@@ -154,12 +168,63 @@ def text_completion(request: CompletionRequest, generations: list[Generation], *
         usage=_usage(generations, len(request.prompts)), **_version(policy_version)))
 
 
-def text_chunks(request: CompletionRequest, generations: list[Generation], *, model: str,
-                tokenizer: Any, policy_version: int) -> Iterator[dict[str, Any]]:
-    """A streamed ``text_completion``: one chunk per choice, then the usage if asked for."""
-    head: dict[str, Any] = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
-            "model": model, "policy_version": policy_version}
-    for choice in _text_choices(request, generations, tokenizer):
-        yield _dump(Completion(**head, choices=[choice]))
-    if request.include_usage:
-        yield _dump(Completion(**head, choices=[], usage=_usage(generations, len(request.prompts))))
+class TextChunks:
+    """A streamed ``text_completion``: the same steps as ``ChatChunks`` (no role chunk);
+    choice ``p * n + j`` is prompt p's completion j."""
+
+    def __init__(self, request: CompletionRequest, *, model: str, tokenizer: Any, policy_version: int) -> None:
+        self.request, self.tokenizer = request, tokenizer
+        self.head: dict[str, Any] = {
+            "id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
+            "model": model, **_version(policy_version)}
+
+    def _chunk(self, choices: list[CompletionChoice], **more: Any) -> dict[str, Any]:
+        return _dump(Completion(**self.head, choices=choices, **more))
+
+    def start(self, index: int) -> list[dict[str, Any]]:
+        return []
+
+    def text(self, index: int, text: str, gen: Generation | None = None) -> dict[str, Any]:
+        logprobs = _text_logprobs(self.tokenizer, gen) if gen is not None and self.request.logprobs is not None \
+            else None
+        ids = _ids(self.request, gen) if gen is not None else {}
+        # finish_reason is null until the last chunk, which OpenAI's type does not allow: not validated
+        return self._chunk([CompletionChoice.model_construct(index=index, text=text, finish_reason=None,
+                                                             logprobs=logprobs, **ids)])
+
+    def finish(self, index: int, gen: Generation) -> dict[str, Any]:
+        return self._chunk([CompletionChoice(index=index, text="", finish_reason=gen.finish_reason)])
+
+    def usage(self, generations: list[Generation]) -> dict[str, Any]:
+        return self._chunk([], usage=_usage(generations, len(self.request.prompts)))
+
+
+class TextDeltas:
+    """One completion's text as its tokens arrive: each ``add`` returns what may be sent now."""
+
+    def __init__(self, tokenizer: Any, stops: tuple[str, ...]) -> None:
+        self.tokenizer, self.stops = tokenizer, stops
+        self.hold = max((len(s) for s in stops), default=1) - 1  # what a stop string may still claim
+        self.ids: list[int] = []
+        self.sent = ""
+        self.stopped = False
+
+    def add(self, token: int) -> str:
+        self.ids.append(token)
+        if self.stopped:
+            return ""
+        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
+        at = first_stop(text, self.stops)
+        if at is not None:
+            self.stopped, safe = True, text[:at]
+        else:
+            safe = text[: len(text) - self.hold] if self.hold else text
+        safe = safe.rstrip("\ufffd")  # a character whose bytes have not all come
+        if len(safe) <= len(self.sent) or not safe.startswith(self.sent):
+            return ""
+        delta, self.sent = safe[len(self.sent):], safe
+        return delta
+
+    def rest(self, final: str) -> str:
+        """What is left to send of the completion's final text."""
+        return final[len(self.sent):] if final.startswith(self.sent) else ""
