@@ -72,7 +72,8 @@ class OpenAIAgent(ModelAgent):
         super().__init__(self.options.prompt_config(), policy_version=self.options.policy_version)
         self.base_url = base_url.rstrip("/")
         self.model = self.options.model
-        self._client: tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI] | None = None
+        #: (event loop, client): one slot shared with the agent's ``sampling`` copies
+        self._client: list[tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI]] = []
 
     async def act(self, obs: Observation, ctx: AgentContext) -> AgentStep:
         seed = (ctx.rng.getrandbits(62) + self.options.seed * 1_000_003) % (1 << 62)
@@ -122,12 +123,12 @@ class OpenAIAgent(ModelAgent):
     def client(self) -> openai.AsyncOpenAI:
         """The agent's SDK client (a new one only when the event loop is a new one)."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client[0] is not loop:
+        if not self._client or self._client[0][0] is not loop:
             client = openai.AsyncOpenAI(
                 base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY") or "none",
                 timeout=self.options.timeout_s, max_retries=self.options.retries)
-            self._client = (loop, client)
-        return self._client[1]
+            self._client[:] = [(loop, client)]
+        return self._client[0][1]
 
     async def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
         url = self.base_url + path
