@@ -68,8 +68,8 @@ class Run:
         self.out.mkdir(parents=True, exist_ok=True)
         resolved = self.config.model_dump(mode="json")
         (self.out / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False), encoding="utf-8")
-        self.metrics.loggers = Loggers(self.config.train.report_to, self.out, config=resolved)
         self._ensure_model()
+        self.metrics.loggers = Loggers(self.config.train.report_to, self.out, config=resolved)
         return self
 
     def _check_trl(self) -> None:
