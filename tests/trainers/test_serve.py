@@ -110,6 +110,10 @@ async def test_refusals_name_what_is_served(served) -> None:
     assert "expected no tools" in tools["error"]["message"] and "action codec" in tools["error"]["message"]
     _, schema = await post(f"{url}/chat/completions", chat(response_format={"type": "json_schema"}))
     assert "expected {'type': 'text'}" in schema["error"]["message"]
+    _, forced = await post(f"{url}/chat/completions", chat(tool_choice="required"))
+    assert "tool_choice: expected 'none' (cua serve calls no tools), got 'required'" in forced["error"]["message"]
+    _, echo = await post(f"{url}/completions", {"prompt": "Click", "echo": True})
+    assert echo["error"]["param"] == "echo" and "expected echo false" in echo["error"]["message"]
     _, unknown = await post(f"{url}/chat/completions", chat(frequency_penalty=0.5))
     message = unknown["error"]["message"]
     assert "frequency_penalty: not supported" in message and "stop, stream" in message

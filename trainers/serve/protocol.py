@@ -112,7 +112,7 @@ class ChatRequest(Sampling):
     top_logprobs: int | None = Field(default=None, ge=0, le=20, description="and the k likeliest tokens")
     response_format: ResponseFormat | None = Field(default=None, description="only {'type': 'text'}")
     tools: list[Any] | None = Field(default=None, description="refused: no tool calls")
-    tool_choice: Literal["none"] | None = Field(default=None, description="only 'none'")
+    tool_choice: Any = Field(default=None, description="only 'none'")
 
     @field_validator("tools")
     @classmethod
@@ -122,6 +122,13 @@ class ChatRequest(Sampling):
                              "env's action codec (the prompt's action format) turns it into an "
                              "action; drop tools, or drive tools through TRL's environment_factory")
         return None
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _no_tool_choice(cls, choice: Any) -> Any:
+        if choice not in (None, "none"):
+            raise ValueError(f"expected 'none' (cua serve calls no tools), got {choice!r}; drop it")
+        return choice
 
     @model_validator(mode="after")
     def _top_needs_logprobs(self) -> ChatRequest:
@@ -133,12 +140,20 @@ class ChatRequest(Sampling):
 class CompletionRequest(Sampling):
     """A ``POST /v1/completions`` body: raw text in, no chat template."""
 
-    prompt: str | Annotated[list[str], Field(min_length=1)] = Field(
-        description="the text to continue (or a list of them)")
+    prompt: Annotated[str, Field(min_length=1)] | Annotated[list[Annotated[str, Field(min_length=1)]],
+                                                            Field(min_length=1)] = Field(
+        description="the text to continue (or a list of them; token ids are not taken)")
     max_tokens: int | None = Field(default=16, ge=1, description="most completion tokens")
     logprobs: int | None = Field(default=None, ge=0, le=20, description="the k likeliest tokens' "
                                  "log-probabilities at each step (and the chosen one's)")
-    echo: Literal[False] = Field(default=False, description="echoing the prompt is not supported")
+    echo: bool = Field(default=False, description="echoing the prompt is not supported")
+
+    @field_validator("echo")
+    @classmethod
+    def _no_echo(cls, echo: bool) -> bool:
+        if echo:
+            raise ValueError("expected echo false: the reply holds the completion alone; drop echo")
+        return echo
 
     @property
     def prompts(self) -> list[str]:
