@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-sites_app = typer.Typer(help="FSM-synthesized websites: list, validate, synth, serve.", no_args_is_help=True)
+sites_app = typer.Typer(help="FSM-synthesized websites: list, validate, synth, serve, gallery.", no_args_is_help=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -75,6 +75,7 @@ def _cases() -> list[tuple[str, list[str], str]]:
          "hardest"),
         ("sites-serve-site", ["sites", "serve", "shp"], "'shp'"),
         ("sites-serve-port", ["sites", "serve", "shop", "--port", "99999"], "--port"),
+        ("serve-no-model", ["serve"], "the MODEL argument (model): field required"),
     ]
     writers = {  # command -> its arguments with the output path last
         "eval": ["eval", "--suite", SUITE, "--out"], "eval-store": ["eval", "--suite", SUITE, "--store"],

@@ -147,7 +147,7 @@ def _check_names(names: list[str], suite: TaskSuite, prefix: str) -> None:
         near = candidates(unknown[0]) if candidates is not None else suite.names()
         raise UnknownTaskError(
             f"expected a task of suite {prefix!r}, got {unknown[0]!r}{did_you_mean(unknown[0], near)}; "
-            f"list the suite's tasks with suite_task_ids({prefix!r})"
+            f"list the suite's tasks with `cua tasks list {prefix}`"
         )
 
 

@@ -108,6 +108,10 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
     assert all(e["success_ci"][0] <= e["success_rate"] <= e["success_ci"][1] for e in evals)
     assert "Success (95% CI): before: " in page
     assert "<h2>Per update</h2>" in page and "<th>clip fraction</th><th>KL</th>" in page
+    from tests.trainers.test_training import scalars
+
+    seen = scalars(out)  # report_to's default: the same lines in TensorBoard
+    assert len(seen["update/reward"]) == 2 and "eval/success_rate" in seen
 
     from harness.store.store import TrajectoryStore
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from harness.prompts import Prompt, PromptConfig
 from trainers.errors import TrainingDataError, TrainingSignalError
-from trainers.training.config import DPOOptions, EvalSpec, SFTConfig
+from trainers.training.config import DPOConfig, DPOOptions, EvalSpec, SFTConfig
 from trainers.training.data import preference_examples
 from trainers.training.evaluate import agent_spec, eval_command
 from trainers.training.metrics import check_signal
@@ -69,6 +69,31 @@ def test_configs_refuse_what_cannot_train_all_at_once() -> None:
     assert problems == {"model", "data.prompt", "train.max_steps"}
     with pytest.raises(ValidationError, match="one loss weight per loss type"):
         DPOOptions(loss_type=["sigmoid", "sft"], loss_weights=[1.0])
+
+
+def _sft(**train: object) -> dict:
+    return {"out": "o", "model": {"path": "m", "finetune": "full"}, "data": {"store": "s"}, "train": train}
+
+
+def test_train_trl_wins_over_what_cua_train_sets_and_conflicts_are_refused(tiny_policy) -> None:
+    from trl import SFTConfig as TRLConfig
+
+    from trainers.training.run import Run
+
+    config = SFTConfig.model_validate(_sft(trl={"bf16": True, "learning_rate": 0.01, "logging_first_step": False}))
+    assert config.train.learning_rate == 0.01 and config.train.trl == {"bf16": True, "logging_first_step": False}
+    args = Run(config, "sft").trainer_args(TRLConfig, tiny_policy)  # the docs' own example
+    assert args.bf16 and args.learning_rate == 0.01 and not args.logging_first_step
+    with pytest.raises(ValidationError, match=r"train.learning_rate or trl.learning_rate, got both \(0.1 and 0.01\)"):
+        SFTConfig.model_validate(_sft(learning_rate=0.1, trl={"learning_rate": 0.01}))
+    with pytest.raises(ValidationError, match="expected no trl.output_dir .*--resume looks"):
+        SFTConfig.model_validate(_sft(trl={"output_dir": "elsewhere"}))
+    dpo = DPOConfig.model_validate({**_sft(trl={"beta": 0.3, "bf16": True}), "dpo": {"loss_type": ["sft"]}})
+    assert dpo.dpo.beta == 0.3 and dpo.dpo.loss_type == ["sft"] and dpo.train.trl == {"bf16": True}
+    with pytest.raises(ValidationError, match="dpo.beta or trl.beta, got both"):
+        DPOConfig.model_validate({**_sft(trl={"beta": 0.3}), "dpo": {"beta": 0.1}})
+    with pytest.raises(ValidationError, match=r"expected \[none\] alone"):
+        SFTConfig.model_validate(_sft(report_to=["none", "wandb"]))
 
 
 def test_pairs_whose_replies_read_the_same_are_left_out() -> None:
