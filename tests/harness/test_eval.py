@@ -119,7 +119,7 @@ def test_cua_eval_with_store_config_file_and_step_rewards(tmp_path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["progress"] == 1.0
     html = (out / "report.html").read_text()
-    assert html.count("✓ on shortest path") == sum(len(r["trajectory"]) for r in records)
+    assert html.count("· on the shortest path ·") == sum(len(r["trajectory"]) for r in records)
     assert 'target="_blank"' in html  # a screenshot opens full size
 
     from harness.store import TrajectoryStore
