@@ -82,11 +82,11 @@ def draw_lines(ax: Axes, title: str, series: Sequence[Series], *, x_label: str =
     for k, s in enumerate(series):
         color = COLORS[k % len(COLORS)]
         xs, mean, low, high = _mean_and_range(s.runs)
-        label = s.label + (f" (mean of {len(s.runs)} seeds)" if len(s.runs) > 1 else "")
+        label = s.label + (f" (mean of {len(s.runs)} seeds; shaded: their range)" if len(s.runs) > 1 else "")
         ax.plot(xs, mean, color=color, linewidth=1.8, marker="o" if len(xs) < 12 else None,
                 markersize=3, label=label)
         if len(s.runs) > 1:
-            ax.fill_between(xs, low, high, color=color, alpha=0.2, linewidth=0, label=f"{s.label}: seed range")
+            ax.fill_between(xs, low, high, color=color, alpha=0.18, linewidth=0)
         if s.band:
             bx, blow, bhigh = zip(*s.band, strict=True)
             ax.fill_between(bx, blow, bhigh, color=color, alpha=0.2, linewidth=0, label=f"{s.label}: 95% CI")
@@ -146,6 +146,6 @@ def _finish(ax: Any, title: str, x_label: str, y_label: str, percent: bool) -> N
     ax.grid(True, linewidth=0.6)
     ax.set_axisbelow(True)
     if percent:
-        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-    ax.legend(loc="best", fontsize=7, frameon=False)
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.legend(loc="best", fontsize=7, framealpha=0.85, edgecolor="#ddd")
 
