@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 #: one colour per series, in order (matplotlib's tab10, colour-blind friendlier than its default)
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
-STYLE = {"svg.fonttype": "none", "svg.hashsalt": "cua", "font.size": 9, "axes.titlesize": 10,
+STYLE: dict[Any, Any] = {"svg.fonttype": "none", "svg.hashsalt": "cua", "font.size": 9, "axes.titlesize": 10,
          "axes.spines.top": False, "axes.spines.right": False, "grid.color": "#ddd"}
 SIZE = (4.6, 2.5)  # inches: two charts side by side in a 70rem page
 

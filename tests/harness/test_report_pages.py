@@ -19,7 +19,7 @@ def _episode(folder, name: str, success: bool) -> EpisodeRecord:
     step = StepRecord(step=1, action={"type": "click", "x": 320, "y": 240}, reward=0.33, raw_reward=0.0,
                       verdict=VERDICT, screenshot=f"episodes/{name}/step_1.jpg")
     return EpisodeRecord(task=f"fsm:shop/{name}", seed=0, index=0, episode=name, success=success,
-                         steps=1, width=640, height=480, trajectory=[step], instruction=f"do {name}")
+                         steps=1, width=640, height=480, trajectory=[step], instruction=f"do <b>{name}</b>")
 
 
 def _summary(records: list[EpisodeRecord]) -> dict:
@@ -47,6 +47,7 @@ async def test_the_eval_report_filters_failures_opens_full_size_and_says_its_ver
     assert await verdict.inner_text() == "✓ fired add_to_cart · on the shortest path · 3 → 2 steps to go"
 
     solved, unsolved = page.locator("#solved"), page.locator("#unsolved")
+    assert "do <b>solved</b>" in await solved.inner_text()  # escaped text, not markup
     assert await solved.is_visible() and await unsolved.is_visible()
     await page.locator("#only-failed").check()
     assert await solved.is_hidden() and await unsolved.is_visible()
