@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 from markupsafe import Markup
 
+from harness.evaluation.report import verdict_words
 from harness.evaluation.stats import format_rate
 from harness.templating import render as render_template
 from trainers.charts import Series, line_chart
@@ -51,10 +52,7 @@ def save_filmstrips(out: Path, update: int, rollouts: Sequence[Any]) -> None:
             verdict = t.info.verdict
             frames.append({"image": f"filmstrips/{name}", "action": t.info.action_text or str(t.info.action),
                            "error": t.after.last_action_error, "reward": round(t.reward, 3),
-                           "verdict": None if verdict is None else {
-                               "fired": verdict.transition_fired, "on_path": verdict.on_shortest_path,
-                               "distance": [verdict.distance_before, verdict.distance_after],
-                               "goal": verdict.goal_reached}})
+                           "verdict": None if verdict is None else verdict.model_dump()})
         strips.append({"task": episode.task_id, "seed": episode.seed, "success": episode.success,
                        "return": round(episode.total_reward, 3), "frames": frames})
     (folder / "filmstrips.json").write_text(json.dumps({"update": update, "strips": strips}), encoding="utf-8")
@@ -65,11 +63,9 @@ def _filmstrips(out: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def _verdict_words(v: dict[str, Any] | None) -> str:
-    if v is None:
-        return "no verdict"
-    return (f"{'fired' if v['fired'] else 'nothing fired'} · {'on path' if v['on_path'] else 'off path'}"
-            f" · d {v['distance'][0]}→{v['distance'][1]}{' · goal' if v['goal'] else ''}")
+def _verdict_words(verdict: dict[str, Any] | None) -> str:
+    """A filmstrip step's verdict in the eval report's words (``verdict_words``)."""
+    return verdict_words(verdict)[1] or "no verdict"
 
 
 PER_UPDATE = (("reward", "reward", "{:.3f}"), ("success", "success", "{:.0%}"),
