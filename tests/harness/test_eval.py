@@ -125,7 +125,7 @@ def test_cua_eval_with_store_config_file_and_step_rewards(tmp_path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["progress"] == 1.0
     html = (out / "report.html").read_text()
-    assert html.count("✓ on shortest path") == sum(len(r["trajectory"]) for r in records)
+    assert html.count("· on the shortest path ·") == sum(len(r["trajectory"]) for r in records)
     assert 'target="_blank"' in html  # a screenshot opens full size
 
     from harness.store import TrajectoryStore
@@ -185,13 +185,15 @@ def test_cua_eval_refuses_samples_from_an_agent_that_cannot_sample(tmp_path) -> 
 
 
 def test_demo_index_shows_before_and_after_success_with_its_interval(tmp_path) -> None:
-    from harness.demo import before_after
+    from harness.demo import Stage, write_index
     from harness.evaluation import write_summary
 
     for name, solved in (("tiny_before", 0), ("tiny_after", 3)):
         (tmp_path / name).mkdir()
         write_summary(tmp_path / name / "summary.json",
                       [_record("fsm:t", i, success=i < solved) for i in range(4)])
-    page = before_after(tmp_path)
+    stage = Stage("eval <before>", ["eval", "--out", "tiny_before"], {"report": "tiny_before/summary.json"})
+    page = write_index(tmp_path, [(stage, 0, 1.5)]).read_text()
+    assert "eval &lt;before&gt;" in page and '<a href="tiny_before/summary.json">report</a>' in page
     # Wilson: 0/4 -> [0, z^2 / (4 + z^2)] = [0, 49%]; 3/4 -> [30%, 95%]
     assert "0% [0–49]" in page and "75% [30–95]" in page and page.index("0% [0–49]") < page.index("75%")
