@@ -89,4 +89,4 @@ lint: setup
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) $(VERL_VENV) runs .pytest_cache .wheelhouse
+	rm -rf $(VENV) $(VERL_VENV) .venv-core runs .pytest_cache .wheelhouse

@@ -1,5 +1,6 @@
-"""The core install alone (``pip install cua-harness``, no extras) runs ``cua`` and an FSM
-eval with the oracle agent, and a suite that needs an extra says which one.
+"""The core install alone (``pip install cua-harness``, no extras) runs ``cua``, an FSM
+eval with the oracle agent and a JSONL export of its store; a suite or a Parquet export,
+which need an extra, says which one.
 
 Cost: the venv (``.venv-core/``, git-ignored) is made once per pyproject.toml and reused.
 Cold (a fresh clone, or pyproject.toml changed): a venv and ``pip install -e .`` of the core
@@ -80,11 +81,18 @@ def test_the_core_alone_runs_cua_and_an_fsm_eval(core_venv: Path, tmp_path: Path
     shown = _run([cua, "--help"], tmp_path, timeout=120)
     assert shown.returncode == 0 and "eval" in shown.stdout, shown.stderr[-2000:]
 
+    store = str(tmp_path / "store")
     result = _run([cua, "eval", "--suite", "fsm:shop/open_mug", "--agent", "oracle", "--episodes", "1",
-                   "--no-progress", "--out", str(tmp_path / "eval")], tmp_path, timeout=300)
+                   "--no-progress", "--out", str(tmp_path / "eval"), "--store", store], tmp_path, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert summary["episodes"] == 1 and summary["success_rate"] == 1.0, summary
+
+    export = [cua, "store", "export", store, "--format", "sft"]
+    jsonl = _run([*export, "--jsonl", "--out", str(tmp_path / "jsonl")], tmp_path, timeout=120)
+    assert jsonl.returncode == 0 and (tmp_path / "jsonl" / "sft.jsonl").stat().st_size > 0, jsonl.stderr
+    parquet = _run([*export, "--out", str(tmp_path / "parquet")], tmp_path, timeout=120)
+    assert parquet.returncode != 0 and "pip install 'cua-harness[export]'" in parquet.stderr, parquet.stderr
 
     for suite, extra in (("miniwob:click-test", "miniwob"), ("desktop:tk-settings-password", "desktop")):
         refused = _run([cua, "eval", "--suite", suite, "--agent", "random", "--out", str(tmp_path / extra)],
