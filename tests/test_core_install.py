@@ -1,6 +1,6 @@
 """The core install alone (``pip install cua-harness``, no extras) runs ``cua``, an FSM
-eval with the oracle agent and a JSONL export of its store; a suite or a Parquet export,
-which need an extra, says which one.
+eval with the oracle agent and a JSONL export of its store; a suite, a Parquet export or
+``cua demo``, which need an extra, say which one before they start.
 
 Cost: the venv (``.venv-core/``, git-ignored) is made once per pyproject.toml and reused.
 Cold (a fresh clone, or pyproject.toml changed): a venv and ``pip install -e .`` of the core
@@ -99,3 +99,6 @@ def test_the_core_alone_runs_cua_and_an_fsm_eval(core_venv: Path, tmp_path: Path
                        tmp_path, timeout=120)
         assert refused.returncode != 0 and f"pip install 'cua-harness[{extra}]'" in refused.stderr, refused.stderr
         assert "Traceback" not in refused.stderr, refused.stderr[-2000:]
+    demo = _run([cua, "demo", "--out", str(tmp_path / "demo")], tmp_path, timeout=120)
+    assert demo.returncode != 0 and "pip install 'cua-harness[miniwob]'" in demo.stderr, demo.stderr[-2000:]
+    assert not (tmp_path / "demo").exists()  # refused before any stage ran
