@@ -20,7 +20,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "desktop": ("mss", "Xlib"),  # the desktop sandbox: screen capture, XTEST input
     "miniwob": ("miniwob",),  # the MiniWoB++ task pages
     "export": ("datasets",),  # Hugging Face Parquet exports (image features)
-    "train": ("torch", "transformers", "trl"),  # policies and their trainers (trainers/)
+    "train": ("torch", "transformers"),  # policies, their agents and trainers (trainers/)
 }
 
 
