@@ -21,6 +21,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "miniwob": ("miniwob",),  # the MiniWoB++ task pages
     "export": ("datasets",),  # Hugging Face Parquet exports (image features)
     "train": ("torch", "transformers"),  # policies, their agents and trainers (trainers/)
+    "ray": ("ray",),  # --ray
+    "docker": ("docker",),  # --provider docker, the container image
 }
 
 
