@@ -43,7 +43,7 @@ $(STAMP): pyproject.toml
 	@$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[train,trl,dev,ray,skyrl]'
+	$(PY) -m pip install -q -e '.[train,trl,dev,ray,skyrl,desktop,miniwob,export,openenv]'
 	@rm -rf cua_harness.egg-info  # a stale one in the root shadows the installed entry points
 	@touch $(STAMP)
 
@@ -89,4 +89,4 @@ lint: setup
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) $(VERL_VENV) runs .pytest_cache .wheelhouse
+	rm -rf $(VENV) $(VERL_VENV) .venv-core runs .pytest_cache .wheelhouse

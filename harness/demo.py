@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.rule import Rule
 
 from harness.templating import render
+from sandboxes.extras import require_extra
 
 console = Console()
 
@@ -188,6 +189,9 @@ def write_index(out: Path, results: list[tuple[Stage, int, float]]) -> Path:
         indent=2), encoding="utf-8")
     return index
 
+#: what the stages need beyond the core (`make demo` installs them all)
+DEMO_EXTRAS = ("miniwob", "export", "train")
+
 
 def demo_command(
     out: Annotated[Path, typer.Option("--out", help="where the demo writes everything")] = Path("runs/demo"),
@@ -198,6 +202,8 @@ def demo_command(
 
     with cli_errors():
         check_output_dir(out, "--out")
+        for extra in DEMO_EXTRAS:  # up front, not after minutes of earlier stages
+            require_extra(extra, "cua demo (MiniWoB++, store exports and training stages)")
     out.mkdir(parents=True, exist_ok=True)
     write_sft_config(out, quick=quick)
     write_grpo_config(out, quick=quick)
