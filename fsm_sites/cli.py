@@ -50,8 +50,11 @@ def validate_cmd(
     path: Annotated[Path, typer.Argument(help="a spec file (.yaml/.yml/.json)")],
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
     count: Annotated[int, typer.Option("--count", min=1, help="reachable states to count before giving a lower bound")] = 50_000,
+    budget: Annotated[int, typer.Option("--budget", min=1, help="states each goal's search may expand before its "
+                                        "reachability is left undecided")] = 50_000,
 ) -> None:
-    """Validate a spec file; prints every problem and exits 1 if there is any."""
+    """Validate a spec file; prints every problem and exits 1 if there is any, and which goals are
+    proved reachable, proved unreachable or undecided."""
     from rich.console import Console
 
     from fsm_sites import cache
@@ -69,24 +72,41 @@ def validate_cmd(
             {"place": p.place, "message": p.message} for p in exc.problems]}) if as_json else str(exc), err=not as_json)
         raise typer.Exit(1) from None
     with Console(stderr=True).status(f"validating {path} ...", spinner="dots"):
-        spec, report = check_spec(data, count_budget=count)
+        spec, report = check_spec(data, count_budget=count, search_budget=budget)
     if spec is not None and report.valid:
         cache.write(path, spec, {"report": report.to_json()})
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     elif not report.valid:
         typer.echo(str(SpecInvalid(report.problems, str(path))), err=True)
+        _print_goal_status(report)
     else:
         states = f"{report.states} reachable states" if report.states_exact else f"at least {report.states} reachable states"
         assert spec is not None
         typer.echo(f"{path}: valid ({len(spec.pages)} pages, {len(spec.transitions)} transitions, "
                    f"{len(spec.goals)} goals, {states}; checked in {report.seconds:.2f}s)")
+        _print_goal_status(report)
         for warning in report.warnings:
             typer.echo(f"  warning: {warning}")
         for note in report.notes:
             typer.echo(f"  note: {note}")
     if not report.valid:
         raise typer.Exit(1)
+
+
+def _print_goal_status(report) -> None:
+    """One line per verdict: the goals proved reachable (with their depths), proved
+    unreachable, and undecided (their search ran out of budget)."""
+    by: dict[str, list[str]] = {}
+    for goal, status in report.goal_status.items():
+        depth = report.goal_depths.get(goal)
+        by.setdefault(status, []).append(f"{goal} ({depth} steps)" if status == "reachable" else goal)
+    lines = (("reachable", "goals proved reachable"), ("unreachable", "goals proved unreachable"),
+             ("undecided", f"goals undecided within the search budget of {report.search_budget} states "
+                           "(raise --budget)"))
+    for status, title in lines:
+        if by.get(status):
+            typer.echo(f"  {title}: {', '.join(by[status])}")
 
 
 @sites_app.command("synth")
