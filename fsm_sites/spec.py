@@ -118,6 +118,8 @@ class Variable(TypeDef):
         default=None, description="initial value; else False, min, the first enum value, '', empty or all defaults"
     )
     label: str | None = Field(default=None, description="human name used in instructions")
+    internal: bool = Field(default=False, description="a helper the site keeps for itself (a form's step, a "
+                           "flag a guard reads): task synthesis never makes it a goal's subject")
 
 
 class Condition(_Model):
