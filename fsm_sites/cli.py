@@ -1,4 +1,4 @@
-"""`cua sites ...`: list, validate, synthesize and serve FSM sites."""
+"""`cua sites ...`: list, validate, print oracle paths, synthesize and serve FSM sites."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-sites_app = typer.Typer(help="FSM-synthesized websites: list, validate, synth, serve.", no_args_is_help=True)
+sites_app = typer.Typer(help="FSM-synthesized websites: list, validate, path, synth, serve.", no_args_is_help=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -107,6 +107,55 @@ def _print_goal_status(report) -> None:
     for status, title in lines:
         if by.get(status):
             typer.echo(f"  {title}: {', '.join(by[status])}")
+
+
+@sites_app.command("path")
+def path_cmd(
+    site: Annotated[str, typer.Argument(help="a library site name or a spec file (.yaml/.yml/.json)")],
+    goal: Annotated[str, typer.Argument(help="a goal id of the spec, or 'expr:' and a condition over its variables")],
+    start: Annotated[str | None, typer.Option(help="where the path starts: a start state the spec names or a state "
+                                              "key; default: the site's initial state")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the path as JSON")] = False,
+) -> None:
+    """Print a site's oracle path to a goal (one shortest path), its length and how long the
+    search took; exits 1 when no reachable state meets the goal."""
+    import random
+    import time
+
+    from fsm_sites.engine import compile_site
+    from fsm_sites.errors import FsmSiteError
+    from fsm_sites.server import resolve_sites
+    from fsm_sites.tasks import describe_edge, resolve_start
+
+    try:
+        machine = compile_site(resolve_sites([site])[0])
+        first = resolve_start(machine, start, random.Random(0))
+        predicate = machine.resolve_goal(goal)
+        began = time.perf_counter()
+        paths = machine.shortest_paths(first, predicate, limit=1)
+        seconds = time.perf_counter() - began
+    except (FsmSiteError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    name = machine.spec.name
+    if not paths:
+        typer.echo(f"{name}: no state reachable from {first.page} meets goal {goal!r} (searched in {seconds:.3f}s)",
+                   err=True)
+        raise typer.Exit(1)
+    steps, state = [], first
+    for edge in paths[0]:
+        steps.append({**edge.to_dict(), "description": describe_edge(machine, edge, state)})
+        fired = machine.step(state, edge.to_event())
+        assert fired is not None  # each edge of a shortest path fires from the state before it
+        state = fired[1]
+    if as_json:
+        typer.echo(json.dumps({"site": name, "goal": goal, "start": first.key(), "length": len(steps),
+                               "seconds": round(seconds, 4), "path": steps}, indent=2))
+        return
+    typer.echo(f"{name}: goal {goal!r} from {first.page}: {len(steps)} step(s), found in {seconds:.3f}s")
+    for i, step in enumerate(steps, 1):
+        value = f" {step['value']!r}" if step["value"] is not None else ""
+        typer.echo(f"  {i}. {step['description']}  [{step['page']} {step['element']} {step['event']}{value}]")
 
 
 @sites_app.command("synth")
