@@ -114,7 +114,7 @@ def path_cmd(
     site: Annotated[str, typer.Argument(help="a library site name or a spec file (.yaml/.yml/.json)")],
     goal: Annotated[str, typer.Argument(help="a goal id of the spec, or 'expr:' and a condition over its variables")],
     start: Annotated[str | None, typer.Option(help="where the path starts: a start state the spec names or a state "
-                                              "key; default: the site's initial state")] = None,
+                                              "key; default: the goal's own start, else the site's initial state")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the path as JSON")] = False,
 ) -> None:
     """Print a site's oracle path to a goal (one shortest path), its length and how long the
@@ -129,7 +129,8 @@ def path_cmd(
 
     try:
         machine = compile_site(resolve_sites([site])[0])
-        first = resolve_start(machine, start, random.Random(0))
+        first = (resolve_start(machine, start, random.Random(0)) if start is not None
+                 else machine.goal_start(goal) or machine.initial)
         predicate = machine.resolve_goal(goal)
         began = time.perf_counter()
         paths = machine.shortest_paths(first, predicate, limit=1)

@@ -270,6 +270,8 @@ class Goal(_Model):
     description: str = Field(description="what the user wants, e.g. 'buy a laptop'")
     page: str | None = Field(default=None, description="the state must be on this page (any parameters, or e.g. pet(rex))")
     conditions: When = Field(default=(), description="all must hold")
+    start: str | None = Field(default=None, description="the id of a start state (under `starts`) its tasks begin "
+                              "in, e.g. 'cancel Milo's grooming' from a week with bookings; default: the initial state")
 
     _tuple = field_validator("conditions", mode="before")(_as_tuple)
 

@@ -254,7 +254,8 @@ def synthesize_tasks(spec: SiteSpec, n: int, seed: int = 0, *, max_depth: int = 
     rng.shuffle(named)
     tasks: list[TaskSpec] = []
     for goal in named:
-        task = _make_task(machine, fixed or begin(), goal, "named", rng)
+        first = machine.goal_start(goal) or fixed or begin()  # a goal that names its start begins there
+        task = _make_task(machine, first, goal, "named", rng)
         reason = task if isinstance(task, str) else None
         if isinstance(task, TaskSpec) and task.difficulty > max_depth:
             reason = f"{task.difficulty} steps from the start, deeper than --max-depth {max_depth}"

@@ -41,7 +41,7 @@ class ValidationReport:
     warnings: list[str] = field(default_factory=list)  # the spec works, but likely not as meant
     states: int | None = None  # reachable states counted (None: not counted)
     states_exact: bool = False  # False: ``states`` is a lower bound
-    goal_depths: dict[str, int | None] = field(default_factory=dict)  # from the initial state
+    goal_depths: dict[str, int | None] = field(default_factory=dict)  # from the goal's start (else the initial state)
     # per goal: "reachable" (a path found), "unreachable" (proved: a problem) or "undecided" (the search
     # ran out of budget before either)
     goal_status: dict[str, str] = field(default_factory=dict)

@@ -202,13 +202,15 @@ def _reachability(machine: Machine, report, budget: int) -> None:
     for goal in spec.goals:
         predicate = machine.goal_predicate(goal.id)
         why = unreachable_because(machine, bounds, predicate)  # proved without a search, at any size
-        depth = None if why is not None else _distance(machine, predicate, report, f"goal {goal.id!r}", budget)
+        first = machine.goal_start(goal.id) or machine.initial  # where its tasks begin
+        depth = None if why is not None else _distance(machine, predicate, report, f"goal {goal.id!r}", budget, first)
         report.goal_depths[goal.id] = None if depth == -1 else depth
         report.goal_status[goal.id] = "undecided" if depth == -1 else "unreachable" if depth is None else "reachable"
         if depth is None:
             why = why or "a search of every state it could be reached through found none"
+            origin = f"its start state {goal.start!r}" if goal.start else "the start"
             report.problems.append(SpecProblem(f"goals.{goal.id}", f"goal {goal.id!r} holds in no state reachable "
-                                               f"from the start: {why}; change the goal or the transitions"))
+                                               f"from {origin}: {why}; change the goal or the transitions"))
     for start in spec.starts:
         state = machine.named_start(start.id)
         try:
@@ -222,10 +224,10 @@ def _reachability(machine: Machine, report, budget: int) -> None:
                                                "the initial state; change its variables or the transitions"))
 
 
-def _distance(machine: Machine, goal, report, what: str, budget: int = SEARCH_BUDGET) -> int | None:
+def _distance(machine: Machine, goal, report, what: str, budget: int = SEARCH_BUDGET, start=None) -> int | None:
     try:
         with _bounded(machine, goal, budget):
-            return machine.distance(machine.initial, goal)
+            return machine.distance(start or machine.initial, goal)
     except SearchBudgetExceeded as exc:
         report.notes.append(f"could not decide whether {what} is reachable: {exc}")
         return -1
