@@ -1,7 +1,8 @@
 """Goals proved unreachable without enumerating states: abstract interpretation of the spec.
 
-Two over-approximations of what the machine can reach from its initial state, each
-cheap whatever the number of states:
+Two over-approximations of what the machine can reach from its initial state and the
+start states the spec names (a goal may begin in one), each cheap whatever the number of
+states:
 
 1. **Bounds** (``Bounds``): per variable, every value any reachable state can give it (a
    set for a scalar: the initial value, then each value an enabled transition can write)
@@ -12,7 +13,7 @@ cheap whatever the number of states:
    fixpoint. A goal whose condition is false for every combination of these values is
    unreachable (``count(bookings) > 2`` with ``max_len: 2``, ``count(pets) == 0`` on a
    list that starts with items and never shrinks).
-2. **Invariant** (``_never_becomes_true``): the goal's condition is false initially, and
+2. **Invariant** (``_never_becomes_true``): the goal's condition is false in those states, and
    no transition can make it true from a state where it is false, for every combination
    of the bounded values of what that transition and the goal read. This proves goals
    that tie variables together: ``sms and phone == ''`` when texts can be turned on only
@@ -77,13 +78,19 @@ class Bounds:
         self.machine = machine
         self.variables: dict[str, VType] = machine.schema.variables
         self.values: dict[str, Any] = {}
-        for name, t in self.variables.items():
-            init = machine.schema.defaults[name]
-            if isinstance(t, SeqT):
-                self.values[name] = Span(len(init), len(init))
-            else:
-                self.values[name] = frozenset((init,)) if domain(t) is not None else None
+        for state in self.origins(machine):  # a goal's own start may not be proved reachable yet
+            for name, t in self.variables.items():
+                init = state.get(name)
+                got = Span(len(init), len(init)) if isinstance(t, SeqT) else (
+                    frozenset((init,)) if domain(t) is not None else None)
+                self.values[name] = self._join(self.values[name], got) if name in self.values else got
         self._fixpoint()
+
+    @staticmethod
+    def origins(machine: Any) -> list[Any]:
+        """The states the bounds start from: the initial state and every start state the spec names."""
+        return [machine.canonical(machine.initial), *(machine.canonical(machine.named_start(s.id))
+                                                      for s in machine.spec.starts)]
 
     # ---- the fixpoint ------------------------------------------------------------------
     def _fixpoint(self) -> None:
@@ -278,9 +285,10 @@ def _never_becomes_true(machine: Any, bounds: Bounds, goal: GoalSpec) -> bool:
         condition = compile_bool(node, env)
     except Exception:  # noqa: BLE001 - a condition that needs a page's parameters: not decided here
         return False
-    initial = tables.canonical(machine.node(machine.initial)[1])
-    if condition(initial, Ctx({})):
+    origins = [tables.canonical(machine.node(state)[1]) for state in Bounds.origins(machine)]
+    if any(condition(vals, Ctx({})) for vals in origins):
         return False
+    initial = origins[0]
     reads = set(goal.reads)
     for cts in tables.by_page.values():
         for ct in cts:
