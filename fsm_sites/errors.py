@@ -62,7 +62,7 @@ class SearchBudgetExceeded(FsmSiteError):
         self.budget = budget
         super().__init__(
             f"expected the search for goal {goal!r} to settle within {budget} expanded states, got more; "
-            "raise the search budget (`cua sites validate --budget`), or give the variables the goal and the "
+            "raise the search budget (when validating: `cua sites validate --budget N`), or give the variables the goal and the "
             "transitions toward it read fewer values"
         )
 
