@@ -100,7 +100,8 @@ def _print_goal_status(report) -> None:
     by: dict[str, list[str]] = {}
     for goal, status in report.goal_status.items():
         depth = report.goal_depths.get(goal)
-        by.setdefault(status, []).append(f"{goal} ({depth} steps)" if status == "reachable" else goal)
+        steps = f"{depth} step{'' if depth == 1 else 's'}"
+        by.setdefault(status, []).append(f"{goal} ({steps})" if status == "reachable" else goal)
     lines = (("reachable", "goals proved reachable"), ("unreachable", "goals proved unreachable"),
              ("undecided", f"goals undecided within the search budget of {report.search_budget} states "
                            "(raise --budget)"))
