@@ -31,7 +31,8 @@ WORKDIR /opt/cua
 # host's pip) installs them without an index, e.g. behind a proxy the image does not trust;
 # without one (the pattern matches nothing) pip uses its index.
 COPY pyproject.toml .wheelhous[e] /tmp/deps/
-RUN python3 -c "import tomllib; d = tomllib.load(open('/tmp/deps/pyproject.toml', 'rb')); print('\n'.join(d['project']['dependencies'] + d['build-system']['requires']))" > /tmp/deps/requirements.txt \
+# The core, and the extras an env server's tasks use: desktop (the X display) and miniwob.
+RUN python3 -c "import tomllib; d = tomllib.load(open('/tmp/deps/pyproject.toml', 'rb')); p = d['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['desktop'] + p['optional-dependencies']['miniwob'] + d['build-system']['requires']))" > /tmp/deps/requirements.txt \
  && if ls /tmp/deps/*.whl >/dev/null 2>&1; then \
       pip install --no-index --find-links /tmp/deps -r /tmp/deps/requirements.txt; \
     else pip install -r /tmp/deps/requirements.txt; fi \

@@ -43,7 +43,7 @@ $(STAMP): pyproject.toml
 	@$(PY) -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[train,trl,dev,ray,skyrl]'
+	$(PY) -m pip install -q -e '.[train,trl,dev,ray,skyrl,desktop,miniwob,export,openenv]'
 	@rm -rf cua_harness.egg-info  # a stale one in the root shadows the installed entry points
 	@touch $(STAMP)
 
@@ -64,7 +64,7 @@ $(VERL_STAMP): requirements/verl.txt pyproject.toml
 	$(VERL_PY) -m pip install -q -r requirements/verl.txt
 	$(VERL_PY) -m pip install -q --no-deps -e .
 	@rm -rf cua_harness.egg-info
-	$(VERL_PY) -c "import trainers.adapters.verl_loop"
+	$(VERL_PY) -c "import trainers.adapters.verl_loop, trainers.adapters.verl_main_ppo"
 	@touch $(VERL_STAMP)
 
 demo: setup
@@ -89,4 +89,4 @@ lint: setup
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) $(VERL_VENV) runs .pytest_cache .wheelhouse
+	rm -rf $(VENV) $(VERL_VENV) .venv-core runs .pytest_cache .wheelhouse

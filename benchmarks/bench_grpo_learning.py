@@ -29,7 +29,7 @@ episode per task; the eval line's ``by_task`` tells the held-out tasks from the 
 The variants of one seed run at once (separate processes, one torch thread each). Written:
 the curves (held-out success and progress against env steps), wall time and its split per
 run, the JSON, and an SVG figure of held-out success against env steps for the three
-variants (mean over seeds, each seed's curve faint).
+variants (mean over seeds, with the seeds' range as a band; ``trainers.charts``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,7 +55,6 @@ VARIANTS = {
     "step": ["reward=step", "advantage.step_weight=1", "tree.branch_states=0"],
     "step+tree": ["reward=step", "advantage.step_weight=1", "tree.branch_states=1"],
 }
-COLORS = {"outcome": "#9aa5b1", "step": "#2f7ed8", "step+tree": "#d8572f"}
 
 
 def make_split(folder: Path) -> dict[str, int]:
@@ -129,53 +127,21 @@ def run_seed(args: argparse.Namespace, seed: int, root: Path, held_out: list[str
             "load_1min": [round(load_before, 1), round(load(), 1)], "variants": results}
 
 
-def panel(curves: dict[str, list[list[dict[str, Any]]]], metric: str, title: str, left: float) -> list[str]:
-    """One chart of ``metric`` against env steps at x offset ``left``: each variant's mean
-    over seeds (bold, a point per eval at the seeds' mean env steps), each seed's own curve faint."""
-    w, h, pad = 380, 300, 46
-    xmax = max(p["env_steps"] for cs in curves.values() for c in cs for p in c) or 1
-    ymax = max(0.5, max(p[metric] for cs in curves.values() for c in cs for p in c))
-
-    def xy(x: float, y: float) -> tuple[float, float]:
-        return round(left + pad + (w - 2 * pad) * x / xmax, 1), round(h - pad - (h - 2 * pad) * y / ymax, 1)
-
-    def points(pairs: list[tuple[float, float]]) -> str:
-        return " ".join("{},{}".format(*xy(x, y)) for x, y in pairs)
-
-    parts = [f'<rect x="{left + pad}" y="{pad}" width="{w - 2 * pad}" height="{h - 2 * pad}" fill="#fafafa" '
-             f'stroke="#ddd"/><text x="{left + w / 2}" y="{pad - 8}" text-anchor="middle" class="a">{title}</text>',
-             f'<text x="{left + pad}" y="{h - pad + 16}" class="a">0</text><text x="{left + w - pad}" '
-             f'y="{h - pad + 16}" text-anchor="end" class="a">{xmax} env steps</text>']
-    for frac in (0, 0.5, 1):
-        y = h - pad - (h - 2 * pad) * frac
-        label = f"{ymax * frac:.0%}" if metric.endswith("success") else f"{ymax * frac:.2f}"
-        parts.append(f'<text x="{left + pad - 6}" y="{y + 4:.1f}" text-anchor="end" class="a">{label}</text>')
-    for name, cs in curves.items():
-        color = COLORS[name]
-        parts += [f'<polyline fill="none" stroke="{color}" stroke-opacity=".3" stroke-width="1" '
-                  f'points="{points([(p["env_steps"], p[metric]) for p in c])}"/>' for c in cs]
-        n = min(len(c) for c in cs)
-        mean = [(statistics.mean(c[i]["env_steps"] for c in cs), statistics.mean(c[i][metric] for c in cs))
-                for i in range(n)]
-        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2.5" points="{points(mean)}"/>')
-        parts += ['<circle cx="{}" cy="{}" r="3" fill="{}"/>'.format(*xy(x, y), color) for x, y in mean]
-    return parts
-
-
 def figure(runs: list[dict[str, Any]], path: Path) -> None:
-    """Held-out success and held-out progress against env steps, side by side."""
+    """Held-out success and held-out progress against env steps, side by side (``trainers.charts``):
+    each variant's mean over seeds with the seeds' range as a band."""
+    from trainers.charts import Series, draw_lines, to_svg
+    from trainers.charts import figure as chart_figure
+
     curves = {name: [r["variants"][name]["curve"] for r in runs] for name in VARIANTS}
-    w, h = 760, 300
-    parts = panel(curves, "held_out_success", "held-out success (greedy)", 0)
-    parts += panel(curves, "held_out_progress", "held-out progress (greedy)", 380)
-    parts += [f'<rect x="{56 + 120 * k}" y="8" width="14" height="4" fill="{COLORS[name]}"/>'
-              f'<text x="{74 + 120 * k}" y="14" class="a">{name}</text>' for k, name in enumerate(VARIANTS)]
-    parts.append(f'<text x="{w / 2}" y="{h - 8}" text-anchor="middle" class="a">against env steps; bold: the '
-                 f'mean of {len(runs)} seeds, faint: each seed</text>')
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}">'
-                    '<style>.a{font:11px sans-serif;fill:#444}</style>'
-                    f'<rect width="{w}" height="{h}" fill="#fff"/>{"".join(parts)}</svg>', encoding="utf-8")
+    with chart_figure(2) as (fig, axes):
+        for ax, metric, title in zip(axes, ("held_out_success", "held_out_progress"),
+                                     ("held-out success (greedy)", "held-out progress (greedy)"), strict=True):
+            series = [Series(name, [[(p["env_steps"], p[metric]) for p in c] for c in cs])
+                      for name, cs in curves.items()]
+            draw_lines(ax, title, series, x_label="env steps", percent=metric.endswith("success"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(to_svg(fig), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> None:

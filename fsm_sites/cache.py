@@ -18,7 +18,7 @@ from typing import Any
 from fsm_sites.spec import SiteSpec
 
 CACHE_DIR = ".fsm_cache"
-FORMAT = 1
+FORMAT = 2  # 2: reports carry goal_status; a report from before may have accepted an unreachable goal
 
 
 def spec_hash(spec: SiteSpec) -> str:

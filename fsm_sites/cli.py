@@ -1,4 +1,4 @@
-"""`cua sites ...`: list, validate, synthesize and serve FSM sites."""
+"""`cua sites ...`: list, validate, print oracle paths, synthesize and serve FSM sites."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-sites_app = typer.Typer(help="FSM-synthesized websites: list, validate, synth, serve.", no_args_is_help=True)
+sites_app = typer.Typer(help="FSM-synthesized websites: list, validate, path, synth, serve, gallery.",
+                        no_args_is_help=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -50,8 +51,11 @@ def validate_cmd(
     path: Annotated[Path, typer.Argument(help="a spec file (.yaml/.yml/.json)")],
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
     count: Annotated[int, typer.Option("--count", min=1, help="reachable states to count before giving a lower bound")] = 50_000,
+    budget: Annotated[int, typer.Option("--budget", min=1, help="states each goal's search may expand before its "
+                                        "reachability is left undecided")] = 50_000,
 ) -> None:
-    """Validate a spec file; prints every problem and exits 1 if there is any."""
+    """Validate a spec file; prints every problem and exits 1 if there is any, and which goals are
+    proved reachable, proved unreachable or undecided."""
     from rich.console import Console
 
     from fsm_sites import cache
@@ -69,24 +73,92 @@ def validate_cmd(
             {"place": p.place, "message": p.message} for p in exc.problems]}) if as_json else str(exc), err=not as_json)
         raise typer.Exit(1) from None
     with Console(stderr=True).status(f"validating {path} ...", spinner="dots"):
-        spec, report = check_spec(data, count_budget=count)
+        spec, report = check_spec(data, count_budget=count, search_budget=budget)
     if spec is not None and report.valid:
         cache.write(path, spec, {"report": report.to_json()})
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     elif not report.valid:
         typer.echo(str(SpecInvalid(report.problems, str(path))), err=True)
+        _print_goal_status(report)
     else:
         states = f"{report.states} reachable states" if report.states_exact else f"at least {report.states} reachable states"
         assert spec is not None
         typer.echo(f"{path}: valid ({len(spec.pages)} pages, {len(spec.transitions)} transitions, "
                    f"{len(spec.goals)} goals, {states}; checked in {report.seconds:.2f}s)")
+        _print_goal_status(report)
         for warning in report.warnings:
             typer.echo(f"  warning: {warning}")
         for note in report.notes:
             typer.echo(f"  note: {note}")
     if not report.valid:
         raise typer.Exit(1)
+
+
+def _print_goal_status(report) -> None:
+    """One line per verdict: the goals proved reachable (with their depths), proved
+    unreachable, and undecided (their search ran out of budget)."""
+    by: dict[str, list[str]] = {}
+    for goal, status in report.goal_status.items():
+        depth = report.goal_depths.get(goal)
+        steps = f"{depth} step{'' if depth == 1 else 's'}"
+        by.setdefault(status, []).append(f"{goal} ({steps})" if status == "reachable" else goal)
+    lines = (("reachable", "goals proved reachable"), ("unreachable", "goals proved unreachable"),
+             ("undecided", f"goals undecided within the search budget of {report.search_budget} states "
+                           "(raise --budget)"))
+    for status, title in lines:
+        if by.get(status):
+            typer.echo(f"  {title}: {', '.join(by[status])}")
+
+
+@sites_app.command("path")
+def path_cmd(
+    site: Annotated[str, typer.Argument(help="a library site name or a spec file (.yaml/.yml/.json)")],
+    goal: Annotated[str, typer.Argument(help="a goal id of the spec, or 'expr:' and a condition over its variables")],
+    start: Annotated[str | None, typer.Option(help="where the path starts: a start state the spec names or a state "
+                                              "key; default: the goal's own start, else the site's initial state")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the path as JSON")] = False,
+) -> None:
+    """Print a site's oracle path to a goal (one shortest path), its length and how long the
+    search took; exits 1 when no reachable state meets the goal."""
+    import random
+    import time
+
+    from fsm_sites.engine import compile_site
+    from fsm_sites.errors import FsmSiteError
+    from fsm_sites.server import resolve_sites
+    from fsm_sites.tasks import describe_edge, resolve_start
+
+    try:
+        machine = compile_site(resolve_sites([site])[0])
+        first = (resolve_start(machine, start, random.Random(0)) if start is not None
+                 else machine.goal_start(goal) or machine.initial)
+        predicate = machine.resolve_goal(goal)
+        began = time.perf_counter()
+        paths = machine.shortest_paths(first, predicate, limit=1)
+        seconds = time.perf_counter() - began
+    except (FsmSiteError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    name = machine.spec.name
+    if not paths:
+        typer.echo(f"{name}: no state reachable from {first.page} meets goal {goal!r} (searched in {seconds:.3f}s)",
+                   err=True)
+        raise typer.Exit(1)
+    steps, state = [], first
+    for edge in paths[0]:
+        steps.append({**edge.to_dict(), "description": describe_edge(machine, edge, state)})
+        fired = machine.step(state, edge.to_event())
+        assert fired is not None  # each edge of a shortest path fires from the state before it
+        state = fired[1]
+    if as_json:
+        typer.echo(json.dumps({"site": name, "goal": goal, "start": first.key(), "length": len(steps),
+                               "seconds": round(seconds, 4), "path": steps}, indent=2))
+        return
+    typer.echo(f"{name}: goal {goal!r} from {first.page}: {len(steps)} step(s), found in {seconds:.3f}s")
+    for i, step in enumerate(steps, 1):
+        value = f" {step['value']!r}" if step["value"] is not None else ""
+        typer.echo(f"  {i}. {step['description']}  [{step['page']} {step['element']} {step['event']}{value}]")
 
 
 @sites_app.command("synth")

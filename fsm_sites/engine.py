@@ -172,6 +172,11 @@ class Machine(FullGraphMixin, PageViewMixin):
         goal.holds = holds
         return goal
 
+    def goal_start(self, goal_id: str) -> State | None:
+        """The start state a named goal names (its tasks begin there); None for any other goal."""
+        start = next((g.start for g in self.spec.goals if g.id == goal_id), None)
+        return self.named_start(start) if start else None
+
     def goal_predicate(self, goal_id: str) -> GoalSpec:
         """The predicate of a named goal (the same object on every call, so caches hit)."""
         key = "goal:" + goal_id

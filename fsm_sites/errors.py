@@ -62,7 +62,8 @@ class SearchBudgetExceeded(FsmSiteError):
         self.budget = budget
         super().__init__(
             f"expected the search for goal {goal!r} to settle within {budget} expanded states, got more; "
-            "the goal reads variables with very large domains (narrow them) or raise the search budget"
+            "raise the search budget (when validating: `cua sites validate --budget N`), or give the variables the goal and the "
+            "transitions toward it read fewer values"
         )
 
 

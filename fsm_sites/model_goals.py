@@ -53,8 +53,12 @@ def parse_page(model: SiteModel, text: str, *, any_args: bool = False) -> tuple[
 
 
 def check_goals(model: SiteModel) -> None:
+    starts = [s.id for s in model.spec.starts]
     for goal in model.spec.goals:
         place = f"goals.{goal.id}"
+        if goal.start is not None and goal.start not in starts:
+            model.problems.append(SpecProblem(f"{place}.start", f"expected one of the start states {starts}, got "
+                                              f"{goal.start!r}; name one declared under `starts`"))
         env = model.env("")
         if goal.page is not None:
             try:

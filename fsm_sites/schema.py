@@ -12,7 +12,18 @@ from typing import Any
 from fsm_sites.errors import SpecProblem
 from fsm_sites.expr import SPECIAL_NAMES
 from fsm_sites.spec import FieldDef, SiteSpec, TypeDef
-from fsm_sites.types import BoolT, EnumT, IntT, MapT, RecordT, SeqT, TextT, VType, show_value
+from fsm_sites.types import (
+    OTHER_TEXT,
+    BoolT,
+    EnumT,
+    IntT,
+    MapT,
+    RecordT,
+    SeqT,
+    TextT,
+    VType,
+    show_value,
+)
 
 TOAST_VAR = "_toast"  # the message shown after a transition (only in sites with toasts)
 _BUILTIN = ("bool", "int", "enum", "text", "list", "set", "map", "record")
@@ -102,7 +113,7 @@ class _Resolver:
         return EnumT(tuple(t.values), tuple((k, v) for k, v in t.labels.items() if k in t.values))
 
     def _text(self, t: TypeDef, place: str) -> VType | None:
-        other = t.other or "something else"
+        other = t.other or OTHER_TEXT
         if other in t.values or other == "":
             self.problems.append(SpecProblem(f"{place}.other", f"expected text that is not one of {list(t.values)} "
                                              f"and not empty, got {other!r}"))

@@ -129,9 +129,13 @@ class SessionStore:
 
     def create(self, site: str, *, goal: str, start_state: str | None = None, seed: int = 0) -> Session:
         """A new session; ``start_state`` is a state key or the id of a start state the spec
-        names, and ``goal`` a goal id, an ``expr:...`` condition or a state key."""
+        names, and ``goal`` a goal id, an ``expr:...`` condition or a state key. Without a
+        ``start_state``, a named goal that names its own start begins there."""
         machine = self.machine(site)
-        start = self._reachable(machine, start_state, "start_state") if start_state else machine.initial
+        if start_state:
+            start = self._reachable(machine, start_state, "start_state")
+        else:
+            start = machine.goal_start(goal) or machine.initial
         goal_fn = self._goal(machine, goal)
         session = Session(secrets.token_urlsafe(12), site, machine, goal, goal_fn, start, int(seed), start)
         self.sessions[session.id] = session

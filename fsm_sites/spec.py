@@ -118,6 +118,8 @@ class Variable(TypeDef):
         default=None, description="initial value; else False, min, the first enum value, '', empty or all defaults"
     )
     label: str | None = Field(default=None, description="human name used in instructions")
+    internal: bool = Field(default=False, description="a helper the site keeps for itself (a form's step, a "
+                           "flag a guard reads): task synthesis never makes it a goal's subject")
 
 
 class Condition(_Model):
@@ -268,6 +270,8 @@ class Goal(_Model):
     description: str = Field(description="what the user wants, e.g. 'buy a laptop'")
     page: str | None = Field(default=None, description="the state must be on this page (any parameters, or e.g. pet(rex))")
     conditions: When = Field(default=(), description="all must hold")
+    start: str | None = Field(default=None, description="the id of a start state (under `starts`) its tasks begin "
+                              "in, e.g. 'cancel Milo's grooming' from a week with bookings; default: the initial state")
 
     _tuple = field_validator("conditions", mode="before")(_as_tuple)
 

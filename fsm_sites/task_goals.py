@@ -27,40 +27,53 @@ def literal(value: Any) -> str:
     return unparse(_Lit(value))
 
 
+def subjects(machine: Machine) -> list[str]:
+    """The variables a goal may be about: all but the toast and those the spec marks
+    ``internal`` (helpers the user never sets on purpose)."""
+    return [n for n in machine.layout if not n.startswith("_")
+            and not (n in machine.variables and machine.variables[n].internal)]
+
+
 def structured(machine: Machine) -> list[str]:
-    """The variables a structured goal can be about: lists, sets, maps, records."""
-    return [n for n in machine.layout if isinstance(machine.schema.variables[n], (SeqT, MapT, RecordT))]
+    """The variables a structured goal can be about: lists, sets, maps, records (not internal)."""
+    return [n for n in subjects(machine) if isinstance(machine.schema.variables[n], (SeqT, MapT, RecordT))]
 
 
-def goal_about(machine: Machine, state: State, var: str, rng: random.Random) -> tuple[str, str] | None:
-    """(expression, description) of a goal that ``state`` meets on ``var``; None if ``var``
-    holds its default there (nothing to ask for)."""
+def goal_about(machine: Machine, state: State, var: str, rng: random.Random,
+               start: State | None = None) -> tuple[str, str] | None:
+    """(expression, description) of a goal that ``state`` meets on ``var`` and ``start`` does
+    not (the initial state when None); None if ``var`` holds there what it holds at the start."""
     vtype = machine.schema.variables[var]
     value = state.get(var)
-    if value == vtype.default():
+    base = start.get(var) if start is not None else vtype.default()
+    if value == base:
         return None
     label = machine.schema.label(var)
     if isinstance(vtype, SeqT):
-        return _about_items(var, vtype, value, label, rng)
+        return _about_items(var, vtype, value, base, label, rng)
     if isinstance(vtype, MapT):
-        return _about_map(var, vtype, value, label, rng)
+        return _about_map(var, vtype, value, base, label, rng)
     if isinstance(vtype, RecordT):
         return f"{var} == {literal(value)}", f"set your {label} to {vtype.show(value)}"
     return None
 
 
-def _about_items(var: str, vtype: SeqT, value: tuple, label: str, rng: random.Random) -> tuple[str, str]:
+def _about_items(var: str, vtype: SeqT, value: tuple, base: tuple, label: str,
+                 rng: random.Random) -> tuple[str, str]:
+    if not value:  # emptied since the start (an empty list literal has no item type to check)
+        return f"count({var}) == 0", f"make sure there is nothing in your {label}"
     shown = [vtype.item.show(x) for x in value]
-    if len(value) > 1 and rng.random() < 0.5:  # one of the items
-        item = rng.choice(value)
+    new = [x for x in value if x not in base]  # an item the start already holds asks for nothing
+    if len(value) > 1 and new and rng.random() < 0.5:  # one of the items
+        item = rng.choice(new)
         return f"{literal(item)} in {var}", f"make sure your {label} include {vtype.item.show(item)}"
-    what = " and ".join(shown) if shown else "nothing"
-    return f"{var} == {literal(value)}", f"make sure your {label} hold exactly {what}"
+    return f"{var} == {literal(value)}", f"make sure your {label} hold exactly {' and '.join(shown)}"
 
 
-def _about_map(var: str, vtype: MapT, value: Rec, label: str, rng: random.Random) -> tuple[str, str]:
+def _about_map(var: str, vtype: MapT, value: Rec, base: Rec, label: str, rng: random.Random) -> tuple[str, str]:
     default = vtype.value.default()
-    changed = [(k, v) for k, v in value if v != default]
+    before = dict(base)
+    changed = [(k, v) for k, v in value if v != before.get(k, default)]
     keys = vtype.keys
     if isinstance(vtype.value, IntT):
         parts = [f"{v} {keys.show(k)}" for k, v in changed]
@@ -87,11 +100,12 @@ def random_walk(machine: Machine, start: State, steps: int, rng: random.Random) 
     return state
 
 
-def scalar_goal(machine: Machine, state: State, var: str) -> tuple[str, str] | None:
-    """A goal on a scalar variable (a toggle, a choice), for sites without structured state."""
+def scalar_goal(machine: Machine, state: State, var: str, start: State | None = None) -> tuple[str, str] | None:
+    """A goal on a scalar variable (a toggle, a choice), for sites without structured state;
+    None where ``var`` holds what it holds at ``start`` (the initial state when None)."""
     vtype: VType = machine.schema.variables[var]
     value = state.get(var)
-    if value == vtype.default() or isinstance(vtype, TextT):
+    if value == (start.get(var) if start is not None else vtype.default()) or isinstance(vtype, TextT):
         return None
     label = machine.schema.label(var)
     if isinstance(vtype, BoolT):
@@ -101,4 +115,4 @@ def scalar_goal(machine: Machine, state: State, var: str) -> tuple[str, str] | N
     return None
 
 
-__all__ = ["goal_about", "literal", "random_walk", "scalar_goal", "structured", "to_json"]
+__all__ = ["goal_about", "literal", "random_walk", "scalar_goal", "structured", "subjects", "to_json"]

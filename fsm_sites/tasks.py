@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,8 @@ from fsm_sites.engine import Edge, Machine, compile_site
 from fsm_sites.errors import SearchBudgetExceeded
 from fsm_sites.spec import SORT_EVENT, VALUE_PLACEHOLDER, SiteSpec
 from fsm_sites.state import State
-from fsm_sites.task_goals import goal_about, random_walk, scalar_goal, structured
+from fsm_sites.task_goals import goal_about, random_walk, scalar_goal, structured, subjects
+from fsm_sites.types import OTHER_TEXT, TextT
 
 GoalKind = Literal["named", "state", "expr"]  # how a task's `goal` is read
 
@@ -87,6 +89,12 @@ def describe_edge(machine: Machine, edge: Edge, state: State | None = None) -> s
     value = edge.value or ""
     page_id = edge.page.split("(", 1)[0]
     element = machine.elements.get((page_id, edge.element))
+    free = machine.schema.variables.get(element.bind or "") if element is not None else None
+    if isinstance(free, TextT) and edge.event == "input" and VALUE_PLACEHOLDER in text:
+        if value == "":  # never "type '' as your phone number"
+            return f"clear the {_lower(element.label if element else edge.element)} field"
+        if value == free.other and free.other == OTHER_TEXT:  # the class of any other text: no text to quote
+            text = re.sub(rf"""(['"]?){re.escape(VALUE_PLACEHOLDER)}\1""", "some text of your choice", text)
     options = machine.options(edge.page, edge.element) if element else ()
     option = next((o for o in options if o.value == value), None)
     shown = option.label if option and option.label else value
@@ -94,9 +102,16 @@ def describe_edge(machine: Machine, edge: Edge, state: State | None = None) -> s
         shown = machine.schema.variables[element.sort].show(value)
     text = text.replace(VALUE_PLACEHOLDER, shown)
     if "{" in text and element is not None and state is not None:
-        item = dict(machine.instances(state, edge.element)).get(value) if element.repeat else None
+        # a sortable's move "from>to" names the copy it drags before the '>'
+        key = value.partition(">")[0] if edge.event == "move" else value
+        item = dict(machine.instances(state, edge.element)).get(key) if element.repeat else None
         return machine.text(state, text, element=edge.element, item=item)
     return text
+
+
+def _lower(label: str) -> str:
+    """A label inside a sentence: "Delivery city" -> "delivery city" (an acronym kept)."""
+    return label[:1].lower() + label[1:] if label[1:2].islower() else label
 
 
 def path_instruction(machine: Machine, path: list[Edge], rng: random.Random, start: State | None = None) -> str:
@@ -187,14 +202,15 @@ def _state_goals(machine: Machine, start: State, rng: random.Random, count: int,
 
 def _expr_goals(machine: Machine, start: State, rng: random.Random, count: int, max_depth: int) -> list[tuple[str, str]]:
     """Goals over structured state (else over scalars), from the ends of random walks."""
-    variables = structured(machine) or [n for n in machine.layout if not n.startswith("_")]
+    variables = structured(machine) or subjects(machine)
     out: list[tuple[str, str]] = []
     for _ in range(8 * count):
         if len(out) >= count or not variables:
             break
         end = random_walk(machine, start, rng.randint(2, 2 * max_depth), rng)
         var = rng.choice(variables)
-        found = goal_about(machine, end, var, rng) if var in structured(machine) else scalar_goal(machine, end, var)
+        found = (goal_about(machine, end, var, rng, start) if var in structured(machine)
+                 else scalar_goal(machine, end, var, start))
         if found is not None and all(found[0] != text for text, _ in out):
             out.append(found)
     return out
@@ -238,7 +254,8 @@ def synthesize_tasks(spec: SiteSpec, n: int, seed: int = 0, *, max_depth: int = 
     rng.shuffle(named)
     tasks: list[TaskSpec] = []
     for goal in named:
-        task = _make_task(machine, fixed or begin(), goal, "named", rng)
+        first = machine.goal_start(goal) or fixed or begin()  # a goal that names its start begins there
+        task = _make_task(machine, first, goal, "named", rng)
         reason = task if isinstance(task, str) else None
         if isinstance(task, TaskSpec) and task.difficulty > max_depth:
             reason = f"{task.difficulty} steps from the start, deeper than --max-depth {max_depth}"

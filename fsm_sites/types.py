@@ -177,13 +177,16 @@ class EnumT(VType):
         return self.values.index(value) if value in self.values else len(self.values)
 
 
+OTHER_TEXT = "something else"  # the class of any text that does not matter, unless a spec names its own
+
+
 @dataclass(frozen=True)
 class TextT(VType):
     """Free text: any text is accepted and classified as one of ``values`` (compared without
     case or surrounding spaces), ``""``, or other text, which the machine treats as ``other``."""
 
     values: tuple[str, ...] = ()
-    other: str = "something else"
+    other: str = OTHER_TEXT  # unless the spec names its own stand-in
     max_chars: int = 80
     kind: str = field(init=False, default="text")
 

@@ -28,6 +28,7 @@ from fsm_sites.spec import SiteSpec
 # libyaml's loader when present: the library's files parse ~10x faster than in pure Python
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 COUNT_BUDGET = 50_000  # states counted before validation reports a lower bound instead
+SEARCH_BUDGET = 50_000  # states one goal's search may expand before its reachability is left undecided
 
 
 @dataclass
@@ -40,7 +41,11 @@ class ValidationReport:
     warnings: list[str] = field(default_factory=list)  # the spec works, but likely not as meant
     states: int | None = None  # reachable states counted (None: not counted)
     states_exact: bool = False  # False: ``states`` is a lower bound
-    goal_depths: dict[str, int | None] = field(default_factory=dict)  # from the initial state
+    goal_depths: dict[str, int | None] = field(default_factory=dict)  # from the goal's start (else the initial state)
+    # per goal: "reachable" (a path found), "unreachable" (proved: a problem) or "undecided" (the search
+    # ran out of budget before either)
+    goal_status: dict[str, str] = field(default_factory=dict)
+    search_budget: int = SEARCH_BUDGET  # states each search may expand
     seconds: float = 0.0
 
     @property
@@ -52,6 +57,7 @@ class ValidationReport:
                 "problems": [{"place": p.place, "message": p.message} for p in self.problems],
                 "notes": self.notes, "warnings": self.warnings, "reachable_states": self.states, "reachable_states_exact": self.states_exact,
                 "reachable_states_at_least": self.states, "goal_depths": self.goal_depths,
+                "goal_status": self.goal_status,
                 "seconds": round(self.seconds, 3)}
 
 
@@ -60,7 +66,8 @@ def validate_spec(data: dict[str, Any] | SiteSpec) -> list[SpecProblem]:
     return check_spec(data)[1].problems
 
 
-def check_spec(data: dict[str, Any] | SiteSpec, *, count_budget: int = COUNT_BUDGET) -> tuple[SiteSpec | None, ValidationReport]:
+def check_spec(data: dict[str, Any] | SiteSpec, *, count_budget: int = COUNT_BUDGET,
+               search_budget: int = SEARCH_BUDGET) -> tuple[SiteSpec | None, ValidationReport]:
     """The parsed spec (None if its shape is wrong) and the full report."""
     start = time.perf_counter()
     name = data.name if isinstance(data, SiteSpec) else str(data.get("name", "spec"))
@@ -72,7 +79,7 @@ def check_spec(data: dict[str, Any] | SiteSpec, *, count_budget: int = COUNT_BUD
         if not report.problems:
             from fsm_sites.validate_behaviour import check_behaviour
 
-            check_behaviour(spec, report, count_budget)
+            check_behaviour(spec, report, count_budget, search_budget)
     report.seconds = time.perf_counter() - start
     return spec, report
 
@@ -177,5 +184,5 @@ def _show(value: Any) -> str:
     return show_value(value) if not isinstance(value, dict) or len(str(value)) < 80 else "{...}"
 
 
-__all__ = ["COUNT_BUDGET", "SearchBudgetExceeded", "ValidationReport", "check_spec", "load_and_validate",
+__all__ = ["COUNT_BUDGET", "SEARCH_BUDGET", "SearchBudgetExceeded", "ValidationReport", "check_spec", "load_and_validate",
            "validate_spec"]

@@ -4,7 +4,10 @@
   same value in some reachable state (a copy-pasted transition, say): guards that
   contradict each other are told apart at once, the rest by a search for a reachable
   state where both hold;
-- every page, goal and named start state reachable from the initial state;
+- every page, goal and named start state reachable from the initial state: a goal is first
+  tried by abstract interpretation (``fsm_sites.bounds``), which proves some goals
+  unreachable at any size, then searched for within the search budget; each goal ends
+  proved reachable, proved unreachable (a problem) or undecided (a note);
 - warnings where an element's `disabled_when` and its transitions' `when` disagree;
 - the reachable states counted up to a budget, and ``max_states`` enforced, naming the
   variables that multiply the states.
@@ -15,6 +18,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from itertools import combinations
 
+from fsm_sites.bounds import Bounds, unreachable_because
 from fsm_sites.engine import Machine, compile_site
 from fsm_sites.errors import SearchBudgetExceeded, SpecProblem, StateGraphTooLarge
 from fsm_sites.expr import (
@@ -31,27 +35,27 @@ from fsm_sites.expr import (
 )
 from fsm_sites.model import TransitionModel
 from fsm_sites.spec import SiteSpec
-
-SEARCH_BUDGET = 50_000  # states one validation search may expand before the check is left undecided
+from fsm_sites.validate import SEARCH_BUDGET
 
 
 @contextmanager
-def _bounded(machine: Machine, goal):
-    """The goal's search, with validation's smaller budget while the check runs."""
+def _bounded(machine: Machine, goal, budget: int = SEARCH_BUDGET):
+    """The goal's search, with validation's budget while the check runs."""
     search, _ = machine.search_for(goal)
-    saved, search.budget = search.budget, min(search.budget, SEARCH_BUDGET)
+    saved, search.budget = search.budget, budget
     try:
         yield
     finally:
         search.budget = saved
 
 
-def check_behaviour(spec: SiteSpec, report, count_budget: int) -> None:
+def check_behaviour(spec: SiteSpec, report, count_budget: int, search_budget: int = SEARCH_BUDGET) -> None:
     machine = compile_site(spec)
+    report.search_budget = search_budget
     _nondeterminism(machine, report)
     if report.problems:
         return
-    _reachability(machine, report)
+    _reachability(machine, report, search_budget)
     _disagreements(machine, report)
     _count(machine, report, count_budget)
     machine.report = report.to_json()
@@ -138,7 +142,7 @@ def _reachable_where(machine: Machine, key: str, node: Node, page: str, report, 
     params = tuple(p for p, _ in machine.schema.params.get(page, ()))
     goal = machine.make_goal(key, node, page, False, params)
     try:
-        with _bounded(machine, goal):
+        with _bounded(machine, goal, report.search_budget):
             paths = machine.shortest_paths(machine.initial, goal, limit=1)
     except SearchBudgetExceeded as exc:
         report.notes.append(f"could not decide {what}: {exc}")
@@ -187,23 +191,30 @@ def _contradict(x: Node, y: Node) -> bool:
     return False
 
 
-def _reachability(machine: Machine, report) -> None:
+def _reachability(machine: Machine, report, budget: int) -> None:
     spec = machine.spec
     for page in spec.pages:
         page_goal = machine.make_goal(f"page:{page.id}", Lit(True), page.id, False)
-        if _distance(machine, page_goal, report, f"page {page.id!r}") is None:
+        if _distance(machine, page_goal, report, f"page {page.id!r}", budget) is None:
             report.problems.append(SpecProblem(f"pages.{page.id}", f"page {page.id!r} is unreachable from start page "
                                                f"{spec.start_page!r}; add a transition that leads to it"))
+    bounds = Bounds(machine)
     for goal in spec.goals:
-        depth = _distance(machine, machine.goal_predicate(goal.id), report, f"goal {goal.id!r}")
+        predicate = machine.goal_predicate(goal.id)
+        why = unreachable_because(machine, bounds, predicate)  # proved without a search, at any size
+        first = machine.goal_start(goal.id) or machine.initial  # where its tasks begin
+        depth = None if why is not None else _distance(machine, predicate, report, f"goal {goal.id!r}", budget, first)
         report.goal_depths[goal.id] = None if depth == -1 else depth
+        report.goal_status[goal.id] = "undecided" if depth == -1 else "unreachable" if depth is None else "reachable"
         if depth is None:
+            why = why or "a search of every state it could be reached through found none"
+            origin = f"its start state {goal.start!r}" if goal.start else "the start"
             report.problems.append(SpecProblem(f"goals.{goal.id}", f"goal {goal.id!r} holds in no state reachable "
-                                               "from the start"))
+                                               f"from {origin}: {why}; change the goal or the transitions"))
     for start in spec.starts:
         state = machine.named_start(start.id)
         try:
-            with _bounded(machine, machine.state_goal(machine.canonical(state))):
+            with _bounded(machine, machine.state_goal(machine.canonical(state)), budget):
                 reachable = machine.is_reachable(state)
         except SearchBudgetExceeded as exc:
             report.notes.append(f"could not decide whether start state {start.id!r} is reachable: {exc}")
@@ -213,10 +224,10 @@ def _reachability(machine: Machine, report) -> None:
                                                "the initial state; change its variables or the transitions"))
 
 
-def _distance(machine: Machine, goal, report, what: str) -> int | None:
+def _distance(machine: Machine, goal, report, what: str, budget: int = SEARCH_BUDGET, start=None) -> int | None:
     try:
-        with _bounded(machine, goal):
-            return machine.distance(machine.initial, goal)
+        with _bounded(machine, goal, budget):
+            return machine.distance(start or machine.initial, goal)
     except SearchBudgetExceeded as exc:
         report.notes.append(f"could not decide whether {what} is reachable: {exc}")
         return -1

@@ -18,7 +18,26 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's plain help: rich's option tables cut long option names at 80 columns
+    rich_markup_mode=None,
 )
+
+def _version(shown: bool) -> None:
+    if shown:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"cua {version('cua-harness')}")
+        except PackageNotFoundError:  # run from a checkout that pip never installed
+            typer.echo("cua (cua-harness, not installed: run from a source checkout)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                       help="Print the version and exit.")) -> None:
+    """Train and evaluate GUI/web computer-use agents with step-level verifiable rewards."""
+
 
 COMMAND_GROUP = "cua.commands"
 # Each module exposes `register(app: typer.Typer) -> None`.
@@ -55,7 +74,9 @@ def main() -> None:
         code = 1
     except typer.TyperException as exc:  # click's usage errors, as typer vendors them
         code = exc.exit_code
-        if type(exc).__name__ != "NoArgsIsHelpError":  # that one printed the help already
+        if type(exc).__name__ == "NoArgsIsHelpError":  # its message is the help
+            typer.echo(exc.format_message())
+        else:
             ctx = getattr(exc, "ctx", None)
             where = ctx.command_path if ctx is not None else "cua"
             typer.echo(one_line(f"{exc.format_message()}; see {where} --help"), err=True)

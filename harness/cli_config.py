@@ -140,13 +140,14 @@ def _first_missing(path: Path) -> Path:
 
 # ---- configs from files, --set and options ----------------------------------------------------
 
-def describe_errors(err: ValidationError, where: str = "") -> str:
-    """Every error of a validation, each with its field (as a CLI option), what was expected
-    and what arrived."""
+def describe_errors(err: ValidationError, where: str = "", positional: tuple[str, ...] = ()) -> str:
+    """Every error of a validation, each with its field (as a CLI option, or the argument
+    it is given as), what was expected and what arrived."""
     parts = []
     for item in err.errors(include_url=False):
         loc = ".".join(str(p) for p in item["loc"])
-        option = f"--{loc.replace('_', '-')}" if loc and "." not in loc else f"--set {loc}"
+        option = (f"the {loc.upper()} argument" if loc in positional
+                  else f"--{loc.replace('_', '-')}" if loc and "." not in loc else f"--set {loc}")
         got = item.get("input")
         if item["type"] == "value_error":  # our own validators' messages say what arrived
             message = str(item.get("ctx", {}).get("error", item["msg"]))
@@ -207,15 +208,17 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_config(model: type[M], *, file: Path | None = None, sets: list[str] | None = None,
-                options: dict[str, Any] | None = None, where: str = "") -> M:
-    """The config from a file, ``--set`` values and CLI options (later ones win)."""
+                options: dict[str, Any] | None = None, where: str = "",
+                positional: tuple[str, ...] = ()) -> M:
+    """The config from a file, ``--set`` values and CLI options (later ones win);
+    ``positional`` fields are named in errors as the arguments they are on the command line."""
     data = read_config_file(file) if file is not None else {}
     data = _merge(data, parse_sets(sets))
     data = _merge(data, {k: v for k, v in (options or {}).items() if v is not None})
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(describe_errors(exc, where or model.__name__)) from None
+        raise ConfigError(describe_errors(exc, where or model.__name__, positional)) from None
 
 
 def _cli_shape(annotation: Any) -> tuple[str, list[str] | None] | None:
@@ -283,7 +286,8 @@ def config_command(model: type[M], run: Callable[[M], None], *, name: str, doc: 
     def command(**values: Any) -> None:
         with cli_errors():
             config = load_config(model, file=values.pop("config"), sets=values.pop("sets"),
-                                 options={f: values[f] for f in fields}, where=f"cua {name}")
+                                 options={f: values[f] for f in fields}, where=f"cua {name}",
+                                 positional=positional)
             run(config)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

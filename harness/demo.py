@@ -7,7 +7,6 @@ report it produced.
 
 from __future__ import annotations
 
-import html
 import json
 import subprocess
 import sys
@@ -20,7 +19,8 @@ import typer
 from rich.console import Console
 from rich.rule import Rule
 
-from harness.evaluation.stats import format_rate
+from harness.templating import render
+from sandboxes.extras import require_extra
 
 console = Console()
 
@@ -167,50 +167,30 @@ def run_stage(stage: Stage) -> tuple[int, float]:
     return proc.returncode, time.perf_counter() - started
 
 
-def before_after(out: Path) -> str:
-    """The tiny model before and after SFT, side by side (where both evaluations ran)."""
+def before_after(out: Path) -> dict[str, tuple[str, dict]]:
+    """The tiny model's evaluations that ran (label -> its folder and summary), shown side by
+    side on the index page where at least two did."""
     runs = {"untrained tiny model": "tiny_before", "after a short SFT": "tiny_after",
             "after SFT + a short GRPO run": "tiny_grpo"}
-    found = {label: json.loads((out / name / "summary.json").read_text(encoding="utf-8"))
-             for label, name in runs.items() if (out / name / "summary.json").is_file()}
-    if len(found) < 2:
-        return ""
-    cells = "".join(
-        f'<td><b>{format_rate(s["success_rate"], s["success_ci"], 0)}</b> success (95% CI) · '
-        f'progress {s["progress"]:.2f} · {s["episodes"]} episodes<br>'
-        f'<a href="{runs[label]}/report.html">episodes</a></td>'
-        for label, s in found.items())
-    heads = "".join(f"<th>{html.escape(label)}</th>" for label in found)
-    return (f"<h2>The tiny model on the synthesized site's verified tasks (unseen layouts)</h2>"
-            f"<table><tr>{heads}</tr><tr>{cells}</tr></table>"
-            '<p><a href="sft/report.html">SFT report (loss curves)</a> · '
-            '<a href="grpo/report.html">GRPO report (curves, task pool, rollouts)</a></p>')
+    return {label: (name, json.loads((out / name / "summary.json").read_text(encoding="utf-8")))
+            for label, name in runs.items() if (out / name / "summary.json").is_file()}
 
 
 def write_index(out: Path, results: list[tuple[Stage, int, float]]) -> Path:
-    rows = []
-    for stage, code, seconds in results:
-        status = "ok" if code == 0 else f"exit {code}"
-        links = " · ".join(
-            f'<a href="{html.escape(path)}">{html.escape(label)}</a>'
-            for label, path in stage.links.items() if (out / path).exists()
-        )
-        rows.append(
-            f"<tr><td>{html.escape(stage.title)}</td><td><code>cua {html.escape(' '.join(stage.args))}"
-            f"</code></td><td>{status}</td><td>{seconds:.1f} s</td><td>{links}</td></tr>"
-        )
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>cua demo</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2rem}}td,th{{border:1px solid #ccc;padding:.4rem;
-vertical-align:top}}table{{border-collapse:collapse}}code{{font-size:.8rem}}</style></head><body>
-<h1>cua demo</h1>{before_after(out)}<h2>Stages</h2>
-<table><tr><th>stage</th><th>command</th><th>status</th><th>time</th><th>outputs</th></tr>
-{''.join(rows)}</table></body></html>"""
+    """``index.html`` (``harness/templates/demo_index.html.jinja``) and ``stages.json``."""
+    stages = [(stage, code, seconds, [(label, path) for label, path in stage.links.items()
+                                      if (out / path).exists()])
+              for stage, code, seconds in results]
+    page = render("harness", "demo_index.html.jinja", models=before_after(out), stages=stages)
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
     (out / "stages.json").write_text(json.dumps(
         [{"title": s.title, "args": s.args, "exit": c, "seconds": round(t, 2)} for s, c, t in results],
         indent=2), encoding="utf-8")
     return index
+
+#: what the stages need beyond the core (`make demo` installs them all)
+DEMO_EXTRAS = ("miniwob", "export", "train")
 
 
 def demo_command(
@@ -222,6 +202,8 @@ def demo_command(
 
     with cli_errors():
         check_output_dir(out, "--out")
+        for extra in DEMO_EXTRAS:  # up front, not after minutes of earlier stages
+            require_extra(extra, "cua demo (MiniWoB++, store exports and training stages)")
     out.mkdir(parents=True, exist_ok=True)
     write_sft_config(out, quick=quick)
     write_grpo_config(out, quick=quick)

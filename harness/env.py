@@ -52,6 +52,11 @@ DEFAULT_STEP_TIMEOUT_S = 30.0
 DEFAULT_RESET_TIMEOUT_S = 60.0
 
 
+def dict_error(action: object, exc: ValidationError) -> str:
+    """The agent's mistake an action dict off the schema is (its last_action_error)."""
+    return f"expected an action dict, got {short_repr(action, 200)}: {exc.errors()[0]['msg']}"
+
+
 def resolve_codec(codec: Any) -> Any:
     """A codec object from a name ("qwen", "uitars", "pyautogui", "json") or an object."""
     if codec is None or isinstance(codec, str):
@@ -323,8 +328,7 @@ class AsyncEnv:
         except ActionParseError as exc:
             return None, text, str(exc)
         except ValidationError as exc:
-            return None, text, (f"expected an action dict, got {short_repr(action, 200)}: "
-                                f"{exc.errors()[0]['msg']}")
+            return None, text, dict_error(action, exc)
         if isinstance(parsed, ClickElement):
             return parsed, text, None
         return parsed, text, outside(parsed, *size)

@@ -21,6 +21,7 @@
                                 site client's and the env server's errors. The runner, the
                                 explorer and task synthesis all catch exactly this.
     ConfigError                 (sandboxes.errors) a configuration value of the wrong shape
+    └── MissingExtraError       (sandboxes.errors) an optional extra that is not installed
 
 Agent mistakes never raise out of ``env.step``: they come back as
 ``Observation.last_action_error``. Infrastructure failures raise, and the episode
@@ -29,7 +30,7 @@ runner retries them.
 
 from __future__ import annotations
 
-from sandboxes.errors import ConfigError, InfrastructureError, SandboxCrashed
+from sandboxes.errors import ConfigError, InfrastructureError, MissingExtraError, SandboxCrashed
 
 
 class HarnessError(Exception):
@@ -97,6 +98,6 @@ class RestoreMismatch(StoreError):
 
 __all__ = [
     "ActionParseError", "ConfigError", "EnvHostLost", "EpisodeTimeout", "HarnessError", "InfrastructureError",
-    "PageLeft", "RestoreMismatch", "StoreError", "TaskError", "UnknownAgentError", "UnknownNameError",
+    "MissingExtraError", "PageLeft", "RestoreMismatch", "StoreError", "TaskError", "UnknownAgentError", "UnknownNameError",
     "UnknownTaskError", "did_you_mean",
 ]

@@ -132,8 +132,22 @@ async def _verify_all(tasks: Sequence[Any], sites: SiteClient, provider: Sandbox
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``cua tasks synth``."""
-    tasks_app = typer.Typer(help="Synthesize and verify FSM-site tasks.", no_args_is_help=True)
+    """Add ``cua tasks list`` and ``cua tasks synth``."""
+    tasks_app = typer.Typer(help="List a suite's tasks; synthesize and verify FSM-site tasks.",
+                            no_args_is_help=True)
+
+    @tasks_app.command("list")
+    def list_tasks(
+        suite: Annotated[str, typer.Argument(help="a suite ('miniwob', 'fsm', 'desktop'), some of its "
+                                             "tasks ('fsm:shop', 'miniwob:click-test,click-button') or "
+                                             "several joined with '+'")],
+    ) -> None:
+        """Print the task ids a suite names, one per line (what --suite and tasks: accept)."""
+        from harness.tasks.registry import suite_task_ids
+
+        with cli_errors():
+            for task_id in suite_task_ids(suite):
+                typer.echo(task_id)
 
     @tasks_app.command("synth")
     def synth(

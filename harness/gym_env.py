@@ -105,6 +105,8 @@ class GymEnv(gymnasium.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
+        if seed is None:  # gymnasium's contract: an unseeded reset draws from the env's RNG,
+            seed = int(self.np_random.integers(2**31))  # so reset(seed=s), reset() repeats
         obs, info = self._loop.run(self.env.reset(seed=seed, options=options))
         self.last_observation, self.last_info = obs, info
         return _gym_observation(obs), {"task": info.task, "seed": info.seed,

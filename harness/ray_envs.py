@@ -34,6 +34,7 @@ from harness.env_providers import EnvOptions, EnvProvider, ProviderContext, make
 from harness.errors import ConfigError, EnvHostLost, InfrastructureError
 from harness.observation import Observation, ResetInfo
 from harness.rollout import describe_error
+from sandboxes.extras import import_extra
 
 
 class RayConfig(BaseModel):
@@ -74,12 +75,7 @@ def check_cluster_address(address: str, timeout_s: float = 5.0) -> None:
 
 
 def _ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise ConfigError("expected Ray installed for --ray, got none; install the ray extra: "
-                          "pip install 'cua-harness[ray]'") from exc
-    return ray
+    return import_extra("ray", "ray", "--ray")
 
 
 class EnvPoolActor:

@@ -23,6 +23,14 @@ from pathlib import Path
 from fsm_sites.client import LocalSiteClient, SiteClient
 from fsm_sites.server import SiteServer
 from harness.errors import ConfigError
+from sandboxes.extras import import_extra
+
+
+def miniwob_html() -> Path:
+    """The ``miniwob`` package's ``html`` folder: what the page server serves (the
+    `miniwob` extra, imported here, at its point of use)."""
+    miniwob = import_extra("miniwob", "miniwob", "the MiniWoB++ task pages")
+    return Path(miniwob.__path__[0]) / "html"
 
 
 class TaskResources:
@@ -82,11 +90,10 @@ class TaskResources:
         return LocalSiteClient(server)
 
     async def _start_pages(self) -> str:
-        import miniwob
         from aiohttp import web
 
         app = web.Application()
-        app.router.add_static("/", Path(miniwob.__file__).parent / "html", follow_symlinks=False)
+        app.router.add_static("/", miniwob_html(), follow_symlinks=False)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.bind_host, 0)

@@ -54,6 +54,9 @@ if TYPE_CHECKING:
     from harness.store.store import TrajectoryStore
 
 RESULTS_FILE = "results.jsonl"
+#: the progress bar's tally: goals reached, episodes that ended without (the agent's
+#: failures), and episodes lost to the infrastructure after their retries
+PROGRESS_COUNTS = "solved {task.fields[solved]} · unsolved {task.fields[unsolved]} · infra errors {task.fields[errors]}"
 
 
 class RunnerConfig(EnvPlacement):
@@ -194,11 +197,11 @@ class EpisodeRunner:
         for spec in todo:
             queue.put_nowait(spec)
         records: list[EpisodeRecord] = []
-        self._counts: dict[str, Any] = {"ok": 0, "failed": 0}
+        self._counts: dict[str, Any] = {"solved": 0, "unsolved": 0, "errors": 0}
         try:
             await envs.start()
             with self._progress(len(todo)) as progress:
-                bar = progress.add_task("episodes", total=len(todo), ok=0, failed=0)
+                bar = progress.add_task("episodes", total=len(todo), **self._counts)
                 workers = [
                     self._worker(envs, queue, records, progress, bar)
                     for _ in range(min(self.config.concurrency, len(todo)))
@@ -244,7 +247,7 @@ class EpisodeRunner:
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]}"),
+            TextColumn(PROGRESS_COUNTS),
             TimeElapsedColumn(),
             disable=not self.config.progress,
             transient=False,
@@ -259,8 +262,8 @@ class EpisodeRunner:
             self._write(record)
             if self.on_episode is not None:
                 await _maybe_await(self.on_episode(record))
-            self._counts["ok"] += int(record.success)
-            self._counts["failed"] += int(record.error is not None)
+            outcome = "errors" if record.error is not None else "solved" if record.success else "unsolved"
+            self._counts[outcome] += 1
             progress.update(bar, advance=1, **self._counts)
 
     async def _run_with_retries(self, envs: EnvProvider, spec: EpisodeSpec) -> EpisodeRecord:

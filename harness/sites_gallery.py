@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ from fsm_sites.render.themes import FAMILIES, PALETTES, Theme, choose_style
 from fsm_sites.state import State
 from harness.cli_config import check_output_dir, config_command, removed_on_failure
 from harness.errors import ConfigError
+from harness.templating import render
 from sandboxes.viewports import VIEWPORTS, parse_viewport, viewport_name
 
 if TYPE_CHECKING:
@@ -223,36 +223,14 @@ async def _shoot(server: SiteServer, sandbox: BrowserSandbox, shot: Shot, goal: 
 
 
 def write_page(shots: list[Shot], out: Path, title: str = "FSM sites gallery") -> Path:
-    """``index.html``: a section per site, a row per state and theme, one picture per viewport
-    (each drawn at a third of its size, linked to the full PNG)."""
-    sections: list[str] = []
-    for site in dict.fromkeys(s.site for s in shots):
-        rows: dict[tuple[int, str], list[Shot]] = {}
-        for shot in (s for s in shots if s.site == site):
-            rows.setdefault((shot.index, shot.theme.name), []).append(shot)
-        body = []
-        for (_, theme), row in rows.items():
-            figures = "".join(
-                f'<figure><a href="{escape(s.path)}"><img src="{escape(s.path)}" alt="{escape(s.path)}" '
-                f'width="{s.viewport[0] // 3}" height="{s.viewport[1] // 3}"></a>'
-                f"<figcaption>{escape(viewport_name(s.viewport))} · {s.viewport[0]}x{s.viewport[1]}"
-                "</figcaption></figure>" for s in row)
-            state = row[0].state
-            body.append(f'<div class="row"><h3>{escape(state.page)} · {escape(theme)} · seed {row[0].seed}'
-                        f'</h3><div class="shots">{figures}</div></div>')
-        sections.append(f'<section><h2>{escape(site)}</h2>{"".join(body)}</section>')
-    page = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>"
-        "body{font-family:'Noto Sans',sans-serif;margin:24px;background:#f4f4f5;color:#18181b}"
-        "section{margin-bottom:40px}.row{margin:12px 0 20px}.shots{display:flex;gap:16px;"
-        "align-items:flex-start;flex-wrap:wrap}figure{margin:0}img{border:1px solid #d4d4d8;"
-        "background:#fff;display:block}figcaption{font-size:12px;color:#52525b;margin-top:4px}"
-        "h3{font-size:14px;font-weight:600;margin:0 0 6px}"
-        f"</style></head><body><h1>{escape(title)}</h1>"
-        f"<p>{len(shots)} screenshots; every state is a real FSM state (initial, or on a goal's "
-        f"oracle path), rendered by the site server in Chromium.</p>{''.join(sections)}</body></html>"
-    )
+    """``index.html`` (``harness/templates/gallery.html.jinja``): a section per site, a row per
+    state and theme, one picture per viewport (each drawn at a third of its size, linked to
+    the full PNG)."""
+    sites: dict[str, dict[tuple[int, str], list[Shot]]] = {}
+    for shot in shots:
+        sites.setdefault(shot.site, {}).setdefault((shot.index, shot.theme.name), []).append(shot)
+    page = render("harness", "gallery.html.jinja", title=title, count=len(shots), sites=sites,
+                  viewport_name=viewport_name)
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
     return index

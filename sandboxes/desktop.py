@@ -50,15 +50,16 @@ from sandboxes.base import SandboxKind, Screenshot
 from sandboxes.desktop_config import DesktopConfig
 from sandboxes.display import Processes, start_xvfb, wait_until
 from sandboxes.errors import SandboxClosed, SandboxCrashed, SandboxStartError, SandboxTimeout
+from sandboxes.extras import require_extra
 from sandboxes.openbox import write_locked_config
 from sandboxes.teardown import close_all, finish_in_thread
 from sandboxes.xauth import HOST, new_cookie, write_authority
-from sandboxes.xinput import XInput
 from sandboxes.xlink import HostDisplay
-from sandboxes.xscreen import Screen, Window
 
 if TYPE_CHECKING:
     from sandboxes.isolation import Isolation
+    from sandboxes.xinput import XInput
+    from sandboxes.xscreen import Screen, Window
 
 T = TypeVar("T")
 
@@ -112,6 +113,7 @@ class DesktopSandbox:
     # ---- the core ---------------------------------------------------------------------
     async def start(self) -> None:
         self._check_open()
+        require_extra("desktop", "the desktop sandbox")  # mss and python-xlib, before any process
         if self._xvfb is None:
             self._new_home()
             await finish_in_thread(self._start_display, self._stop_display)
@@ -302,6 +304,9 @@ class DesktopSandbox:
                 self._host_number = self._host_display.number
             assert self._host_number is not None
             HOST.add(self._host_number, cookie)
+            from sandboxes.xinput import XInput  # the desktop extra (checked in start)
+            from sandboxes.xscreen import Screen
+
             self._input = XInput(self.display_name)
             self._screen = Screen(self.display_name, cfg.width, cfg.height)
             if cfg.window_manager:

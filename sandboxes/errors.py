@@ -11,6 +11,8 @@
         ├── SandboxNavigationError reset could not load its start URL (site down, refused)
         └── SandboxEvaluationError a JavaScript expression threw inside the page
     ConfigError (ValueError)       a configuration value that is missing or of the wrong shape
+    └── MissingExtraError          a feature whose optional extra is not installed (also an
+                                   ImportError); the message names the extra to install
 
 These roots live here, in the lowest of our packages (``sandboxes`` imports nothing of
 ours), so that the harness, the sandboxes and the providers raise one family each;
@@ -26,6 +28,11 @@ class InfrastructureError(Exception):
 
 class ConfigError(ValueError):
     """A configuration that does not validate; the message names every bad field."""
+
+
+class MissingExtraError(ConfigError, ImportError):
+    """A feature needs an optional extra that is not installed; the message names it
+    (``sandboxes.extras.require_extra`` raises it)."""
 
 
 class SandboxError(InfrastructureError):

@@ -98,14 +98,16 @@ fi
 
 [ "${1:-}" = "--base" ] && { say "base image $BASE_IMAGE ready"; exit 0; }
 
-# 5. the wheelhouse
+# 5. the wheelhouse: the core and the image's extras (desktop, miniwob; see the Dockerfile)
 want=$("$PY" -c "import tomllib, hashlib; d = tomllib.load(open('$ROOT/pyproject.toml', 'rb')); \
-print(hashlib.sha256(repr((d['project']['dependencies'], d['build-system']['requires'])).encode()).hexdigest())")
+p = d['project']; extras = p['optional-dependencies']; \
+print(hashlib.sha256(repr((p['dependencies'], extras['desktop'], extras['miniwob'], d['build-system']['requires'])).encode()).hexdigest())")
 if [ "$(cat "$ROOT/.wheelhouse/.deps" 2>/dev/null)" != "$want" ]; then
   say "building the wheelhouse (.wheelhouse/)"
   rm -rf "$ROOT/.wheelhouse"
   "$PY" -c "import tomllib; d = tomllib.load(open('$ROOT/pyproject.toml', 'rb')); \
-print('\n'.join(d['project']['dependencies'] + d['build-system']['requires']))" >"$STATE/requirements.txt"
+p = d['project']; extras = p['optional-dependencies']; \
+print('\n'.join(p['dependencies'] + extras['desktop'] + extras['miniwob'] + d['build-system']['requires']))" >"$STATE/requirements.txt"
   "$PY" -m pip wheel -q -w "$ROOT/.wheelhouse" -r "$STATE/requirements.txt"
   echo "$want" >"$ROOT/.wheelhouse/.deps"
 fi

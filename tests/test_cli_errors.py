@@ -74,7 +74,10 @@ def _cases() -> list[tuple[str, list[str], str]]:
         ("sites-synth-difficulty", ["sites", "synth", "--difficulty", "hardest", "--out", "s1.yaml"],
          "hardest"),
         ("sites-serve-site", ["sites", "serve", "shp"], "'shp'"),
+        ("sites-path-site", ["sites", "path", "shp", "checkout"], "'shp'"),
+        ("sites-path-goal", ["sites", "path", "shop", "chekout"], "'chekout'"),
         ("sites-serve-port", ["sites", "serve", "shop", "--port", "99999"], "--port"),
+        ("serve-no-model", ["serve"], "the MODEL argument (model): field required"),
     ]
     writers = {  # command -> its arguments with the output path last
         "eval": ["eval", "--suite", SUITE, "--out"], "eval-store": ["eval", "--suite", SUITE, "--store"],

@@ -7,7 +7,7 @@
     ConfigError                  (sandboxes.errors) a configuration value of the wrong shape
     ├── ModelDirError            a model directory that is missing, incomplete, or of an
     │                            architecture the loader does not know
-    ├── MissingExtraError        a backend whose optional dependencies are not installed
+    ├── MissingExtraError        (sandboxes.errors) a backend whose optional extra is not installed
     ├── EndpointRejected         the endpoint refused the request (another 4xx: a bad model
     │                            name, an unsupported field); retrying would not help
     ├── TrainingDataError        no training rows (an empty store or export) or rows whose
@@ -22,7 +22,7 @@ failure, with the server's own message.
 
 from __future__ import annotations
 
-from sandboxes.errors import ConfigError, InfrastructureError
+from sandboxes.errors import ConfigError, InfrastructureError, MissingExtraError
 
 
 class EndpointError(InfrastructureError):
@@ -31,10 +31,6 @@ class EndpointError(InfrastructureError):
 
 class ModelDirError(ConfigError):
     """A model directory that cannot be loaded as a policy."""
-
-
-class MissingExtraError(ConfigError, ImportError):
-    """A backend needs an optional extra that is not installed; the message names it."""
 
 
 class EndpointRejected(ConfigError):

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.errors import ConfigError
 from sandboxes.errors import InfrastructureError
+from sandboxes.extras import import_extra
 
 REPO = "cua-harness"
 INPUTS_LABEL = "cua.inputs"
@@ -89,11 +90,7 @@ def ensure_image(client: Any, base_image: str = DEFAULT_BASE_IMAGE, *,
 
 def docker_client(timeout_s: float = 600.0) -> Any:
     """A Docker SDK client from the environment (``DOCKER_HOST``), or a clear error."""
-    try:
-        import docker
-    except ImportError as exc:
-        raise ConfigError("expected the Docker SDK for Python, got no `docker` package; "
-                          "pip install 'cua-harness[docker]'") from exc
+    docker = import_extra("docker", "docker", "the Docker engine (the Docker SDK for Python)")
     try:
         client = docker.from_env(timeout=int(timeout_s))
         client.ping()

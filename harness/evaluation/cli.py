@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -101,12 +102,35 @@ def _print_tables(summary: dict, failed: int, raised: int, out: Path) -> None:
     console.print(f"report: {(out / 'report.html').resolve()}")
 
 
+def shared_prefix(task_ids: list[str]) -> str:
+    """What every task id starts with, up to its last ``:``, ``/`` or ``#`` (``fsm:runs/x.jsonl#``),
+    so a table can show the rest; empty when they share none."""
+    if not task_ids:
+        return ""
+    common = os.path.commonprefix(task_ids)
+    if len(task_ids) == 1:
+        common = common[:-1]  # a lone id keeps its last part
+    cut = max(common.rfind(sep) for sep in ":/#")
+    return common[: cut + 1]
+
+
+def _task_column(table: Table, task_ids: list[str]) -> str:
+    """The task column (each row the id without the ids' shared prefix, never cut short) and
+    a caption that gives the prefix once."""
+    prefix = shared_prefix(task_ids)
+    table.add_column("task", justify="left", overflow="fold")
+    if prefix:
+        table.caption = f"task ids begin with {prefix}"
+    return prefix
+
+
 def _print_table(summary: dict, title: str) -> None:
     table = Table(title=title)
-    for column in ("task", "episodes", "success [95% CI]", "mean reward", "steps", "steps/s"):
-        table.add_column(column, justify="left" if column == "task" else "right")
+    prefix = _task_column(table, list(summary["per_task"]))
+    for column in ("episodes", "success [95% CI]", "mean reward", "steps", "steps/s"):
+        table.add_column(column, justify="right")
     for task, f in summary["per_task"].items():
-        table.add_row(task, str(f["episodes"]), format_rate(f["success_rate"], f["success_ci"]),
+        table.add_row(task.removeprefix(prefix), str(f["episodes"]), format_rate(f["success_rate"], f["success_ci"]),
                       f"{f['mean_reward']:.3f}", str(f["steps"]), f"{f['steps_per_second']:.2f}")
     table.add_row("[bold]all", str(summary["episodes"]),
                   format_rate(summary["success_rate"], summary["success_ci"]),
@@ -200,10 +224,11 @@ def _print_comparison(group: dict[str, Any]) -> None:
     kind = "the agents' own episodes" if group["temperature"] is None \
         else f"episodes sampled at temperature {group['temperature']:g}"
     table = Table(title=f"cua eval compare · {kind} · A - B")
-    for column in ("task", "pairs", "A", "B", "A - B"):
-        table.add_column(column, justify="left" if column == "task" else "right")
+    prefix = _task_column(table, list(group["per_task"]))
+    for column in ("pairs", "A", "B", "A - B"):
+        table.add_column(column, justify="right")
     for task, row in group["per_task"].items():
-        table.add_row(task, str(row["pairs"]), str(row["success_a"]), str(row["success_b"]),
+        table.add_row(task.removeprefix(prefix), str(row["pairs"]), str(row["success_a"]), str(row["success_b"]),
                       f"{100 * row['difference']:+.1f} pts")
     table.add_row("[bold]all", str(group["pairs"]), format_rate(group["rate_a"], group["ci_a"]),
                   format_rate(group["rate_b"], group["ci_b"]),

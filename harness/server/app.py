@@ -2,15 +2,23 @@
 
 OpenEnv's endpoints::
 
-    GET  /health      {"status": "healthy", "active_sessions": n, "max_sessions": m}
+    GET  /health      {"status": "healthy"} (open: no token); with the token, also
+                      "active_sessions" and "max_sessions"
     GET  /schema      {"action": ..., "observation": ..., "state": ...} (JSON schemas)
     GET  /metadata    name, description, version
     GET  /ws          WebSocket: one session per connection; {"type": "reset" | "step" |
                       "state" | "close", "data": ...} -> {"type": "observation" | "state" |
                       "error", "data": ...}
-    POST /reset       {"seed", "episode_id", "task", "options", "session_id"} -> envelope
+    POST /reset       {"seed", "episode_id", "task", "options"} -> envelope; stateless, as
+                      OpenEnv's: its env is handed back before the answer
     POST /step        {"action", "session_id"} -> envelope
     GET  /state       ?session_id=... -> state
+
+OpenEnv's HTTP calls hold no session (its ``/step`` runs on a fresh env); a browser episode
+needs one, so ours add an HTTP session: ``/reset`` with ``"open_session": true`` opens one
+(its id in ``X-Session-Id`` and ``observation.metadata.session_id``), which ``/step``,
+``/state`` and the rest name by ``session_id``, and ``/reset`` with that ``session_id``
+resets again.
 
 Ours, beyond the protocol (HTTP, and as WebSocket message types of the same names):
 ``POST /oracle`` (the task's oracle action, for data collection) and ``POST /jump``
@@ -19,17 +27,21 @@ and refused (403 ``NOT_EXPOSED``) unless the pool exposes them (``--expose oracl
 ``POST /observe`` (a fresh observation without a step), ``POST /close`` (end an HTTP
 session) and ``GET /tasks`` (what the server serves).
 
-Every call needs the token: ``Authorization: Bearer TOKEN``, or Basic auth with the token
+Every call but ``GET /health`` needs the token: ``Authorization: Bearer TOKEN``, or Basic auth with the token
 as password (so an unchanged OpenEnv client reaches it as ``http://user:TOKEN@host:port``).
 Errors are JSON: ``{"detail": message, "code": CODE}`` over HTTP, ``{"type": "error",
-"data": {"message", "code"}}`` on the WebSocket. Infrastructure failures carry the code
+"data": {"message", "code"}}`` on the WebSocket; a ``VALIDATION_ERROR`` of a body also
+carries pydantic's ``errors`` list, as OpenEnv's does. A body over the size limit gets 413
+``PAYLOAD_TOO_LARGE``. Infrastructure failures carry the code
 ``INFRASTRUCTURE_ERROR`` (HTTP 503) with ``error_type`` and, for crashes, ``shared``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import contextlib
 import hmac
 import json
 from importlib.metadata import PackageNotFoundError, version
@@ -47,10 +59,13 @@ from harness.server.protocol import (
     StepBody,
     describe_body,
     schemas,
+    validation_errors,
 )
 from harness.server.sessions import ServerError, Session, SessionPool
 from sandboxes.errors import SandboxCrashed
 
+#: how long a socket refused for capacity waits for the client's first message
+CAPACITY_ANSWER_S = 10.0
 AUTH_HINT = ("send Authorization: Bearer TOKEN (or Basic auth with the token as password, "
              "e.g. http://user:TOKEN@host:port)")
 
@@ -71,9 +86,13 @@ def token_of(header: str) -> str | None:
 def error_data(exc: BaseException) -> tuple[int, dict[str, Any]]:
     """(HTTP status, error body) for an exception raised while serving a call."""
     if isinstance(exc, ServerError):
-        return exc.status, {"message": str(exc), "code": exc.code}
+        refusal: dict[str, Any] = {"message": str(exc), "code": exc.code}
+        if exc.errors is not None:
+            refusal["errors"] = exc.errors
+        return exc.status, refusal
     if isinstance(exc, ValidationError):
-        return 422, {"message": describe_body(exc, "body"), "code": "VALIDATION_ERROR"}
+        return 422, {"message": describe_body(exc, "body"), "code": "VALIDATION_ERROR",
+                     "errors": validation_errors(exc)}
     if isinstance(exc, ConfigError):
         return 422, {"message": str(exc), "code": "VALIDATION_ERROR"}
     if isinstance(exc, InfrastructureError):
@@ -93,16 +112,18 @@ def _json(model: BaseModel | dict[str, Any], status: int = 200) -> web.Response:
 class EnvServer:
     """The routes over one session pool, behind one token."""
 
-    def __init__(self, pool: SessionPool, token: str) -> None:
+    def __init__(self, pool: SessionPool, token: str, *,
+                 max_body_bytes: int = MAX_MESSAGE_BYTES) -> None:
         if not token:
             raise ConfigError("expected a token for the env server, got none; pass --token "
                               "or set CUA_ENV_TOKEN")
         self.pool = pool
         self.token = token
+        self.max_body_bytes = max_body_bytes
         self._sockets: set[web.WebSocketResponse] = set()
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._guard], client_max_size=MAX_MESSAGE_BYTES)
+        app = web.Application(middlewares=[self._guard], client_max_size=self.max_body_bytes)
         app.router.add_get("/health", self.health)
         app.router.add_get("/schema", self.schema)
         app.router.add_get("/metadata", self.metadata)
@@ -116,15 +137,28 @@ class EnvServer:
         app.on_cleanup.append(lambda _: self.pool.close())
         return app
 
+    def _missing_token(self, request: web.Request) -> str | None:
+        """What the request carries instead of the server's token; None: the token."""
+        given = token_of(request.headers.get("Authorization", ""))
+        if given is None:
+            return "none"
+        return None if hmac.compare_digest(given.encode(), self.token.encode()) else \
+            "a token it does not know"
+
     @web.middleware
     async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        given = token_of(request.headers.get("Authorization", ""))
-        if given is None or not hmac.compare_digest(given.encode(), self.token.encode()):
-            what = "none" if given is None else "a token it does not know"
+        is_health = request.method == "GET" and request.path == "/health"
+        if not is_health and (what := self._missing_token(request)) is not None:
             return _json({"detail": f"expected the server's token, got {what}; {AUTH_HINT}",
                           "code": "UNAUTHORIZED"}, 401)
         try:
             return await handler(request)
+        except web.HTTPRequestEntityTooLarge:
+            size = request.content_length
+            got = f"{size} bytes" if size else "more (a chunked body)"
+            return _json({"detail": f"expected a body of at most {self.max_body_bytes} bytes, "
+                          f"got {got}; send a smaller body (screenshots travel from the "
+                          "server, never to it)", "code": "PAYLOAD_TOO_LARGE"}, 413)
         except web.HTTPException as exc:
             return _json({"detail": f"expected an endpoint of the env server, got {request.method} "
                           f"{request.path} ({exc.reason}); see GET /schema", "code": "UNKNOWN_TYPE"},
@@ -136,6 +170,10 @@ class EnvServer:
     # ---- OpenEnv's endpoints -------------------------------------------------------------
 
     async def health(self, request: web.Request) -> web.Response:
+        """Open, as OpenEnv's (a load balancer's probe has no token); the session counts
+        only for a caller with the token."""
+        if self._missing_token(request) is not None:
+            return _json({"status": "healthy"})
         return _json({"status": "healthy", "active_sessions": len(self.pool.sessions),
                       "max_sessions": self.pool.max_sessions})
 
@@ -156,17 +194,21 @@ class EnvServer:
 
     async def http_reset(self, request: web.Request) -> web.Response:
         body = ResetBody.model_validate(await _body(request, empty_ok=True))
-        opened = body.session_id is None
-        session = self.pool.open("http") if opened else self.pool.get(body.session_id or "")
+        if body.session_id is not None:
+            session = self.pool.get(body.session_id)
+            return _with_session(await self.pool.reset(session, body), session)
+        session = self.pool.open("http")
         try:
             envelope = await self.pool.reset(session, body)
         except BaseException:
-            if opened:
-                await self.pool.end(session)
+            await self.pool.end(session)
             raise
-        response = _json(envelope)
-        response.headers["X-Session-Id"] = session.id
-        return response
+        if body.open_session:
+            return _with_session(envelope, session)
+        # stateless, as OpenEnv's: the env goes back before the answer, nothing is held
+        await self.pool.end(session)
+        envelope.observation.metadata.session_id = None
+        return _json(envelope)
 
     async def http_step(self, request: web.Request) -> web.Response:
         body = StepBody.model_validate(await _body(request))
@@ -210,8 +252,13 @@ class EnvServer:
         try:
             session = self.pool.open("ws")
         except ServerError as exc:
+            # the refusal answers the client's first message: sent at once, it would race
+            # the client's send into a closed socket (ConnectionClosed instead of the code)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ws.receive(), CAPACITY_ANSWER_S)
             await ws.send_str(json.dumps({"type": "error", "data": error_data(exc)[1]}))
             await ws.close()
+            self._sockets.discard(ws)
             return ws
         try:
             async for message in ws:
@@ -253,9 +300,9 @@ class EnvServer:
     async def _ws_call(self, session: Session, kind: Any, data: Any) -> tuple[str, Any]:
         if kind == "reset":
             body = ResetBody.model_validate(data or {})
-            if body.session_id is not None:
-                raise ServerError(422, "VALIDATION_ERROR", "session_id: expected none on a "
-                                  "WebSocket (the connection is its session)")
+            if body.session_id is not None or body.open_session:
+                raise ServerError(422, "VALIDATION_ERROR", "session_id, open_session: expected "
+                                  "none on a WebSocket (the connection is its session)")
             return "observation", (await self.pool.reset(session, body)).model_dump(mode="json")
         if kind == "step":
             return "observation", (await self.pool.step(session, data)).model_dump(mode="json")
@@ -270,6 +317,12 @@ class EnvServer:
             return "observation", (await self.pool.observe(session)).model_dump(mode="json")
         raise ServerError(400, "UNKNOWN_TYPE", f"expected a message type in reset, step, state, "
                           f"close, oracle, jump, observe; got {kind!r}")
+
+
+def _with_session(envelope: BaseModel, session: Session) -> web.Response:
+    response = _json(envelope)
+    response.headers["X-Session-Id"] = session.id
+    return response
 
 
 def _ws_error(code: str, message: str) -> str:

@@ -26,9 +26,10 @@ import os
 from typing import Any
 
 import aiohttp
+from pydantic import ValidationError
 
 from harness.actions import Action, duration_s, parse_action, parse_agent_action
-from harness.env import Env, StepResult, resolve_codec
+from harness.env import Env, StepResult, dict_error, resolve_codec
 from harness.env_providers import EnvOptions, ProviderContext
 from harness.errors import ActionParseError, ConfigError
 from harness.observation import Observation, ResetInfo
@@ -38,7 +39,12 @@ from harness.server.errors import (
     EnvServerUnreachable,
     error_from_wire,
 )
-from harness.server.protocol import MAX_MESSAGE_BYTES, Envelope, decode_observation
+from harness.server.protocol import (
+    MAX_MESSAGE_BYTES,
+    MAX_TEXT_CHARS,
+    Envelope,
+    decode_observation,
+)
 from sandboxes.actions import TypeText, Wait
 
 TOKEN_ENV = "CUA_ENV_TOKEN"
@@ -182,7 +188,13 @@ class RemoteEnv:
                 return {"text": action, "parse_error": str(exc)}, 0.0
             return {"text": action, "action": decoded.model_dump(mode="json")}, _allowance(decoded)
         if isinstance(action, dict):
-            return action, _allowance(action)
+            # the server refuses an action dict off the schema (422, the client's error); an
+            # agent's such dict is its mistake, as in a local env: it travels as a decode error
+            try:
+                action = parse_agent_action(action)
+            except ValidationError as exc:
+                return {"text": json.dumps(action, default=str)[:MAX_TEXT_CHARS],
+                        "parse_error": dict_error(action, exc)}, 0.0
         return action.model_dump(mode="json"), _allowance(action)
 
     def _keep(self, envelope: Envelope) -> Observation:
@@ -260,9 +272,10 @@ class RemoteEnvs:
         return self._connection
 
     async def start(self) -> None:
-        """Check that the server answers and takes the token, before any episode."""
+        """Check that the server answers and takes the token, before any episode (``/health``
+        is open, so the check asks ``/metadata``)."""
         try:
-            await self.connection.call("GET", "/health", timeout_s=GRACE_S)
+            await self.connection.call("GET", "/metadata", timeout_s=GRACE_S)
         except EnvServerUnreachable as exc:
             raise ConfigError(f"{exc} (start one with `cua env-server`)") from exc
 

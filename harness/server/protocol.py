@@ -40,7 +40,7 @@ MAX_TEXT_CHARS = 100_000
 #: OpenEnv's WebSocket error codes, plus ours (INFRASTRUCTURE_ERROR, UNAUTHORIZED)
 ErrorCode = Literal[
     "INVALID_JSON", "UNKNOWN_TYPE", "VALIDATION_ERROR", "EXECUTION_ERROR", "CAPACITY_REACHED",
-    "SESSION_ERROR", "INFRASTRUCTURE_ERROR", "UNAUTHORIZED",
+    "SESSION_ERROR", "INFRASTRUCTURE_ERROR", "UNAUTHORIZED", "NOT_EXPOSED", "PAYLOAD_TOO_LARGE",
 ]
 
 
@@ -58,7 +58,10 @@ class ResetBody(BaseModel):
                                            "(codec, max_steps, reward, elements, timeouts) "
                                            "over the server's defaults")
     session_id: str | None = Field(default=None, description="HTTP only: the session to "
-                                   "reset again; None opens a new one")
+                                   "reset again")
+    open_session: bool = Field(default=False, description="HTTP only: open a session that "
+                               "later calls name by the answer's session id; false (and no "
+                               "session_id): a stateless reset, as OpenEnv's, that holds nothing")
 
 
 class TextAction(BaseModel):
@@ -114,7 +117,8 @@ class WireMetadata(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    session_id: str = Field(description="the session this observation belongs to")
+    session_id: str | None = Field(description="the session this observation belongs to; "
+                                   "None after a stateless HTTP reset")
     kind: Literal["reset", "step", "observe", "jump"] = Field(description="what produced it")
     terminated: bool = Field(default=False, description="the task ended the episode")
     truncated: bool = Field(default=False, description="max_steps ended the episode")
@@ -183,6 +187,12 @@ def decode_observation(wire: WireObservation) -> Observation:
         step=wire.step, elements=tuple(wire.elements) if wire.elements is not None else None,
         last_action_error=wire.last_action_error,
     )
+
+
+def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic's error list, as OpenEnv sends it (``errors``), made JSON-safe."""
+    return [{"loc": list(item["loc"]), "msg": item["msg"], "type": item["type"]}
+            for item in exc.errors(include_url=False, include_context=False)]
 
 
 def describe_body(exc: ValidationError, where: str) -> str:

@@ -43,6 +43,7 @@ from harness.server.protocol import (
     describe_body,
     encode_observation,
     merged_options,
+    validation_errors,
 )
 from harness.tasks.registry import check_task_id
 
@@ -65,10 +66,12 @@ def parse_expose(text: str | Iterable[str]) -> frozenset[str]:
 class ServerError(Exception):
     """A refusal the server answers with an HTTP status and an OpenEnv error code."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str,
+                 errors: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+        self.errors = errors  # pydantic's list, as OpenEnv's VALIDATION_ERROR carries it
 
 
 @dataclass
@@ -103,10 +106,14 @@ class _Decoded:
         return parse_agent_action(self.action)
 
 
-def step_input(payload: object) -> tuple[AgentAction | str | dict, Any]:
-    """(what ``Env.step`` takes, the codec for text) from a step's action payload. An action
-    dict that does not validate is the agent's mistake (it comes back in the observation);
-    a payload that is neither an action nor text is the client's (a ServerError)."""
+def step_input(payload: object) -> tuple[AgentAction | str, Any]:
+    """(what ``Env.step`` takes, the codec for text) from a step's action payload.
+
+    Where the line is drawn (as OpenEnv draws it): a structured action (a dict with
+    ``type``) is the client's request, validated against the schema like any body, so one
+    that does not validate is refused with 422 ``VALIDATION_ERROR`` and costs no step. Model
+    text (``{"text": ...}``) is the agent's output: text that does not decode is the agent's
+    mistake, a step whose observation carries ``last_action_error``."""
     if not isinstance(payload, dict):
         raise ServerError(422, "VALIDATION_ERROR", f"expected an action object, got "
                           f"{type(payload).__name__}; send an action dict or {{'text': ...}}")
@@ -114,14 +121,20 @@ def step_input(payload: object) -> tuple[AgentAction | str | dict, Any]:
         try:
             text = TextAction.model_validate(payload)
         except ValidationError as exc:
-            raise ServerError(422, "VALIDATION_ERROR", describe_body(exc, "action")) from None
+            raise ServerError(422, "VALIDATION_ERROR", describe_body(exc, "action"),
+                              validation_errors(exc)) from None
         if text.action is not None or text.parse_error is not None:
             return text.text, _Decoded(text.action, text.parse_error)
         try:
             return text.text, resolve_codec(text.codec) if text.codec else None
         except ConfigError as exc:
             raise ServerError(422, "VALIDATION_ERROR", f"action.codec: {exc}") from None
-    return {k: v for k, v in payload.items() if k != "metadata"}, None
+    try:
+        return parse_agent_action({k: v for k, v in payload.items() if k != "metadata"}), None
+    except ValidationError as exc:
+        raise ServerError(422, "VALIDATION_ERROR", describe_body(exc, "action") + "; see GET "
+                          "/schema, or send model text as {'text': ...} to have a mistake "
+                          "count as the agent's", validation_errors(exc)) from None
 
 
 class SessionPool:

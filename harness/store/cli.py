@@ -13,6 +13,7 @@ from harness.cli_config import check_output_dir, config_command, guarded, remove
 from harness.store.collect import CollectConfig
 from harness.store.corpus import CorpusConfig
 from harness.store.export import ExportConfig
+from sandboxes.extras import require_extra
 
 store_app = typer.Typer(help="Inspect and export a trajectory tree store.", no_args_is_help=True)
 
@@ -62,8 +63,10 @@ class ExportCommand(ExportConfig):
 
 
 def run_export(command: ExportCommand) -> None:
-    from harness.store.export import export
+    from harness.store.export import PARQUET_PURPOSE, export
 
+    if not command.jsonl:
+        require_extra("export", PARQUET_PURPOSE)
     store = _open_read_only(command.path)
     check_output_dir(command.out, "--out")
     config = ExportConfig(**command.model_dump(include=set(ExportConfig.model_fields)))
@@ -100,6 +103,7 @@ def run_collect(config: CollectConfig) -> None:
 def run_corpus(config: CorpusConfig) -> None:
     from harness.store.corpus import build_corpus
 
+    require_extra("export", "the corpus's Parquet splits")
     check_output_dir(config.out, "--out")
     stats = build_corpus(config)
     typer.echo(json.dumps({"out": str(config.out), "rows": stats["rows"], "sites": stats["sites"]["total"],

@@ -46,6 +46,7 @@ from harness.prompts import PromptBuilder, PromptConfig
 from harness.store.index import TreeIndex
 from harness.store.models import FLAG_OFF_PATH, Episode, Node
 from harness.store.store import TrajectoryStore
+from sandboxes.extras import import_extra
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -273,6 +274,9 @@ def export(store: TrajectoryStore, fmt: ExportFormat, out: Path, config: ExportC
         return _write_jsonl(store, rows, out / f"{fmt}.jsonl")
     return _write_parquet(store, rows, row_schema(fmt), out / f"{fmt}.parquet")
 
+#: what the `export` extra (``datasets``) is for, in its missing-extra error
+PARQUET_PURPOSE = "Parquet exports with image features (--jsonl needs no extra)"
+
 
 def _image_name(store: TrajectoryStore, digest: str) -> str:
     return digest + store.blobs.path(digest).suffix
@@ -296,10 +300,9 @@ def _write_jsonl(store: TrajectoryStore, rows: Iterator[dict], target: Path) -> 
 def datasets_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` with the ``huggingface`` metadata that makes ``datasets`` decode its
     ``images`` column to PIL images."""
-    from datasets import Features, Image, List
-
-    features = Features.from_arrow_schema(schema)
-    features["images"] = List(Image())
+    datasets = import_extra("datasets", "export", PARQUET_PURPOSE)
+    features = datasets.Features.from_arrow_schema(schema)
+    features["images"] = datasets.List(datasets.Image())
     meta = {b"huggingface": json.dumps({"info": {"features": features.to_dict()}}).encode()}
     schema = features.arrow_schema
     return schema.with_metadata({**(schema.metadata or {}), **meta})

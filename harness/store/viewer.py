@@ -1,23 +1,22 @@
 """A static HTML viewer of a store: a collapsible tree, node details and path filmstrips.
 
-Each distinct screenshot is copied once, as ``img/<hash>.<ext>``; the action that led to a
-node is an SVG overlay (``harness.evaluation.report.action_svg``) on its parent's image.
+The page is ``harness/templates/viewer.html.jinja`` (with ``viewer.css`` and ``viewer.js``
+inlined). Each distinct screenshot is copied once, as ``img/<hash>.<ext>``; the action that
+led to a node is an SVG overlay (``harness.evaluation.report.action_svg``) on its parent's
+image, and its verdict is also given in words (``verdict_words``).
 """
 
 from __future__ import annotations
 
-import html
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.evaluation.report import action_svg
+from harness.evaluation.report import action_svg, verdict_words
 from harness.store.index import TreeIndex
 from harness.store.models import Node
 from harness.store.store import TrajectoryStore
-
-_ASSETS = Path(__file__).with_name("viewer_assets")
+from harness.templating import render
 
 
 def write_viewer(store: TrajectoryStore, out: Path) -> Path:
@@ -36,24 +35,17 @@ def write_viewer(store: TrajectoryStore, out: Path) -> Path:
         return copied[digest]
 
     data: dict[str, dict] = {}
-    trees_html = []
+    trees = []
     for tree in store.trees():
         index = TreeIndex.load(store, tree.id)
         for node in index.nodes.values():
             data[str(node.id)] = _node_record(index, node, image)
         root = tree.root_id
-        body = _subtree_html(index, root) if root is not None else ""
-        trees_html.append(f'<section class="tree"><h2>{html.escape(tree.env)} '
-                          f'<small title="{html.escape(tree.start_key)}">{html.escape(_short_state(tree.start_key))}'
-                          f'</small></h2>{body}</section>')
-    payload = json.dumps(data).replace("</", "<\\/")
-    page = (_ASSETS / "index.html").read_text()
-    page = page.replace("/*STYLE*/", (_ASSETS / "viewer.css").read_text())
-    page = page.replace("/*SCRIPT*/", (_ASSETS / "viewer.js").read_text())
-    page = page.replace("<!--TREES-->", "\n".join(trees_html) or "<p>(empty store)</p>")
-    page = page.replace("/*DATA*/null", payload)
+        trees.append({"env": tree.env, "start_key": tree.start_key, "start": _short_state(tree.start_key),
+                      "nodes": _subtree_items(index, root) if root is not None else []})
     target = out / "index.html"
-    target.write_text(page)
+    target.write_text(render("harness", "viewer.html.jinja", trees=trees, nodes=data, node_label=_label),
+                      encoding="utf-8")
     return target
 
 
@@ -64,7 +56,7 @@ def _node_record(index: TreeIndex, node: Node, image: Callable[[str | None], str
     return {
         "id": node.id, "parent": node.parent_id, "depth": node.depth, "state": node.state_key,
         "action": node.action, "action_text": node.action_text, "url": node.url,
-        "verdict": node.verdict, "reward": node.step_reward, "visits": node.visits,
+        "verdict": node.verdict, "verdict_words": verdict_words(node.verdict)[1], "reward": node.step_reward, "visits": node.visits,
         "status": node.status.value, "success": node.success, "flags": list(node.flags),
         "shot": image(node.obs_blob),
         "action_shot": image(parent.obs_blob) if drawn and parent is not None else None,
@@ -86,23 +78,20 @@ def _short_state(state_key: str) -> str:
     return key.split("{", 1)[0] if "{" in key else key[:40]
 
 
-def _subtree_html(index: TreeIndex, node_id: int) -> str:
-    """Nested <details> (collapsible natively); iterative so deep trees do not hit recursion limits."""
-    parts: list[str] = []
+def _subtree_items(index: TreeIndex, node_id: int) -> list[tuple[str, Node | None]]:
+    """The tree in document order as ("open", node), ("leaf", node) and ("close", None)
+    items, for nested ``<details>`` (collapsible natively); iterative, so deep trees do not
+    hit recursion limits (nor would the template's loop)."""
+    items: list[tuple[str, Node | None]] = []
     stack: list[tuple[int, bool]] = [(node_id, False)]
     while stack:
         current, closing = stack.pop()
         if closing:
-            parts.append("</details>" if index.children.get(current) else "")
+            items.append(("close", None))
             continue
-        node = index.nodes[current]
         kids = index.children.get(current, [])
-        label = (f'<span class="node status-{node.status.value}" data-id="{node.id}" '
-                 f'title="{html.escape(node.state_key)}">{html.escape(_label(node))}</span>')
+        items.append(("open" if kids else "leaf", index.nodes[current]))
         if kids:
-            parts.append(f"<details open><summary>{label}</summary>")
             stack.append((current, True))
             stack.extend((k, False) for k in reversed(kids))
-        else:
-            parts.append(f'<div class="leaf">{label}</div>')
-    return "".join(parts)
+    return items

@@ -245,7 +245,7 @@ class FSMTask(Task):
 
 @dataclass(frozen=True)
 class GoalTask:
-    """A task built straight from a named goal: start at the site's initial state."""
+    """A task built straight from a named goal: it starts where the goal says, else at the initial state."""
 
     id: str
     site: str
@@ -256,14 +256,15 @@ class GoalTask:
 
 
 def goal_tasks(spec: SiteSpec, machine: Machine | None = None) -> list[GoalTask]:
-    """One task per goal of ``spec`` that the initial state can reach, shortest first
-    (``machine``: the spec's engine, if one is already built)."""
+    """One task per goal of ``spec`` that its start can reach (the start state the goal names,
+    else the initial state), shortest first (``machine``: the spec's engine, if one is already built)."""
     machine = machine or Machine(spec)
     tasks = []
     for goal in spec.goals:
-        distance = machine.distance(machine.initial, goal.id)
+        first = machine.goal_start(goal.id) or machine.initial
+        distance = machine.distance(first, goal.id)
         if distance is not None and distance > 0:
-            tasks.append(GoalTask(goal.id, spec.name, machine.initial.key(), goal.id,
+            tasks.append(GoalTask(goal.id, spec.name, first.key(), goal.id,
                                   goal.description[:1].upper() + goal.description[1:] + ".", distance))
     return sorted(tasks, key=lambda t: (t.difficulty, t.id))
 

@@ -28,11 +28,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-import miniwob
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.actions import Action, Click
 from harness.errors import TaskError
+from harness.resources import miniwob_html
 from harness.tasks.base import PageReader, Task, TaskSetup, Validation, require_browser
 from sandboxes.base import Sandbox, SandboxRequest
 from sandboxes.origins import origin_of
@@ -40,8 +40,14 @@ from sandboxes.origins import origin_of
 if TYPE_CHECKING:
     from harness.resources import TaskResources
 
-HTML_DIR = pathlib.Path(miniwob.__file__).parent / "html"
-TASK_DIR = HTML_DIR / "miniwob"
+
+def task_dir() -> pathlib.Path:
+    """The folder of MiniWoB++ task pages, one ``NAME.html`` per task (the `miniwob`
+    extra, imported at this point of use, so this module, whose constants the desktop suite
+    shares, loads without it)."""
+    return miniwob_html() / "miniwob"
+
+
 #: MiniWoB's task area (constants.TASK_WIDTH/TASK_HEIGHT in the miniwob package).
 VIEWPORT = (160, 210)
 
@@ -65,7 +71,7 @@ class MiniWoBConfig(BaseModel):
 
 def task_names() -> list[str]:
     """Every MiniWoB task shipped in the miniwob package (130 in miniwob 1.0)."""
-    return sorted(p.stem for p in TASK_DIR.glob("*.html"))
+    return sorted(p.stem for p in task_dir().glob("*.html"))
 
 
 # ---- the task ----------------------------------------------------------------------------
@@ -122,8 +128,9 @@ class MiniWoBTask(Task):
     sandbox_request = SandboxRequest(kind="browser", viewport=VIEWPORT)
 
     def __init__(self, name: str, config: MiniWoBConfig | None = None) -> None:
-        if not (TASK_DIR / f"{name}.html").is_file():
-            raise TaskError(f"expected a MiniWoB page {name}.html in {TASK_DIR}, got none")
+        pages = task_dir()
+        if not (pages / f"{name}.html").is_file():
+            raise TaskError(f"expected a MiniWoB page {name}.html in {pages}, got none")
         self.name = name
         self.id = f"miniwob:{name}"
         self.config = config or MiniWoBConfig()

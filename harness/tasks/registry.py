@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from harness.errors import UnknownTaskError, did_you_mean
 from harness.tasks.base import Task
+from sandboxes.extras import require_extra
 
 
 @runtime_checkable
@@ -37,6 +38,13 @@ SUITES: dict[str, str] = {
     "miniwob": "harness.tasks.miniwob:suite",
     "fsm": "harness.tasks.fsm:suite",
     "desktop": "harness.tasks.desktop:suite",
+}
+
+#: prefix -> (extra, what it is for): checked when the suite is first asked for, so that a
+#: command naming the suite fails up front with the extra to install.
+SUITE_EXTRAS: dict[str, tuple[str, str]] = {
+    "miniwob": ("miniwob", "the miniwob suite"),
+    "desktop": ("desktop", "the desktop suite (an X display per sandbox)"),
 }
 
 
@@ -62,6 +70,8 @@ def load_suite(prefix: str) -> TaskSuite:
         raise UnknownTaskError(
             f"expected a suite in {list_suites()}, got {prefix!r}{did_you_mean(prefix, SUITES)}"
         )
+    if prefix in SUITE_EXTRAS:
+        require_extra(*SUITE_EXTRAS[prefix])
     module_name, func_name = SUITES[prefix].split(":")
     try:
         module = importlib.import_module(module_name)
@@ -147,7 +157,7 @@ def _check_names(names: list[str], suite: TaskSuite, prefix: str) -> None:
         near = candidates(unknown[0]) if candidates is not None else suite.names()
         raise UnknownTaskError(
             f"expected a task of suite {prefix!r}, got {unknown[0]!r}{did_you_mean(unknown[0], near)}; "
-            f"list the suite's tasks with suite_task_ids({prefix!r})"
+            f"list the suite's tasks with `cua tasks list {prefix}`"
         )
 
 

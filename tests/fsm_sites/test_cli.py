@@ -72,3 +72,20 @@ def test_synth_writes_valid_site(tmp_path: Path) -> None:
     assert load_and_validate(out).name.endswith("_easy_4")
     wrong = runner.invoke(_app(), ["sites", "synth", "--difficulty", "extreme", "--out", str(out)])
     assert wrong.exit_code == 2 and "expected --difficulty" in wrong.output
+
+
+def test_path_prints_the_oracle_path_with_its_length_and_time() -> None:
+    clinic = str(EXAMPLES_DIR / "clinic.yaml")
+    shown = runner.invoke(_app(), ["sites", "path", clinic, "rex_vaccination"])
+    assert shown.exit_code == 0, shown.output
+    assert "clinic: goal 'rex_vaccination' from home: 5 step(s), found in " in shown.stdout
+    assert "  5. book the appointment  [book(rex) submit click]" in shown.stdout
+    data = json.loads(runner.invoke(_app(), ["sites", "path", "--json", "--start", "busy_week", clinic,
+                                             "expr:count(bookings) == 0"]).stdout)
+    assert data["length"] == 3 == len(data["path"]) and data["seconds"] >= 0
+    assert [s["transition_id"] for s in data["path"]] == ["cancel_appointment"] * 3
+    assert data["path"][0]["description"] == "cancel Rex's Check-up on Monday at 09:00"
+    none = runner.invoke(_app(), ["sites", "path", str(EXAMPLES_DIR / "tiny_shop.yaml"), "expr:count(cart) > 2"])
+    assert none.exit_code == 1 and "no state reachable from home meets goal" in none.output
+    unknown = runner.invoke(_app(), ["sites", "path", "shop", "nope"])
+    assert unknown.exit_code == 2 and "expected a goal of site 'shop'" in unknown.output

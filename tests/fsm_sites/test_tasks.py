@@ -130,6 +130,30 @@ def test_tasks_start_where_asked(clinic) -> None:
         synthesize_tasks(clinic, 2, start=machine.initial.with_page("book(rex)").with_vars({"form_day": "fri"}).with_page("home").key())
 
 
+def test_a_goal_that_names_its_start_begins_there(clinic) -> None:
+    """`cancel_milo_grooming` names `start: busy_week`: validation measures it from there, and
+    its task, its library task and its session begin there with no global start."""
+    from fsm_sites.engine import compile_site
+    from fsm_sites.sessions import SessionStore
+    from fsm_sites.validate import check_spec
+    from harness.tasks.fsm import goal_tasks
+
+    machine = compile_site(clinic)
+    busy = machine.named_start("busy_week").key()
+    task = next(t for t in synthesize_tasks(clinic, 6, seed=0) if t.goal == "cancel_milo_grooming")
+    assert task.start_state == busy and task.difficulty == 1
+    _replay(machine, task)
+    assert next(t for t in goal_tasks(clinic, machine) if t.goal == "cancel_milo_grooming").start_state == busy
+    store = SessionStore()
+    store.add_site(clinic)
+    assert store.create("clinic", goal="cancel_milo_grooming").state.key() == busy
+    data = clinic.model_dump(mode="json", exclude_defaults=True)
+    next(g for g in data["goals"] if g["id"] == "cancel_milo_grooming")["start"] = "nope"
+    problems = [str(p) for p in check_spec(data)[1].problems]
+    assert problems == ["goals.cancel_milo_grooming.start: expected one of the start states ['busy_week'], got "
+                        "'nope'; name one declared under `starts`"]
+
+
 def test_a_repeated_element_step_is_described_by_its_item(clinic) -> None:
     from fsm_sites.engine import compile_site
     from fsm_sites.state import UIEvent

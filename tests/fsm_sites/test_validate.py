@@ -155,7 +155,9 @@ def test_unreachable_page(data: dict[str, Any]) -> None:
 def test_unreachable_goal(data: dict[str, Any]) -> None:
     data["goals"].append({"id": "three", "description": "three in cart",
                           "conditions": [{"var": "cart", "op": "ge", "value": 3}]})
-    assert _messages(data) == ["goals.three: goal 'three' holds in no state reachable from the start"]
+    assert _messages(data) == ["goals.three: goal 'three' holds in no state reachable from the start: its condition "
+                               "is false for every value its variables can reach (cart holds 0 to 2 items); change "
+                               "the goal or the transitions"]
 
 
 def test_unreachable_start_state(clinic: dict[str, Any]) -> None:

@@ -8,7 +8,6 @@ from harness.actions import Click, TypeText
 from harness.agents import AgentContext, OracleAgent
 from harness.env import AsyncEnv
 from harness.errors import ConfigError
-from harness.gym_env import make_env
 from harness.tasks.registry import make_task
 
 # The test's own oracle: read the page's DOM for the button the instruction names.
@@ -102,9 +101,13 @@ async def test_step_before_reset_and_bad_options_raise(env_for) -> None:
 
 
 def test_gymnasium_env_runs_an_episode_and_passes_check_env() -> None:
+    import gymnasium
     from gymnasium.utils.env_checker import check_env
 
-    env = make_env("miniwob:click-test", max_steps=5)
+    import harness.gym_ids  # noqa: F401 - registers the cua/ ids
+
+    wrapped = gymnasium.make("cua/miniwob.click-test", max_steps=5)
+    env = wrapped.unwrapped
     try:
         obs, info = env.reset(seed=1)
         assert obs["instruction"] == "Click the button." and info["seed"] == 1

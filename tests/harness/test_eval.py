@@ -28,8 +28,8 @@ def test_cua_eval_writes_all_outputs_and_resume_skips(tmp_path) -> None:
     out = tmp_path / "run"
     args = ["eval", "--suite", "miniwob:click-test,click-button", "--agent", "random",
             "--episodes", "2", "--concurrency", "2", "--seed", "3", "--max-steps", "3",
-            "--out", str(out), "--no-progress"]
-    result = CliRunner().invoke(_app(), args)
+            "--out", str(out)]
+    result = CliRunner().invoke(_app(), args)  # with the progress bar
     assert result.exit_code == 0, result.output
     assert "report.html" in result.output
     lines = (out / "results.jsonl").read_text().splitlines()
@@ -42,10 +42,15 @@ def test_cua_eval_writes_all_outputs_and_resume_skips(tmp_path) -> None:
     assert set(summary["per_task"]) == {"miniwob:click-test", "miniwob:click-button"}
     assert set(summary["per_task"]["miniwob:click-test"]) == set(SUMMARY_KEYS) - {"per_task", "sampled"}
     assert summary["sampled"] is None
+    solved = round(summary["success_rate"] * 4)
+    assert f"solved {solved} · unsolved {4 - solved} · infra errors 0" in result.output
+    # the table: the ids' shared prefix once, in the caption; each row the rest, whole
+    assert "task ids begin with miniwob:" in result.output and "miniwob:click" not in result.output
+    assert "│ click-button" in result.output and "│ click-test" in result.output
     html = (out / "report.html").read_text()
     assert html.count('class="episode"') == 4 and "<svg" in html and "episodes/" in html
 
-    again = CliRunner().invoke(_app(), [*args, "--resume"])
+    again = CliRunner().invoke(_app(), [*args, "--resume", "--no-progress"])
     assert again.exit_code == 0, again.output
     assert (out / "results.jsonl").read_text().splitlines() == lines
 
@@ -54,6 +59,7 @@ def test_cua_eval_refuses_bad_input_before_starting_a_browser(tmp_path) -> None:
     base = ["eval", "--out", str(tmp_path), "--no-progress"]
     typo = CliRunner().invoke(_app(), [*base, "--suite", "miniwob:clik-test"])
     assert typo.exit_code == 2 and "click-test" in typo.output
+    assert "list the suite's tasks with `cua tasks list miniwob`" in typo.output
     oracle = CliRunner().invoke(_app(), [*base, "--suite", "miniwob:book-flight", "--agent", "oracle"])
     assert oracle.exit_code == 2 and "book-flight" in oracle.output
     agent = CliRunner().invoke(_app(), [*base, "--suite", "miniwob:click-test", "--agent", "gpt"])
@@ -119,7 +125,7 @@ def test_cua_eval_with_store_config_file_and_step_rewards(tmp_path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["progress"] == 1.0
     html = (out / "report.html").read_text()
-    assert html.count("✓ on shortest path") == sum(len(r["trajectory"]) for r in records)
+    assert html.count("· on the shortest path ·") == sum(len(r["trajectory"]) for r in records)
     assert 'target="_blank"' in html  # a screenshot opens full size
 
     from harness.store import TrajectoryStore
@@ -179,13 +185,15 @@ def test_cua_eval_refuses_samples_from_an_agent_that_cannot_sample(tmp_path) -> 
 
 
 def test_demo_index_shows_before_and_after_success_with_its_interval(tmp_path) -> None:
-    from harness.demo import before_after
+    from harness.demo import Stage, write_index
     from harness.evaluation import write_summary
 
     for name, solved in (("tiny_before", 0), ("tiny_after", 3)):
         (tmp_path / name).mkdir()
         write_summary(tmp_path / name / "summary.json",
                       [_record("fsm:t", i, success=i < solved) for i in range(4)])
-    page = before_after(tmp_path)
+    stage = Stage("eval <before>", ["eval", "--out", "tiny_before"], {"report": "tiny_before/summary.json"})
+    page = write_index(tmp_path, [(stage, 0, 1.5)]).read_text()
+    assert "eval &lt;before&gt;" in page and '<a href="tiny_before/summary.json">report</a>' in page
     # Wilson: 0/4 -> [0, z^2 / (4 + z^2)] = [0, 49%]; 3/4 -> [30%, 95%]
     assert "0% [0–49]" in page and "75% [30–95]" in page and page.index("0% [0–49]") < page.index("75%")

@@ -10,13 +10,13 @@ import pytest
 from harness.errors import UnknownTaskError
 from harness.resources import TaskResources
 from harness.tasks import registry
-from harness.tasks.miniwob import TASK_DIR, MiniWoBTask, task_names
+from harness.tasks.miniwob import MiniWoBTask, task_dir, task_names
 from harness.tasks.registry import make_task, suite_task_ids, task_has_oracle
 
 
 def test_suite_lists_every_shipped_page() -> None:
     ids = suite_task_ids("miniwob")
-    assert len(ids) == len(list(TASK_DIR.glob("*.html"))) == 130
+    assert len(ids) == len(list(task_dir().glob("*.html"))) == 130
     assert "miniwob:click-button" in ids
     assert suite_task_ids("miniwob:click-link,click-button") == [
         "miniwob:click-link", "miniwob:click-button",

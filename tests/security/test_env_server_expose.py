@@ -30,7 +30,8 @@ TASK = "fsm:shop"
 
 
 async def _reset(http: aiohttp.ClientSession, url: str) -> tuple[str, dict]:
-    async with http.post(url + "/reset", json={"seed": 0, "task": TASK}) as resp:
+    async with http.post(url + "/reset", json={"seed": 0, "task": TASK,
+                                                "open_session": True}) as resp:
         assert resp.status == 200, await resp.text()
         return resp.headers["X-Session-Id"], (await resp.json())["observation"]["metadata"]
 

@@ -104,10 +104,15 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
                and e["by_task"]["fsm:shop/add_lamp"]["success_rate"] == e["success_rate"] for e in evals)
     page = report.read_text()
     assert "Curves" in page and "filmstrips/e0-s1.jpg" in page and "fsm:shop/open_mug" in page
+    assert "steps to go" in page  # the filmstrips give each step's verdict in words
     assert "heldout_token_accuracy" in page
     assert all(e["success_ci"][0] <= e["success_rate"] <= e["success_ci"][1] for e in evals)
     assert "Success (95% CI): before: " in page
     assert "<h2>Per update</h2>" in page and "<th>clip fraction</th><th>KL</th>" in page
+    from tests.trainers.test_training import scalars
+
+    seen = scalars(out)  # report_to's default: the same lines in TensorBoard
+    assert len(seen["update/reward"]) == 2 and "eval/success_rate" in seen
 
     from harness.store.store import TrajectoryStore
 

@@ -33,12 +33,14 @@ class FakeEndpoint:
     def __init__(self) -> None:
         self.script: list[tuple[int, str] | str] = []
         self.requests: list[tuple[str, dict | None, dict]] = []
+        self.ports: list[int | None] = []  # the client's side of each request's connection
         self.never = asyncio.Event()
         self.url = ""
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.json() if request.method == "POST" else None
         self.requests.append((request.path, body, dict(request.headers)))
+        self.ports.append(request.transport.get_extra_info("peername")[1] if request.transport else None)
         reply = self.script.pop(0) if self.script else (200, json.dumps(REPLY))
         if reply == "hang":
             await self.never.wait()  # set at teardown: the client has long given up
@@ -88,6 +90,15 @@ async def test_sends_images_as_data_urls_and_records_tokens(endpoint, monkeypatc
     assert step.policy_version == 7  # the server's, not the agent's
 
 
+async def test_one_client_per_agent_keeps_its_connection(endpoint) -> None:
+    agent = agent_for(endpoint.url)
+    sampling = agent.sampling(1.0)
+    for each in (agent, agent, sampling):
+        await each.act(observation(), AgentContext.for_episode("t", 0))
+    assert agent.client() is sampling.client()  # the openai SDK's client, made once
+    assert len(set(endpoint.ports[-3:])) == 1  # one connection, not one per step
+
+
 async def test_asks_the_endpoint_for_its_model_when_none_is_named(endpoint) -> None:
     endpoint.script = [(200, json.dumps({"data": [{"id": "served-one"}]}))]
     agent = make_agent(f"openai:{endpoint.url}?retries=0")
@@ -120,7 +131,7 @@ async def test_a_refused_request_is_the_agents_failure_with_the_servers_words(en
 
 async def test_retries_a_flaky_endpoint_then_succeeds(endpoint) -> None:
     endpoint.script = [(503, "busy"), (502, "bad gateway")]
-    agent = make_agent(f"openai:{endpoint.url}#tiny?retries=2&retry_backoff_s=0")
+    agent = make_agent(f"openai:{endpoint.url}#tiny?retries=2")
     step = await agent.act(observation(), AgentContext.for_episode("t", 0))
     assert step.token_ids == [11, 12] and len(endpoint.requests) == 3
 

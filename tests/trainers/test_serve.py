@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import aiohttp
+import openai
 import pytest
 import pytest_asyncio
 from aiohttp import web
@@ -85,7 +86,9 @@ async def test_samples_top_logprobs_and_batches_concurrent_requests(served) -> N
 
 
 @pytest.mark.parametrize("body, status, param", [
-    (chat(tools=[]), 400, "tools"),
+    (chat(tools=[{"type": "function", "function": {"name": "click"}}]), 400, "tools"),
+    (chat(response_format={"type": "json_object"}), 400, "response_format.type"),
+    (chat(stop=[""]), 400, "stop.str"),
     (chat(model="gpt-4o"), 404, "model"),
     (chat(max_tokens=999), 400, "max_tokens"),
     (chat(top_logprobs=2), 400, None),
@@ -99,6 +102,77 @@ async def test_bad_requests_get_a_4xx_naming_the_field(served, body, status, par
     got, reply = await post(f"{url}/chat/completions", body)
     assert got == status and reply["error"]["message"]
     assert reply["error"]["param"] == param
+
+
+async def test_refusals_name_what_is_served(served) -> None:
+    _, url = served
+    _, tools = await post(f"{url}/chat/completions", chat(tools=[{"type": "function"}]))
+    assert "expected no tools" in tools["error"]["message"] and "action codec" in tools["error"]["message"]
+    _, schema = await post(f"{url}/chat/completions", chat(response_format={"type": "json_schema"}))
+    assert "expected {'type': 'text'}" in schema["error"]["message"]
+    _, forced = await post(f"{url}/chat/completions", chat(tool_choice="required"))
+    assert "tool_choice: expected 'none' (cua serve calls no tools), got 'required'" in forced["error"]["message"]
+    _, echo = await post(f"{url}/completions", {"prompt": "Click", "echo": True})
+    assert echo["error"]["param"] == "echo" and "expected echo false" in echo["error"]["message"]
+    _, unknown = await post(f"{url}/chat/completions", chat(frequency_penalty=0.5))
+    message = unknown["error"]["message"]
+    assert "frequency_penalty: not supported" in message and "stop, stream" in message
+
+
+async def test_the_official_client_stops_streams_and_completes(served) -> None:
+    server, url = served
+    client = openai.AsyncOpenAI(base_url=url, api_key="unused", max_retries=0)
+    body = chat(temperature=0, max_tokens=8, logprobs=True)
+    full = await client.chat.completions.create(**body)
+    text = full.choices[0].message.content
+    assert full.choices[0].finish_reason == "length" and len(text) > 2
+    stop = text[2:4]  # a stop string the greedy text holds: it ends just before it
+    cut = await client.chat.completions.create(**{**body, "stop": [stop, "never-there"]})
+    [choice] = cut.choices
+    assert choice.message.content == text[: text.index(stop)] and choice.finish_reason == "stop"
+    assert len(choice.logprobs.content) < 8 and choice.logprobs.content == \
+        full.choices[0].logprobs.content[: len(choice.logprobs.content)]
+
+    stream = await client.chat.completions.create(**{**body, "logprobs": False}, stream=True,
+                                                  stream_options={"include_usage": True})
+    chunks = [chunk async for chunk in stream]
+    assert all(c.object == "chat.completion.chunk" and c.id == chunks[0].id for c in chunks)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert "".join(pieces) == text and len(pieces) > 1  # as the tokens came
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 8
+    stopped = [c async for c in await client.chat.completions.create(**body, stop=stop, stream=True)]
+    assert "".join(c.choices[0].delta.content or "" for c in stopped) == choice.message.content
+    assert stopped[-1].choices[0].finish_reason == "stop"
+    whole = [c async for c in await client.chat.completions.create(**body, stream=True)]  # with logprobs
+    [with_logprobs] = [c.choices[0] for c in whole if c.choices[0].logprobs]
+    assert with_logprobs.delta.content == text and with_logprobs.logprobs.content == full.choices[0].logprobs.content
+
+    raw = await client.completions.create(model="tiny", prompt=["Click", "Submit the"], max_tokens=4,
+                                          temperature=0, n=2, logprobs=2)
+    assert [c.index for c in raw.choices] == [0, 1, 2, 3] and raw.object == "text_completion"
+    assert raw.choices[0].text == raw.choices[1].text != raw.choices[2].text  # greedy, per prompt
+    assert len(raw.choices[0].logprobs.token_logprobs) == 4 and raw.usage.completion_tokens == 16
+    streamed = [c async for c in await client.completions.create(
+        model="tiny", prompt="Click", max_tokens=4, temperature=0, stream=True)]
+    assert "".join(c.choices[0].text for c in streamed) == raw.choices[0].text
+    await client.close()
+
+
+async def test_health_is_open_and_the_api_key_guards_the_api(served) -> None:
+    server, url = served
+    root = url.removesuffix("/v1")
+    server.api_key = "sk-serve"
+    try:
+        async with aiohttp.ClientSession() as session, session.get(f"{root}/health") as response:
+            assert response.status == 200
+        with pytest.raises(openai.AuthenticationError, match="Authorization: Bearer"):
+            await openai.AsyncOpenAI(base_url=url, api_key="sk-wrong", max_retries=0).models.list()
+        models = await openai.AsyncOpenAI(base_url=url, api_key="sk-serve", max_retries=0).models.list()
+        assert models.data[0].id == "tiny"
+    finally:
+        server.api_key = None
 
 
 async def test_a_body_that_is_not_json_is_a_400(served) -> None:

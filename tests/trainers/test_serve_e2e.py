@@ -1,5 +1,5 @@
 """End to end: `cua serve` as a real subprocess, `cua eval --agent openai:...` against it on
-an FSM library task in real Chromium."""
+an FSM library task in real Chromium, with --api-key (the agent sends OPENAI_API_KEY)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -34,12 +37,18 @@ def _wait_for_url(process: subprocess.Popen, timeout: float = 120.0) -> str:
     raise AssertionError(f"cua serve never said it was serving: {process.stderr.read()[-2000:]}")
 
 
-def test_cua_eval_through_cua_serve(tiny_dir: Path, tmp_path: Path) -> None:
-    process = subprocess.Popen([*CUA, "serve", str(tiny_dir), "--port", "0", "--name", "tiny"],
+def test_cua_eval_through_cua_serve(tiny_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-e2e")  # what the openai: agent sends
+    process = subprocess.Popen([*CUA, "serve", str(tiny_dir), "--port", "0", "--name", "tiny",
+                                "--api-key", "sk-e2e"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         url = _wait_for_url(process)
+        root = url.removesuffix("/v1")
+        assert urllib.request.urlopen(f"{root}/health", timeout=10).status == 200  # open
+        with pytest.raises(urllib.error.HTTPError, match="401"):
+            urllib.request.urlopen(f"{url}/models", timeout=10)
         out = tmp_path / "eval"
         result = CliRunner().invoke(app, [
             "eval", "--suite", "fsm:shop/open_mug", "--agent", f"openai:{url}#tiny?codec=json&max_new_tokens=8",

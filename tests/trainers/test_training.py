@@ -48,6 +48,19 @@ def metrics(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
+def scalars(out: Path) -> dict[str, list[float]]:
+    """The TensorBoard scalars of a run (what `tensorboard --logdir` shows), by tag."""
+    from tensorboard.backend.event_processing.event_multiplexer import EventMultiplexer
+
+    found: dict[str, list[float]] = {}
+    multiplexer = EventMultiplexer().AddRunsFromDirectory(str(out / "tensorboard"))
+    multiplexer.Reload()
+    for run in multiplexer.Runs():
+        for tag in multiplexer.GetAccumulator(run).Tags()["scalars"]:
+            found.setdefault(tag, []).extend(e.value for e in multiplexer.Scalars(run, tag))
+    return found
+
+
 def train_losses(out: Path) -> dict[int, float]:
     return {r["step"]: r["loss"] for r in metrics(out) if r["event"] == "train"}
 
@@ -86,9 +99,13 @@ def test_sft_collects_trains_evaluates_and_reports(tmp_path, tiny_dir, oracle_st
     assert "cua eval --suite fsm:shop/open_mug" in evals["before"]["command"]
     assert (out / "eval" / "after" / "summary.json").is_file()
     report = (out / "report.html").read_text()
-    assert report.count("<svg") >= 3 and "eval/before/report.html" in report and "polyline" in report
+    assert report.count("<svg") >= 3 and "eval/before/report.html" in report and 'id="xtick_' in report
     assert "held-out next-action exact match" in report and "95% CI" in report
     assert yaml.safe_load((out / "config.yaml").read_text())["train"]["max_steps"] == 8
+    # report_to's default: TRL's logs and our eval lines as TensorBoard scalars
+    seen = scalars(out)
+    assert seen["train/loss"] == pytest.approx(list(losses.values()), rel=1e-4)
+    assert len(seen["eval/success_rate"]) == 2 and "heldout/heldout_token_accuracy" in seen
 
 
 class SimulatedCrash(Exception):
@@ -131,11 +148,12 @@ def test_resume_and_fresh_runs_refuse_the_wrong_directory(tmp_path, tiny_dir, or
         train_sft(config)
 
 
-def test_dpo_grows_trees_and_trains_on_branch_pairs(tmp_path, tiny_dir) -> None:
+def test_dpo_grows_trees_and_trains_on_branch_pairs(tmp_path, tiny_dir, monkeypatch) -> None:
+    monkeypatch.setenv("WANDB_MODE", "offline")
     config = run_config(tmp_path, tmp_path / "trees", tiny_dir,
                         collect={"tasks": [TASKS[1]], "seeds": [0], "explore": "tree", "budget": 10},
                         dpo={"beta": 0.5})
-    config["train"].update(max_steps=5, learning_rate=1e-3)
+    config["train"].update(max_steps=5, learning_rate=1e-3, report_to=["wandb"], trl={"bf16": False})
     result = CliRunner().invoke(app, ["train", "dpo", "--config", str(write(tmp_path, config))])
     assert result.exit_code == 0, result.output
     out = tmp_path / "run"
@@ -145,6 +163,8 @@ def test_dpo_grows_trees_and_trains_on_branch_pairs(tmp_path, tiny_dir) -> None:
     assert steps[-1]["loss"] < steps[0]["loss"]
     assert (out / "model" / "model.safetensors").is_file() and (out / "data" / "dpo.parquet").is_file()
     assert "rewards/margins" in (out / "report.html").read_text()
+    [wandb_run] = (out / "wandb").glob("offline-run-*")  # W&B's own run, kept on disk
+    assert list(wandb_run.glob("run-*.wandb")) and not (out / "tensorboard").exists()
 
 
 def test_an_empty_export_is_a_clear_error(tmp_path, tiny_dir) -> None:
@@ -180,6 +200,7 @@ def test_bad_config_fields_are_reported_at_once_in_one_line(tmp_path, tiny_dir, 
     config = run_config(tmp_path, oracle_store, tiny_dir)
     config["train"]["bogus"] = 1
     config["model"]["finetune"] = "none"
+    config["train"]["trl"] = {"bf17": True}  # checked later, before any data is collected
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "train", "sft", "--config",
                            str(write(tmp_path, config)), "--set", "train.max_steps=many",
                            "--set", "data.prompt.codec=qwen2"],
@@ -190,3 +211,8 @@ def test_bad_config_fields_are_reported_at_once_in_one_line(tmp_path, tiny_dir, 
     for field in ("train.bogus", "model.finetune", "train.max_steps", "data.prompt"):
         assert field in line
     assert not (tmp_path / "run").exists()
+    config = run_config(tmp_path, tmp_path / "new-store", tiny_dir, collect={"tasks": [TASKS[0]], "seeds": [0]})
+    config["train"]["trl"] = {"bf17": True}
+    result = CliRunner().invoke(app, ["train", "sft", "--config", str(write(tmp_path, config))])
+    assert result.exit_code == 2 and "train.trl.bf17: expected a field of TRL's SFTConfig" in result.output
+    assert "did you mean 'bf16'" in result.output and not (tmp_path / "new-store").exists()

@@ -1,4 +1,4 @@
-"""The pure parts of `cua train`: the dead-signal check, the report's geometry and its
+"""The pure parts of `cua train`: the dead-signal check, the report's charts and its
 de-duplication of resumed steps, agent specs and commands, config validation, pairs."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pydantic import ValidationError
 
 from harness.prompts import Prompt, PromptConfig
 from trainers.errors import TrainingDataError, TrainingSignalError
-from trainers.training.config import DPOOptions, EvalSpec, SFTConfig
+from trainers.training.config import DPOConfig, DPOOptions, EvalSpec, SFTConfig
 from trainers.training.data import preference_examples
 from trainers.training.evaluate import agent_spec, eval_command
 from trainers.training.metrics import check_signal
-from trainers.training.report import bar_chart, latest_by_step, scale
+from trainers.training.report import eval_chart, latest_by_step
 
 
 def test_check_signal_refuses_a_dead_loss_and_accepts_a_fitted_one() -> None:
@@ -29,12 +29,6 @@ def test_check_signal_refuses_a_dead_loss_and_accepts_a_fitted_one() -> None:
             check_signal({"loss": bad}, step=7, first=False)
 
 
-def test_scale_maps_points_into_the_padded_box() -> None:
-    # x 0..10 -> 10..90 (width 100, pad 10); y 1..3 -> 40..10 (height 50, up is small y)
-    assert scale([(0, 1), (5, 2), (10, 3)], width=100, height=50, pad=10) == [(10, 40), (50, 25), (90, 10)]
-    assert scale([(4, 7)], width=100, height=50, pad=10) == [(50, 25)]  # one point: the middle
-
-
 def test_latest_by_step_keeps_the_last_line_of_each_step_in_order() -> None:
     records = [{"event": "train", "step": 2, "loss": 5.0}, {"event": "eval", "phase": "before"},
                {"event": "train", "step": 1, "loss": 6.0}, {"event": "train", "step": 2, "loss": 4.0}]
@@ -42,11 +36,15 @@ def test_latest_by_step_keeps_the_last_line_of_each_step_in_order() -> None:
                                        {"event": "train", "step": 2, "loss": 4.0}]
 
 
-def test_bar_chart_draws_each_phase_and_metric_with_its_value() -> None:
-    svg = bar_chart({"before": {"success_rate": 0.0, "progress": 0.25},
-                     "after": {"success_rate": 0.5, "progress": 1.0}})
-    assert svg.count("<rect") == 4 and ">50%<" in svg and ">25%<" in svg and ">100%<" in svg
-    assert 'height="112.0"' in svg and 'height="28.0"' in svg  # 1.0 and 0.25 of the 180 - 2 x 34 inner height
+def test_eval_chart_draws_each_phase_and_metric_with_its_value_and_interval() -> None:
+    svg = eval_chart({"before": {"success_rate": 0.0, "success_ci": [0.0, 0.3], "progress": 0.25},
+                      "after": {"success_rate": 0.5, "success_ci": [0.2, 0.8], "progress": 1.0}})
+    assert svg.startswith("<svg") and "<?xml" not in svg  # embeddable as it is
+    assert svg.count('id="patch_') >= 5  # the background and four bars
+    for label in (">0%<", ">50%<", ">25%<", ">100%<", ">before<", ">after<", ">success rate<"):
+        assert label in svg, label
+    assert 'id="xtick_' in svg and 'id="ytick_' in svg and 'id="legend_' in svg
+    assert svg.count('id="LineCollection_') == 2  # an error bar (the Wilson interval) per phase
 
 
 def test_agent_spec_and_command_reproduce_the_evaluation() -> None:
@@ -69,6 +67,31 @@ def test_configs_refuse_what_cannot_train_all_at_once() -> None:
     assert problems == {"model", "data.prompt", "train.max_steps"}
     with pytest.raises(ValidationError, match="one loss weight per loss type"):
         DPOOptions(loss_type=["sigmoid", "sft"], loss_weights=[1.0])
+
+
+def _sft(**train: object) -> dict:
+    return {"out": "o", "model": {"path": "m", "finetune": "full"}, "data": {"store": "s"}, "train": train}
+
+
+def test_train_trl_wins_over_what_cua_train_sets_and_conflicts_are_refused(tiny_policy) -> None:
+    from trl import SFTConfig as TRLConfig
+
+    from trainers.training.run import Run
+
+    config = SFTConfig.model_validate(_sft(trl={"bf16": True, "learning_rate": 0.01, "logging_first_step": False}))
+    assert config.train.learning_rate == 0.01 and config.train.trl == {"bf16": True, "logging_first_step": False}
+    args = Run(config, "sft").trainer_args(TRLConfig, tiny_policy)  # the docs' own example
+    assert args.bf16 and args.learning_rate == 0.01 and not args.logging_first_step
+    with pytest.raises(ValidationError, match=r"train.learning_rate or trl.learning_rate, got both \(0.1 and 0.01\)"):
+        SFTConfig.model_validate(_sft(learning_rate=0.1, trl={"learning_rate": 0.01}))
+    with pytest.raises(ValidationError, match="expected no trl.output_dir .*--resume looks"):
+        SFTConfig.model_validate(_sft(trl={"output_dir": "elsewhere"}))
+    dpo = DPOConfig.model_validate({**_sft(trl={"beta": 0.3, "bf16": True}), "dpo": {"loss_type": ["sft"]}})
+    assert dpo.dpo.beta == 0.3 and dpo.dpo.loss_type == ["sft"] and dpo.train.trl == {"bf16": True}
+    with pytest.raises(ValidationError, match="dpo.beta or trl.beta, got both"):
+        DPOConfig.model_validate({**_sft(trl={"beta": 0.3}), "dpo": {"beta": 0.1}})
+    with pytest.raises(ValidationError, match=r"expected \[none\] alone"):
+        SFTConfig.model_validate(_sft(report_to=["none", "wandb"]))
 
 
 def test_pairs_whose_replies_read_the_same_are_left_out() -> None:

@@ -21,6 +21,7 @@ from datasets import Dataset
 from transformers import AutoModelForImageTextToText, LogitsProcessor, LogitsProcessorList
 from transformers.utils import get_json_schema
 
+from harness.actions import ACTION_TYPES
 from harness.errors import ConfigError
 from trainers.adapters.trl_env import (
     CUAEnvironment,
@@ -32,7 +33,8 @@ from trainers.adapters.trl_env import (
 from trainers.models.processor import load_processor
 
 TASKS = ("fsm:shop/open_mug", "fsm:settings/cfg_location")
-TOOLS = ("click", "done", "key", "scroll", "type_text")
+TOOLS = ("click", "done", "double_click", "drag", "key", "move", "right_click", "scroll",
+         "type_text", "wait")
 
 
 @pytest.fixture(scope="module")
@@ -122,13 +124,38 @@ def test_an_infrastructure_failure_voids_the_episode(envs: CUAEnvironments) -> N
     assert play_oracle(envs, env)[-1].endswith("goal reached") and env.get_reward() == 2.0
 
 
+def play_oracle_with_every_tool(envs: CUAEnvironments, env: CUAEnvironment) -> list[str]:
+    """Follow the oracle, calling the tool named as each action's type; the types."""
+    kinds = []
+    while env.over is None and (action := envs.oracle_action(env)) is not None:
+        fields = action.model_dump(exclude={"type"})
+        answer = getattr(env, action.type)(**fields)
+        assert isinstance(answer, list) and "error" not in answer[1]["text"], answer
+        kinds.append(action.type)
+    return kinds
+
+
+@pytest.mark.parametrize(("task", "kind"), [("fsm:travel/wishlist_1", "drag"),
+                                            ("fsm:bank/transfer_limit_tip", "move")])
+def test_goals_that_need_a_drag_or_a_hover_are_solved_through_the_tools(
+        envs: CUAEnvironments, task: str, kind: str) -> None:
+    env = envs.factory(task)()
+    env.reset(seed=0)
+    assert kind in play_oracle_with_every_tool(envs, env)
+    assert env.success and env.over == "goal reached"
+
+
 def test_tools_have_schemas_and_verdicts_read_short() -> None:
     tools = [name for name, _ in inspect.getmembers(CUAEnvironment, predicate=inspect.isfunction)
              if not name.startswith("_") and name not in ("reset", "get_reward")]
     assert tuple(tools) == TOOLS  # what TRL exposes as tools: nothing else public
+    # one tool per action kind, named as its type
+    assert {kind.model_fields["type"].default for kind in ACTION_TYPES} == set(TOOLS)
     schemas = {name: get_json_schema(getattr(CUAEnvironment, name))["function"] for name in tools}
     assert schemas["click"]["parameters"]["required"] == ["x", "y"]
     assert schemas["scroll"]["parameters"]["required"] == ["x", "y", "dy"]
+    assert schemas["drag"]["parameters"]["required"] == ["x", "y", "to_x", "to_y"]
+    assert "required" not in schemas["wait"]["parameters"]  # seconds has a default
     from fsm_sites.verdict import StepVerdict
 
     base = dict(state_before="a", state_after="b", transition_fired=True, on_shortest_path=False,

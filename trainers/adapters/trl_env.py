@@ -18,9 +18,13 @@ methods into the model's tools; the contract it expects, read from TRL 1.16's
   training set mixes sites), else the task the factory was made for; its ``seed`` column
   seeds the episode (0 without one: the rollouts of a GRPO group see the same start).
 - every other public method is a tool, described to the model by its signature and its
-  docstring. ``click``, ``type_text``, ``scroll``, ``key`` and ``done`` step the env and
-  return the new screenshot and a short text: the action's error (an agent error), the FSM
-  step verdict where the task has one, and whether the episode is over.
+  docstring. There is one tool per action kind, named as the action's ``type``: ``click``,
+  ``double_click``, ``right_click``, ``move`` (hover), ``drag``, ``scroll``, ``type_text``,
+  ``key``, ``wait`` and ``done``. Each steps the env and returns the new screenshot and a
+  short text: the action's error (an agent error), the FSM step verdict where the task has
+  one, and whether the episode is over. (``click_element``, the element-list action, has no
+  tool: these observations are screenshots; ``benchmarks.trl_arm.ElementEnvironment``
+  shows element lists.)
 - ``get_reward()`` is called once per finished rollout: the sum of the episode's step
   rewards in the env's reward mode (``outcome``, ``step`` or ``progress``,
   ``harness.rewards``). TRL's GRPO loss sees only this episode total.
@@ -240,6 +244,44 @@ class CUAEnvironment:
         """
         return self._act({"type": "click", "x": x, "y": y})
 
+    def double_click(self, x: int, y: int) -> Content | str:
+        """Double-click a point of the screen (to open an item, or select a word).
+
+        Args:
+            x: Pixels from the left edge of the screenshot.
+            y: Pixels from the top edge of the screenshot.
+        """
+        return self._act({"type": "double_click", "x": x, "y": y})
+
+    def right_click(self, x: int, y: int) -> Content | str:
+        """Right-click a point of the screen (opens a context menu).
+
+        Args:
+            x: Pixels from the left edge of the screenshot.
+            y: Pixels from the top edge of the screenshot.
+        """
+        return self._act({"type": "right_click", "x": x, "y": y})
+
+    def move(self, x: int, y: int) -> Content | str:
+        """Move the pointer to a point without clicking: hover (shows tooltips and menus).
+
+        Args:
+            x: Pixels from the left edge of the screenshot.
+            y: Pixels from the top edge of the screenshot.
+        """
+        return self._act({"type": "move", "x": x, "y": y})
+
+    def drag(self, x: int, y: int, to_x: int, to_y: int) -> Content | str:
+        """Press at a point, move to another with the button held, and release there.
+
+        Args:
+            x: Pixels from the left edge of the screenshot, where the drag starts.
+            y: Pixels from the top edge of the screenshot, where the drag starts.
+            to_x: Pixels from the left edge of the screenshot, where it ends.
+            to_y: Pixels from the top edge of the screenshot, where it ends.
+        """
+        return self._act({"type": "drag", "x": x, "y": y, "to_x": to_x, "to_y": to_y})
+
     def type_text(self, text: str) -> Content | str:
         """Type text into the focused field.
 
@@ -267,6 +309,14 @@ class CUAEnvironment:
         """
         parts = [keys] if keys == "+" else [k for k in keys.split("+") if k]
         return self._act({"type": "key", "keys": parts or [keys]})
+
+    def wait(self, seconds: float = 1.0) -> Content | str:
+        """Wait for the screen to change (a page loading, an animation).
+
+        Args:
+            seconds: How long to wait, at most 60.
+        """
+        return self._act({"type": "wait", "seconds": seconds})
 
     def done(self) -> Content | str:
         """Declare the task complete; the episode ends."""

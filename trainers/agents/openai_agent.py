@@ -8,11 +8,14 @@ out with each screenshot as a data URL (``{"type": "image_url", "image_url": {"u
 server has them (vLLM, ``cua serve``: ``return_token_ids``), token ids, and the step records
 what came back. ``OPENAI_API_KEY``, when set, is sent as the bearer token. Needs no torch.
 
-Failures: no connection, a timeout, a 5xx/408/429 status or a body that is not a chat
-completion raise ``EndpointError`` (infrastructure: retried here ``retries`` times, then by
-the runner); another 4xx raises ``EndpointRejected`` with the server's message (the
-episode fails as the agent's). A reply that is not an action is just text: the env's codec
-rejects it and the episode goes on.
+The requests go through the official ``openai`` SDK: one ``AsyncOpenAI`` client per agent
+(per event loop: its connections belong to one), with the SDK's own ``timeout`` and
+``max_retries`` (``timeout_s`` and ``retries``; it backs off exponentially and honours
+``Retry-After``). Failures: no connection, a timeout, a 5xx/408/409/429 status (after the
+retries) or a body that is not a chat completion raise ``EndpointError`` (infrastructure:
+the runner retries the episode); another 4xx raises ``EndpointRejected`` with the server's
+message (the episode fails as the agent's). A reply that is not an action is just text: the
+env's codec rejects it and the episode goes on.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import json
 import os
 from typing import Any
 
-import aiohttp
+import openai
 
 from harness.agents.base import AgentContext, AgentStep
 from harness.agents.model import Completion, ModelAgent
@@ -34,7 +37,6 @@ from harness.prompts import Prompt
 from trainers.agents.options import OpenAIAgentOptions, parse_options, split_spec
 from trainers.errors import ConfigError, EndpointError, EndpointRejected
 
-RETRYABLE = frozenset({408, 429})
 #: The step being decided: its sampling seed (set by ``act``) and what the server reported
 #: (set by ``generate``).
 _REPLY: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("openai_reply", default=None)
@@ -70,6 +72,8 @@ class OpenAIAgent(ModelAgent):
         super().__init__(self.options.prompt_config(), policy_version=self.options.policy_version)
         self.base_url = base_url.rstrip("/")
         self.model = self.options.model
+        #: (event loop, client): one slot shared with the agent's ``sampling`` copies
+        self._client: list[tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI]] = []
 
     async def act(self, obs: Observation, ctx: AgentContext) -> AgentStep:
         seed = (ctx.rng.getrandbits(62) + self.options.seed * 1_000_003) % (1 << 62)
@@ -116,42 +120,41 @@ class OpenAIAgent(ModelAgent):
                                 f"{json.dumps(data)[:200]}; name the model: openai:URL#MODEL") from None
         return self.model
 
+    def client(self) -> openai.AsyncOpenAI:
+        """The agent's SDK client (a new one only when the event loop is a new one)."""
+        loop = asyncio.get_running_loop()
+        if not self._client or self._client[0][0] is not loop:
+            client = openai.AsyncOpenAI(
+                base_url=self.base_url, api_key=os.environ.get("OPENAI_API_KEY") or "none",
+                timeout=self.options.timeout_s, max_retries=self.options.retries)
+            self._client[:] = [(loop, client)]
+        return self._client[0][1]
+
     async def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
-        attempts = self.options.retries + 1
-        for attempt in range(1, attempts + 1):
-            try:
-                return await self._once(method, path, body)
-            except EndpointError:
-                if attempt == attempts:
-                    raise
-                await asyncio.sleep(self.options.retry_backoff_s * attempt)
-        raise AssertionError("unreachable")
-
-    async def _once(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
         url = self.base_url + path
-        headers = {"Content-Type": "application/json"}
-        if os.environ.get("OPENAI_API_KEY"):
-            headers["Authorization"] = f"Bearer {os.environ['OPENAI_API_KEY']}"
-        timeout = aiohttp.ClientTimeout(total=self.options.timeout_s)
+        client = self.client()
         try:
-            # A session per request: the agent has no close hook, and a session left open at
-            # the end of a run warns.
-            async with aiohttp.ClientSession(timeout=timeout) as session, \
-                    session.request(method, url, json=body, headers=headers) as response:
-                text = await response.text(errors="replace")
-                status = response.status
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            if body is None:
+                raw = await client.models.with_raw_response.list()
+            else:
+                known = {k: v for k, v in body.items() if k != "return_token_ids"}
+                extra = {"return_token_ids": True} if body.get("return_token_ids") else None
+                raw = await client.chat.completions.with_raw_response.create(**known, extra_body=extra)
+            return _json_body(url, raw.text)
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500 or exc.status_code in (408, 409, 429):
+                raise EndpointError(f"openai agent: expected a 200 from {url}, got {exc.status_code}: "
+                                    f"{exc.response.text[:300]}") from exc
+            raise EndpointRejected(f"openai agent: {url} refused the request with {exc.status_code}: "
+                                   f"{exc.response.text[:500]}") from exc
+        except openai.APIConnectionError as exc:  # a timeout too
+            timed_out = isinstance(exc, openai.APITimeoutError)
             raise EndpointError(f"openai agent: expected an answer from {url}, got "
-                                f"{type(exc).__name__}: {str(exc) or 'no reply in time'}; check that the "
-                                "server runs and answers within timeout_s") from exc
-        return _check_status(url, status, text)
+                                f"{'no reply in time' if timed_out else f'{exc}: {exc.__cause__}'}; check "
+                                "that the server runs and answers within timeout_s") from exc
 
 
-def _check_status(url: str, status: int, text: str) -> Any:
-    if status >= 500 or status in RETRYABLE:
-        raise EndpointError(f"openai agent: expected a 200 from {url}, got {status}: {text[:300]}")
-    if status >= 400:
-        raise EndpointRejected(f"openai agent: {url} refused the request with {status}: {text[:500]}")
+def _json_body(url: str, text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError:

@@ -64,9 +64,8 @@ class OpenAIAgentOptions(ModelAgentOptions):
     model: str | None = Field(default=None, description="served model name; None: the first one "
                               "the endpoint lists under /models")
     timeout_s: float = Field(default=120.0, gt=0.0, description="limit for one request")
-    retries: int = Field(default=2, ge=0, description="further tries after a 5xx, 408, 429, timeout "
-                         "or lost connection")
-    retry_backoff_s: float = Field(default=1.0, ge=0.0, description="wait before retry k: k x this")
+    retries: int = Field(default=2, ge=0, description="further tries after a 5xx, 408, 409, 429, "
+                         "timeout or lost connection (the openai SDK's max_retries, with its backoff)")
     logprobs: bool = Field(default=True, description="ask for the completion's log-probabilities")
     token_ids: bool = Field(default=True, description="ask for token ids (return_token_ids: vLLM and "
                             "cua serve have it; turn off for endpoints that refuse unknown fields)")

@@ -30,6 +30,7 @@ from harness.rewards import RewardMode
 from trainers.grpo.advantages import Normalize
 from trainers.models.policy import PolicyConfig
 from trainers.training.config import HeldoutSpec, _known_tasks, task_ids
+from trainers.training.loggers import ReportTo, report_to_field
 
 
 class _Strict(BaseModel):
@@ -219,6 +220,7 @@ class GRPOConfig(_Strict):
     seed: int = Field(default=0, description="seed of task sampling, rollouts and minibatch order")
     threads: int | None = Field(default=1, ge=1, description="CPU threads for torch; None: torch's default")
     resume: bool = Field(default=False, description="continue from the last checkpoint in OUT/checkpoints")
+    report_to: ReportTo = report_to_field()  # TensorBoard / W&B (trainers.training.loggers)
 
     _tasks = field_validator("tasks")(_known_tasks)
 

@@ -58,6 +58,7 @@ from trainers.grpo.config import GRPOConfig
 from trainers.grpo.curriculum import Curriculum
 from trainers.grpo.distributed import Outcome, Ranks, make_ranks, merge_figures, unsupported
 from trainers.grpo.rollouts import NoOpStop, Rollout, Rollouts, branch_points
+from trainers.training.loggers import Loggers
 from trainers.training.metrics import METRICS_FILE, MetricsLog
 
 console = Console(stderr=True)
@@ -176,7 +177,9 @@ class Trainer:
         self.shuffle = torch.Generator().manual_seed(config.seed)
         self.curriculum = Curriculum(task_ids(config.tasks), config.curriculum)
         self.loop = checkpoint.LoopState()
-        self.metrics = MetricsLog(Path(config.out) / METRICS_FILE)
+        # metrics.jsonl, and the same lines to TensorBoard / W&B (report_to) from the main process
+        self.metrics = MetricsLog(Path(config.out) / METRICS_FILE, Loggers(
+            config.report_to, Path(config.out), config=config.model_dump(mode="json")) if ranks.main else None)
         self.store = TrajectoryStore(config.store_path) if ranks.main else None
         self.envs = make_env_provider(config.rollout.provider_spec())
         options = EnvOptions(codec=config.prompt.codec, max_steps=config.rollout.max_steps,
@@ -394,6 +397,7 @@ class Trainer:
             self.policy.save(path, state_dict=weights)
 
     async def close(self) -> None:
+        self.metrics.close()
         await self.envs.close()
         if self.store is not None:
             self.store.close()

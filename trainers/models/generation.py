@@ -15,7 +15,9 @@ checkpoint's saved defaults (Qwen ships ``repetition_penalty=1.05``) change noth
 distribution (log-softmax of the raw logits, before temperature and top-p: vLLM's default),
 which is what a forward pass over prompt + completion gives (``inputs.completion_logprobs``).
 Vision and turn-start tokens are never generated. Completions end at the first end-of-turn
-token (kept in ``token_ids``; not in ``text``) or at the request's token budget.
+token (kept in ``token_ids``; not in ``text``), at the request's token budget, or at the first
+of its ``stop`` strings, as vLLM has it: the text ends before the string, ``token_ids`` end
+with the token that completed it, and ``finish_reason`` is ``stop``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -51,6 +53,11 @@ class GenerationRequest:
     top_p: float = 1.0
     seed: int | None = None  # None: drawn from the generator's own stream
     top_logprobs: int = 0  # also return the k most likely tokens at each step
+    stop: tuple[str, ...] = ()  # stop strings: the text ends before the first one
+    raw_prompt: str | None = None  # the prompt as text, without the chat template (prompt unused)
+    #: streaming: called with each token of this completion as it is chosen (from the thread
+    #: that generates), up to its end-of-turn token or its budget
+    on_token: Callable[[int], None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -92,13 +99,18 @@ class Generator:
             return []
         seeds = [r.seed if r.seed is not None else self._rng.getrandbits(63) for r in requests]
         with self.lock, torch.inference_mode(), _generation_mode(self.policy.model):
-            batch = encode_prompts(self.policy, [r.prompt for r in requests])
+            batch = encode_prompts(self.policy, [r.prompt for r in requests],
+                                   raw=[r.raw_prompt for r in requests])
             sampler = RowSampler(requests, seeds, self.never, batch["input_ids"].device)
             model = _hf_model(self.policy.model)
+            stopping = [StopStrings(requests, self.policy.tokenizer, batch["input_ids"].shape[1])] \
+                if any(r.stop for r in requests) else []
+            streamer = RowStreamer(requests, self.stop_ids) if any(r.on_token for r in requests) else None
             with _own_generation_config(model, self._config(requests)):
                 # Each process generates for its own episodes: never in lockstep with others
                 # (transformers would sync the processes of a sharded model, step by step).
-                out = model.generate(**batch, logits_processor=[sampler], synced_gpus=False)
+                out = model.generate(**batch, logits_processor=[sampler], synced_gpus=False,
+                                     stopping_criteria=stopping, streamer=streamer)
             self.calls += 1
         return self._unpack(requests, batch, out)
 
@@ -120,15 +132,82 @@ class Generator:
             ids = generated[i].tolist()[: request.max_new_tokens]
             end = next((k for k, t in enumerate(ids) if t in self.stop_ids), None)
             ids = ids if end is None else ids[: end + 1]
-            top = [tops[k][i][: request.top_logprobs] for k in range(len(ids))] if request.top_logprobs else None
             text_ids = ids if end is None else ids[:-1]
+            text = self.policy.tokenizer.decode(text_ids, skip_special_tokens=True)
+            cut = _cut_at_stop(self.policy.tokenizer, text_ids, text, request.stop)
+            if cut is not None:
+                ids, text, end = ids[: cut[0]], cut[1], cut[0] - 1
+            top = [tops[k][i][: request.top_logprobs] for k in range(len(ids))] if request.top_logprobs else None
             mask = batch["attention_mask"][i].bool()
             results.append(Generation(
-                text=self.policy.tokenizer.decode(text_ids, skip_special_tokens=True),
-                token_ids=ids, logprobs=[chosen[k][i] for k in range(len(ids))],
+                text=text, token_ids=ids, logprobs=[chosen[k][i] for k in range(len(ids))],
                 prompt_token_ids=batch["input_ids"][i][mask].tolist(),
                 finish_reason="length" if end is None else "stop", top_logprobs=top))
         return results
+
+
+def first_stop(text: str, stops: Sequence[str]) -> int | None:
+    """Where the first of ``stops`` begins in ``text``, if one does."""
+    found = [i for i in (text.find(s) for s in stops if s) if i >= 0]
+    return min(found) if found else None
+
+
+def _cut_at_stop(tokenizer: Any, ids: list[int], text: str, stops: Sequence[str]
+                 ) -> tuple[int, str] | None:
+    """(how many tokens it took to write the first stop string, the text before it), or None
+    when ``text`` holds none of ``stops``."""
+    at = first_stop(text, stops)
+    if at is None:
+        return None
+    for k in range(1, len(ids) + 1):
+        if first_stop(tokenizer.decode(ids[:k], skip_special_tokens=True), stops) is not None:
+            return k, text[:at]
+    return len(ids), text[:at]
+
+
+class RowStreamer:
+    """transformers' streamer hook: hands each row's new token to its request's ``on_token``,
+    up to the row's end-of-turn token or its own budget (the batch runs on for longer rows)."""
+
+    def __init__(self, requests: Sequence[GenerationRequest], stop_ids: Sequence[int]) -> None:
+        self.requests = requests
+        self.stop_ids = set(stop_ids)
+        self.counts = [0] * len(requests)
+        self.done = [r.on_token is None for r in requests]
+        self.prompt_seen = False
+
+    def put(self, value: torch.Tensor) -> None:
+        if not self.prompt_seen:  # the first call hands over the prompts
+            self.prompt_seen = True
+            return
+        for i, token in enumerate(value.reshape(-1).tolist()):
+            callback = self.requests[i].on_token
+            if self.done[i] or callback is None:
+                continue
+            self.counts[i] += 1
+            callback(int(token))
+            self.done[i] = token in self.stop_ids or self.counts[i] >= self.requests[i].max_new_tokens
+
+    def end(self) -> None:
+        return None
+
+
+class StopStrings:
+    """A stopping criterion: a row is done once its completion holds one of its request's
+    stop strings (the batch runs on until every row is done or out of budget)."""
+
+    def __init__(self, requests: Sequence[GenerationRequest], tokenizer: Any, prompt_length: int) -> None:
+        self.stops = [r.stop for r in requests]
+        self.tokenizer = tokenizer
+        self.prompt_length = prompt_length
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+        import torch
+
+        done = [bool(stops) and first_stop(self.tokenizer.decode(
+            row[self.prompt_length:].tolist(), skip_special_tokens=True), stops) is not None
+            for row, stops in zip(input_ids, self.stops, strict=True)]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 def _step_logprobs(logits: Sequence[torch.Tensor], generated: torch.Tensor, top_k: int

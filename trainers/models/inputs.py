@@ -71,11 +71,14 @@ def _check_images(prompt: Prompt[bytes]) -> None:
 
 
 def encode_prompts(policy: Policy, prompts: Sequence[Prompt[bytes]], *,
-                   padding_side: str = "left") -> Any:
-    """The processor's batch for ``prompts`` on the policy's device (left-padded for generation)."""
+                   padding_side: str = "left", raw: Sequence[str | None] | None = None) -> Any:
+    """The processor's batch for ``prompts`` on the policy's device (left-padded for generation).
+    ``raw[i]``, where given, is prompt i's text as is, without the chat template (``cua
+    serve``'s ``/v1/completions``)."""
     for prompt in prompts:
         _check_images(prompt)
-    texts = [render(policy.processor, p.messages) for p in prompts]
+    texts = [text if text is not None else render(policy.processor, p.messages)
+             for p, text in zip(prompts, raw or [None] * len(prompts), strict=True)]
     images = [open_image(image) for p in prompts for image in p.images]
     batch = policy.processor(text=texts, images=images or None, return_tensors="pt", padding=True,
                              padding_side=padding_side)

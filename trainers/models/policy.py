@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sandboxes.extras import require_extra
 from trainers.errors import MissingExtraError, ModelDirError
 
 #: The language model's projections (Qwen2/2.5/3-VL name them alike).
@@ -194,13 +195,8 @@ def _prepare(model: Any, processor: Any, kind: str, config: PolicyConfig, *, add
 
 
 def require_train_extra() -> None:
-    """A ``MissingExtraError`` naming the train extra unless torch and transformers import."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except ModuleNotFoundError as exc:
-        raise MissingExtraError(f"loading a policy needs torch and transformers, got no {exc.name!r}; "
-                                "install the train extra: pip install 'cua-harness[train]'") from exc
+    """A ``MissingExtraError`` naming the train extra unless torch and transformers are there."""
+    require_extra("train", "loading a policy (torch and transformers)")
 
 
 def _enable_checkpointing(model: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
@@ -34,6 +35,8 @@ class ServeConfig(BaseModel):
     min_pixels: int | None = Field(default=None, ge=1, description="screenshot pixel floor; None: the checkpoint's")
     max_pixels: int | None = Field(default=None, ge=1, description="screenshot pixel budget; None: the checkpoint's")
     policy_version: int = Field(default=0, description="the version replies report until POST /v1/weights")
+    api_key: str | None = Field(default=None, description="a key clients must send as 'Authorization: "
+                                "Bearer KEY' on /v1 routes; None: the CUA_SERVE_API_KEY variable, else open")
 
 
 def run_serve(config: ServeConfig) -> None:
@@ -45,7 +48,8 @@ def run_serve(config: ServeConfig) -> None:
                                       min_pixels=config.min_pixels, max_pixels=config.max_pixels))
     server = PolicyServer(policy, name=config.name or Path(config.model).resolve().name,
                           max_batch=config.max_batch, max_wait_ms=config.max_wait_ms,
-                          max_new_tokens=config.max_new_tokens, policy_version=config.policy_version)
+                          max_new_tokens=config.max_new_tokens, policy_version=config.policy_version,
+                          api_key=config.api_key or os.environ.get("CUA_SERVE_API_KEY") or None)
     asyncio.run(_serve(server, config.host, config.port))
 
 
@@ -72,5 +76,6 @@ def register(app: typer.Typer) -> None:
     """Add `cua serve` to the CLI."""
     app.command("serve")(config_command(
         ServeConfig, run_serve, name="serve", positional=("model",),
-        doc="Serve a policy as an OpenAI-compatible endpoint: GET /v1/models, POST "
-            "/v1/chat/completions (images as data URLs, logprobs), POST /v1/weights (reload)."))
+        doc="Serve a policy as an OpenAI-compatible endpoint: GET /health, GET /v1/models, POST "
+            "/v1/chat/completions (images as data URLs, logprobs, stop, stream), POST /v1/completions, "
+            "POST /v1/weights (reload). See docs/serving.md."))

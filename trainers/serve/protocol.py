@@ -1,11 +1,10 @@
-"""The OpenAI chat-completions wire format ``cua serve`` speaks: requests in, bodies out.
+"""The requests ``cua serve`` takes: OpenAI's chat completions and (text) completions.
 
 Requests are validated by pydantic models that refuse unknown fields, so a client learns
-which field the server does not support instead of having it ignored. Images arrive as
-data URLs (``data:image/png;base64,...``); the server fetches nothing. Replies carry
-OpenAI's fields (``choices[].message``, ``finish_reason``, ``logprobs.content[]`` with
-``top_logprobs``, ``usage``) plus, when asked with ``return_token_ids`` (as vLLM does),
-``prompt_token_ids`` and ``choices[].token_ids``, and always ``policy_version``.
+which field the server does not support instead of having it ignored; ``tools`` and any
+``response_format`` but ``text`` are refused with what is served instead. Images arrive as
+data URLs (``data:image/png;base64,...``); the server fetches nothing. The replies are
+built in ``responses`` from ``openai.types``.
 """
 
 from __future__ import annotations
@@ -13,15 +12,11 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import time
-import uuid
-from functools import cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.prompts import Message, Prompt
-from trainers.models.generation import Generation
 
 DATA_URL = re.compile(r"^data:image/[a-zA-Z0-9.+-]+;base64,(?P<data>.*)$", re.DOTALL)
 
@@ -58,31 +53,116 @@ class ChatMessage(BaseModel):
     name: str | None = None
 
 
-class ChatRequest(BaseModel):
-    """A ``POST /v1/chat/completions`` body; fields beyond these are refused by name."""
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    include_usage: bool = Field(default=False, description="a last chunk with the usage")
+
+
+class ResponseFormat(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+
+    @field_validator("type")
+    @classmethod
+    def _text_only(cls, kind: str) -> str:
+        if kind != "text":
+            raise ValueError(f"expected {{'type': 'text'}}, the one format served (the model's own "
+                             f"text, which the env's action codec parses), got {kind!r}; drop it")
+        return kind
+
+
+Stop = Annotated[list[Annotated[str, Field(min_length=1)]], Field(max_length=16)]
+
+
+class Sampling(BaseModel):
+    """The fields both endpoints share; fields beyond these are refused by name."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: str | None = Field(default=None, description="the served model's name (optional)")
-    messages: list[ChatMessage] = Field(min_length=1, description="the conversation")
     max_tokens: int | None = Field(default=None, ge=1, description="most completion tokens")
-    max_completion_tokens: int | None = Field(default=None, ge=1, description="same as max_tokens")
     temperature: float = Field(default=1.0, ge=0.0, le=10.0, description="0: greedy")
     top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
-    n: int = Field(default=1, ge=1, le=64, description="completions per request")
+    n: int = Field(default=1, ge=1, le=64, description="completions per prompt")
     seed: int | None = Field(default=None, description="sampling seed (completion i uses seed + i)")
+    stop: str | Stop | None = Field(default=None, description="stop strings: the text ends before "
+                                    "the first one that appears")
+    stream: bool = Field(default=False, description="answer as server-sent events")
+    stream_options: StreamOptions | None = Field(default=None, description="include_usage")
+    return_token_ids: bool = Field(default=False, description="return prompt and completion token ids")
+    user: str | None = Field(default=None, description="ignored")
+
+    @property
+    def stops(self) -> tuple[str, ...]:
+        return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
+
+    @property
+    def include_usage(self) -> bool:
+        return self.stream_options is not None and self.stream_options.include_usage
+
+
+class ChatRequest(Sampling):
+    """A ``POST /v1/chat/completions`` body."""
+
+    messages: list[ChatMessage] = Field(min_length=1, description="the conversation")
+    max_completion_tokens: int | None = Field(default=None, ge=1, description="same as max_tokens")
     logprobs: bool = Field(default=False, description="return each token's log-probability")
     top_logprobs: int | None = Field(default=None, ge=0, le=20, description="and the k likeliest tokens")
-    return_token_ids: bool = Field(default=False, description="return prompt and completion token ids")
-    stream: Literal[False] = Field(default=False, description="streaming is not supported")
-    stop: None = Field(default=None, description="stop strings are not supported")
-    user: str | None = Field(default=None, description="ignored")
+    response_format: ResponseFormat | None = Field(default=None, description="only {'type': 'text'}")
+    tools: list[Any] | None = Field(default=None, description="refused: no tool calls")
+    tool_choice: Any = Field(default=None, description="only 'none'")
+
+    @field_validator("tools")
+    @classmethod
+    def _no_tools(cls, tools: list[Any] | None) -> None:
+        if tools is not None:
+            raise ValueError("expected no tools: cua serve answers with the model's text, and the "
+                             "env's action codec (the prompt's action format) turns it into an "
+                             "action; drop tools, or drive tools through TRL's environment_factory")
+        return None
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _no_tool_choice(cls, choice: Any) -> Any:
+        if choice not in (None, "none"):
+            raise ValueError(f"expected 'none' (cua serve calls no tools), got {choice!r}; drop it")
+        return choice
 
     @model_validator(mode="after")
     def _top_needs_logprobs(self) -> ChatRequest:
         if self.top_logprobs and not self.logprobs:
             raise ValueError("top_logprobs needs logprobs: true")
         return self
+
+
+class CompletionRequest(Sampling):
+    """A ``POST /v1/completions`` body: raw text in, no chat template."""
+
+    prompt: Annotated[str, Field(min_length=1)] | Annotated[list[Annotated[str, Field(min_length=1)]],
+                                                            Field(min_length=1)] = Field(
+        description="the text to continue (or a list of them; token ids are not taken)")
+    max_tokens: int | None = Field(default=16, ge=1, description="most completion tokens")
+    logprobs: int | None = Field(default=None, ge=0, le=20, description="the k likeliest tokens' "
+                                 "log-probabilities at each step (and the chosen one's)")
+    echo: bool = Field(default=False, description="echoing the prompt is not supported")
+
+    @field_validator("echo")
+    @classmethod
+    def _no_echo(cls, echo: bool) -> bool:
+        if echo:
+            raise ValueError("expected echo false: the reply holds the completion alone; drop echo")
+        return echo
+
+    @property
+    def prompts(self) -> list[str]:
+        return [self.prompt] if isinstance(self.prompt, str) else list(self.prompt)
+
+
+#: what a client may send, named in the error for a field the server does not know
+CHAT_FIELDS = ", ".join(ChatRequest.model_fields)
+COMPLETION_FIELDS = ", ".join(CompletionRequest.model_fields)
 
 
 class RequestError(ValueError):
@@ -134,67 +214,7 @@ def decode_data_url(url: str, param: str) -> bytes:
     return data
 
 
-@cache
-def _byte_decoder() -> dict[str, int]:
-    """Byte-level BPE's character -> byte map (GPT-2's printable stand-ins for bytes)."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    chars = list(printable)
-    extra = 0
-    for byte in range(256):
-        if byte not in printable:
-            printable.append(byte)
-            chars.append(256 + extra)
-            extra += 1
-    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
-
-
-def token_bytes(tokenizer: Any, token_id: int) -> bytes:
-    """The bytes a token stands for (special tokens: their text)."""
-    token = tokenizer.convert_ids_to_tokens(int(token_id))
-    decoder = _byte_decoder()
-    if token is None:
-        return b""
-    if token in tokenizer.all_special_tokens or any(ch not in decoder for ch in token):
-        return token.encode("utf-8")
-    return bytes(decoder[ch] for ch in token)
-
-
-def _logprob_entry(tokenizer: Any, token_id: int, logprob: float) -> dict[str, Any]:
-    raw = token_bytes(tokenizer, token_id)
-    return {"token": raw.decode("utf-8", errors="replace"), "logprob": logprob, "bytes": list(raw)}
-
-
-def completion_body(request: ChatRequest, generations: list[Generation], *, model: str,
-                    tokenizer: Any, policy_version: int) -> dict[str, Any]:
-    """The response body for ``request`` from its ``n`` generations."""
-    choices = []
-    for index, gen in enumerate(generations):
-        choice: dict[str, Any] = {"index": index, "finish_reason": gen.finish_reason,
-                                  "message": {"role": "assistant", "content": gen.text}, "logprobs": None}
-        if request.logprobs:
-            content = []
-            for k, (token, logprob) in enumerate(zip(gen.token_ids, gen.logprobs, strict=True)):
-                entry = _logprob_entry(tokenizer, token, logprob)
-                entry["top_logprobs"] = [_logprob_entry(tokenizer, t, lp) for t, lp in
-                                         (gen.top_logprobs[k] if gen.top_logprobs else [])]
-                content.append(entry)
-            choice["logprobs"] = {"content": content}
-        if request.return_token_ids:
-            choice["token_ids"] = gen.token_ids
-        choices.append(choice)
-    prompt_tokens = len(generations[0].prompt_token_ids)
-    completion_tokens = sum(len(g.token_ids) for g in generations)
-    body: dict[str, Any] = {
-        "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
-        "model": model, "choices": choices, "policy_version": policy_version,
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens}}
-    if request.return_token_ids:
-        body["prompt_token_ids"] = generations[0].prompt_token_ids
-    return body
-
-
-def error_body(message: str, param: str | None = None, kind: str = "invalid_request_error") -> dict[str, Any]:
+def error_body(message: str, param: str | None = None, kind: str = "invalid_request_error",
+               code: str | None = None) -> dict[str, Any]:
     """OpenAI's error shape."""
-    return {"error": {"message": message, "type": kind, "param": param, "code": None}}
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}

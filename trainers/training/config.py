@@ -23,6 +23,7 @@ from harness.prompts import PromptConfig
 from harness.store.export import StepSelection
 from trainers.errors import ConfigError
 from trainers.models.policy import PolicyConfig
+from trainers.training.loggers import ReportTo, report_to_field
 
 
 class _Strict(BaseModel):
@@ -173,8 +174,49 @@ class LoopConfig(_Strict):
     save_total_limit: int = Field(default=2, ge=1, description="checkpoints kept")
     seed: int = Field(default=0, description="seed of data order, dropout and initialisation")
     threads: int | None = Field(default=None, ge=1, description="CPU threads for torch; None: torch's default")
+    report_to: ReportTo = report_to_field()
     trl: dict[str, Any] = Field(default_factory=dict, description="further SFTConfig / DPOConfig "
-                                "fields passed to TRL as they are (e.g. bf16: true)")
+                                "fields passed to TRL as they are (e.g. bf16: true); they win over "
+                                "what cua train sets, and one that names a field of this section "
+                                "(learning_rate, ...) is that field")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trl_names_our_fields(cls, data: Any) -> Any:
+        """TRL's name of one of these fields is that field (a user's value wins over the
+        default); the same field set both ways to different values, or a field cua train
+        must own, is refused, before any data is collected."""
+        return _take_from_trl(data, data.get("trl") if isinstance(data, dict) else None, MIRRORED)
+
+
+#: TRL's name -> this section's field (what `cua train` passes TRL from it)
+MIRRORED = {"max_steps": "max_steps", "per_device_train_batch_size": "batch_size",
+            "gradient_accumulation_steps": "grad_accum", "learning_rate": "learning_rate",
+            "lr_scheduler_type": "lr_scheduler", "warmup_steps": "warmup_steps",
+            "weight_decay": "weight_decay", "max_grad_norm": "max_grad_norm",
+            "logging_steps": "logging_steps", "save_steps": "save_steps",
+            "save_total_limit": "save_total_limit", "seed": "seed"}
+#: TRL fields `cua train` owns, and why
+OWNED = {"output_dir": "checkpoints go to OUT/checkpoints, where --resume looks; set out",
+         "report_to": "set train.report_to", "remove_unused_columns": "the collators read every "
+         "column of the export", "resume_from_checkpoint": "pass --resume"}
+
+
+def _take_from_trl(data: Any, trl: Any, mirrored: dict[str, str], where: str = "train") -> Any:
+    """``data`` with the ``trl`` keys that name its fields moved into them (see LoopConfig)."""
+    if not isinstance(data, dict) or not isinstance(trl, dict):
+        return data
+    for key in trl:
+        if key in OWNED:
+            raise ValueError(f"expected no trl.{key} (cua train sets it: {OWNED[key]}), got {trl[key]!r}")
+    taken = {mirrored[k]: v for k, v in trl.items() if k in mirrored}
+    for field, value in taken.items():
+        if field in data and data[field] != value:
+            trl_name = next(k for k, f in mirrored.items() if f == field)
+            raise ValueError(f"expected {where}.{field} or trl.{trl_name}, got both ({data[field]!r} "
+                             f"and {value!r}); keep one")
+    rest = {k: v for k, v in trl.items() if k not in mirrored}
+    return {**data, **taken, "trl": rest} if data.get("trl") is trl else {**data, **taken}
 
 
 class DPOOptions(_Strict):
@@ -240,3 +282,19 @@ class DPOConfig(TrainConfig):
     """`cua train dpo`: preference optimisation on the store's DPO export (tree branch pairs)."""
 
     dpo: DPOOptions = Field(default_factory=DPOOptions, description="DPO's own settings")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trl_names_dpo_fields(cls, data: Any) -> Any:
+        """``train.trl``'s beta, loss_type and loss_weights are the dpo section's."""
+        if not isinstance(data, dict) or not isinstance(data.get("train"), dict):
+            return data
+        trl = data["train"].get("trl")
+        names = {k: k for k in ("beta", "loss_type", "loss_weights")}
+        if not isinstance(trl, dict) or not set(trl) & set(names):
+            return data
+        dpo = data.get("dpo") if isinstance(data.get("dpo"), dict) else {}
+        moved = _take_from_trl(dpo, trl, names, where="dpo")
+        rest = {k: v for k, v in trl.items() if k not in names}
+        return {**data, "dpo": {k: v for k, v in moved.items() if k != "trl"},
+                "train": {**data["train"], "trl": rest}}

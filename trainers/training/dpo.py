@@ -23,18 +23,18 @@ def train_dpo(config: DPOConfig, *, callbacks: tuple[Any, ...] = ()) -> Path:
 
     from trainers.models.policy import load_policy
 
-    run = Run(config, "dpo").start()
-    pairs = preference_examples(run.rows("dpo"), run.out / "data" / "dpo.parquet")
-    run.evaluate("before", Path(config.model.path), with_prompt=True)
-    policy = run.policy()
-    reference = None
-    if config.model.finetune == "full":
-        reference = load_policy(config.model.model_copy(update={"finetune": "none"})).model
-    options = config.dpo
-    args = run.trainer_args(TRLConfig, policy, beta=options.beta, loss_type=options.loss_type,
-                            loss_weights=options.loss_weights)
-    trainer = DPOTrainer(model=policy.model, ref_model=reference, args=args,
-                         train_dataset=as_dataset(pairs), data_collator=PreferenceCollator(policy),
-                         processing_class=policy.processor, callbacks=[*run.callbacks(policy), *callbacks])
-    run.train(trainer, rows=len(pairs))
-    return run.finish(policy)
+    with Run(config, "dpo").start() as run:
+        pairs = preference_examples(run.rows("dpo"), run.out / "data" / "dpo.parquet")
+        run.evaluate("before", Path(config.model.path), with_prompt=True)
+        policy = run.policy()
+        reference = None
+        if config.model.finetune == "full":
+            reference = load_policy(config.model.model_copy(update={"finetune": "none"})).model
+        options = config.dpo
+        args = run.trainer_args(TRLConfig, policy, beta=options.beta, loss_type=options.loss_type,
+                                loss_weights=options.loss_weights)
+        trainer = DPOTrainer(model=policy.model, ref_model=reference, args=args,
+                             train_dataset=as_dataset(pairs), data_collator=PreferenceCollator(policy),
+                             processing_class=policy.processor, callbacks=[*run.callbacks(policy), *callbacks])
+        run.train(trainer, rows=len(pairs))
+        return run.finish(policy)

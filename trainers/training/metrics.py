@@ -15,24 +15,37 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainers.errors import TrainingSignalError
+
+if TYPE_CHECKING:
+    from trainers.training.loggers import Loggers
 
 METRICS_FILE = "metrics.jsonl"
 
 
 class MetricsLog:
-    """Appends events to ``metrics.jsonl`` (flushed per line, so a killed run keeps them)."""
+    """Appends events to ``metrics.jsonl`` (flushed per line, so a killed run keeps them) and
+    hands each to the run's ``loggers`` (TensorBoard, W&B), but TRL's ``train`` lines, which
+    TRL's own callbacks give them."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, loggers: Loggers | None = None) -> None:
         self.path = Path(path)
+        self.loggers = loggers
 
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
         record = {"event": event, **fields}
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
+        if self.loggers is not None and event != "train":
+            self.loggers.log(event, fields)
         return record
+
+    def close(self) -> None:
+        """Close the loggers (W&B finishes its run); metrics.jsonl needs nothing."""
+        if self.loggers is not None:
+            self.loggers.close()
 
     def read(self) -> list[dict[str, Any]]:
         if not self.path.is_file():

@@ -7,6 +7,7 @@
       model/               the final weights + cua_agent.yaml (the prompt it was trained with)
       eval/before|after/   cua eval's results.jsonl, summary.json, report.html
       metrics.jsonl        training logs and evaluation results, one JSON object per line
+      tensorboard/         the same as TensorBoard event files (train.report_to; see loggers)
       report.html          loss curves and the before/after comparison
 
 ``trainers.training.sft`` and ``trainers.training.dpo`` are short loops over these parts.
@@ -25,10 +26,15 @@ from harness.cli_config import check_output_dir
 from trainers.errors import ConfigError, ModelDirError
 from trainers.models.policy import Policy
 from trainers.training.config import TrainConfig
+from trainers.training.loggers import Loggers
 from trainers.training.metrics import METRICS_FILE, MetricsLog, make_callback
 
 if TYPE_CHECKING:
     from harness.store.export import ExportFormat
+
+
+#: the TRL config class of each kind of run
+TRL_CONFIGS = {"sft": "SFTConfig", "dpo": "DPOConfig"}
 
 
 class Run:
@@ -58,11 +64,34 @@ class Run:
             self.metrics.path.unlink(missing_ok=True)
             for stale in ("data", "eval", "collect"):
                 shutil.rmtree(self.out / stale, ignore_errors=True)
+        self._check_trl()
         self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "config.yaml").write_text(
-            yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
+        resolved = self.config.model_dump(mode="json")
+        (self.out / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False), encoding="utf-8")
         self._ensure_model()
+        self.metrics.loggers = Loggers(self.config.train.report_to, self.out, config=resolved)
         return self
+
+    def _check_trl(self) -> None:
+        """Refuse a ``train.trl`` key TRL's config does not have, before any data is collected."""
+        import dataclasses
+        import difflib
+
+        import trl
+
+        args_class = getattr(trl, TRL_CONFIGS[self.kind])
+        fields = {f.name for f in dataclasses.fields(args_class)}
+        for key in self.config.train.trl:
+            if key not in fields:
+                near = difflib.get_close_matches(key, fields, n=1)
+                raise ConfigError(f"train.trl.{key}: expected a field of TRL's {args_class.__name__}, "
+                                  f"got {key!r}" + (f"; did you mean {near[0]!r}?" if near else ""))
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.metrics.close()  # a failed run's loggers too (W&B marks its run finished)
 
     def last_checkpoint(self) -> Path | None:
         found = sorted(self.checkpoints.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])
@@ -111,7 +140,7 @@ class Run:
         return load_policy(self.config.model)
 
     def trainer_args(self, args_class: type, policy: Policy, **extra: Any) -> Any:
-        """TRL's SFTConfig or DPOConfig from the loop config (``train.trl`` passed as is)."""
+        """TRL's SFTConfig or DPOConfig from the loop config; ``train.trl``'s keys win over ours."""
         import dataclasses
 
         import torch
@@ -122,21 +151,25 @@ class Run:
         name = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
         checkpointing = {name: self.config.model.gradient_checkpointing,
                          f"{name}_kwargs": {"use_reentrant": False}}
-        return args_class(
+        ours: dict[str, Any] = dict(
             output_dir=str(self.checkpoints), max_steps=loop.max_steps,
             per_device_train_batch_size=loop.batch_size, gradient_accumulation_steps=loop.grad_accum,
             learning_rate=loop.learning_rate, lr_scheduler_type=loop.lr_scheduler,
             warmup_steps=loop.warmup_steps, weight_decay=loop.weight_decay,
             max_grad_norm=loop.max_grad_norm, logging_steps=loop.logging_steps,
             logging_first_step=True, save_steps=loop.save_steps,
-            save_total_limit=loop.save_total_limit, seed=loop.seed, report_to=[],
+            save_total_limit=loop.save_total_limit, seed=loop.seed,
+            report_to=[],  # the loggers come as callbacks (self.callbacks): one writer per run
             remove_unused_columns=False, max_length=None, dataloader_num_workers=0,
-            bf16=policy.dtype == torch.bfloat16, use_cpu=policy.device.type == "cpu",
-            **checkpointing, **extra, **loop.trl)
+            use_cpu=policy.device.type == "cpu", **checkpointing, **extra)
+        if not {"bf16", "fp16"} & set(loop.trl):  # a user's precision replaces ours
+            ours["bf16"] = policy.dtype == torch.bfloat16
+        return args_class(**{**ours, **loop.trl})  # train.trl wins (config.py refused conflicts)
 
     def callbacks(self, policy: Policy) -> list[Any]:
         """The metrics callback and, with ``heldout``, the dense held-out metric's."""
-        callbacks = [make_callback(self.metrics)]
+        assert self.metrics.loggers is not None, "start() opens the loggers"
+        callbacks = [make_callback(self.metrics), *self.metrics.loggers.callbacks()]
         if self.config.heldout is not None:
             from trainers.training.heldout import HeldoutProbe, heldout_callback
 
@@ -183,6 +216,7 @@ class Run:
         policy.save(self.model_dir)
         write_agent_file(self.model_dir, self.config.data.prompt)
         self.evaluate("after", self.model_dir, with_prompt=False)
+        self.metrics.close()
         return write_report(self.out, self.config, self.kind, self.metrics.read())
 
 

@@ -23,13 +23,13 @@ def train_sft(config: SFTConfig, *, callbacks: tuple[Any, ...] = ()) -> Path:
     from trl import SFTConfig as TRLConfig
     from trl import SFTTrainer
 
-    run = Run(config, "sft").start()
-    examples = sft_examples(run.rows("sft"), run.out / "data" / "sft.parquet")
-    run.evaluate("before", Path(config.model.path), with_prompt=True)
-    policy = run.policy()
-    trainer = SFTTrainer(
-        model=policy.model, args=run.trainer_args(TRLConfig, policy, dataset_kwargs={"skip_prepare_dataset": True}),
-        train_dataset=as_dataset(examples), data_collator=SFTCollator(policy),
-        processing_class=policy.processor, callbacks=[*run.callbacks(policy), *callbacks])
-    run.train(trainer, rows=len(examples))
-    return run.finish(policy)
+    with Run(config, "sft").start() as run:
+        examples = sft_examples(run.rows("sft"), run.out / "data" / "sft.parquet")
+        run.evaluate("before", Path(config.model.path), with_prompt=True)
+        policy = run.policy()
+        trainer = SFTTrainer(
+            model=policy.model, args=run.trainer_args(TRLConfig, policy, dataset_kwargs={"skip_prepare_dataset": True}),
+            train_dataset=as_dataset(examples), data_collator=SFTCollator(policy),
+            processing_class=policy.processor, callbacks=[*run.callbacks(policy), *callbacks])
+        run.train(trainer, rows=len(examples))
+        return run.finish(policy)

@@ -3,6 +3,8 @@
 - ``served``: one server for the module, over the session's shared Chromium (``provider``),
   serving a few FSM and MiniWoB tasks, with oracle and jump exposed; ``served.url``,
   ``served.pool``, ``TOKEN``.
+- ``capped``: one server for the module with OpenEnv's defaults (nothing exposed), two
+  sessions at most and a small body limit (``CAPPED_BODY_BYTES``): capacity and 413 tests.
 - ``start_server(pool)``: a server of your own over any session pool (stop it yourself).
 - ``served_process(args)``: ``cua env-server`` as a subprocess; its URL once it answers.
 """
@@ -26,6 +28,7 @@ from harness.server.sessions import SessionPool
 
 TOKEN = "test-token"
 TASKS = ["fsm:shop", "miniwob:click-test", "miniwob:click-button"]
+CAPPED_BODY_BYTES = 256 * 1024
 
 
 @dataclass
@@ -38,8 +41,8 @@ class Served:
         await self.runner.cleanup()
 
 
-async def start_server(pool: SessionPool, token: str = TOKEN) -> Served:
-    runner = web.AppRunner(EnvServer(pool, token).app(), access_log=None)
+async def start_server(pool: SessionPool, token: str = TOKEN, **server: int) -> Served:
+    runner = web.AppRunner(EnvServer(pool, token, **server).app(), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     host, port = runner.addresses[0][:2]
@@ -50,6 +53,14 @@ async def start_server(pool: SessionPool, token: str = TOKEN) -> Served:
 async def served(provider) -> AsyncIterator[Served]:
     server = await start_server(SessionPool(LocalEnvs(provider), tasks=TASKS, max_sessions=4,
                                             expose=("oracle", "jump")))
+    yield server
+    await server.stop()
+
+
+@pytest_asyncio.fixture(scope="module")
+async def capped(provider) -> AsyncIterator[Served]:
+    server = await start_server(SessionPool(LocalEnvs(provider), tasks=TASKS, max_sessions=2),
+                                max_body_bytes=CAPPED_BODY_BYTES)
     yield server
     await server.stop()
 

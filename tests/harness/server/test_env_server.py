@@ -13,7 +13,7 @@ from harness.server.errors import EnvServerBusy
 from tests.harness.server.conftest import TOKEN
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-ENDPOINTS = [("GET", "/health"), ("GET", "/schema"), ("GET", "/metadata"), ("GET", "/tasks"),
+ENDPOINTS = [("GET", "/schema"), ("GET", "/metadata"), ("GET", "/tasks"),
              ("GET", "/state"), ("POST", "/reset"), ("POST", "/step"), ("POST", "/oracle"),
              ("POST", "/jump"), ("POST", "/observe"), ("POST", "/close")]
 
@@ -25,7 +25,7 @@ async def call(http: aiohttp.ClientSession, method: str, url: str, body: object 
         return resp.status, await resp.json(content_type=None)
 
 
-async def test_every_call_needs_the_token(served) -> None:
+async def test_every_call_but_health_needs_the_token(served) -> None:
     async with aiohttp.ClientSession() as http:
         for method, path in ENDPOINTS:
             status, body = await call(http, method, served.url + path, {"seed": 0})
@@ -38,16 +38,17 @@ async def test_every_call_needs_the_token(served) -> None:
             await http.ws_connect(served.url + "/ws")
         assert refused.value.status == 401
         basic = base64.b64encode(f"anyone:{TOKEN}".encode()).decode()
-        status, body = await call(http, "GET", served.url + "/health",
+        status, body = await call(http, "GET", served.url + "/metadata",
                                   headers={"Authorization": f"Basic {basic}"})
-        assert status == 200 and body["status"] == "healthy"
+        assert status == 200 and body["name"] == "cua-harness"
     assert served.pool.sessions == {}
 
 
 async def test_an_http_session_plays_an_episode_with_step_verdicts(served) -> None:
     async with aiohttp.ClientSession(headers=AUTH) as http:
         async with http.post(served.url + "/reset", json={
-                "seed": 0, "task": "fsm:shop", "options": {"reward": "step"}}) as resp:
+                "seed": 0, "task": "fsm:shop", "options": {"reward": "step"},
+                "open_session": True}) as resp:
             assert resp.status == 200
             reset = await resp.json()
             session = resp.headers["X-Session-Id"]
@@ -110,18 +111,17 @@ async def test_bodies_are_validated_with_clear_errors(served) -> None:
         assert status == 404 and "GET /nowhere" in body["detail"]
         assert served.pool.sessions == {}  # refused resets leave no session behind
 
-        _, reset = await call(http, "POST", url + "/reset", {"task": "miniwob:click-test", "seed": 1})
+        _, reset = await call(http, "POST", url + "/reset",
+                              {"task": "miniwob:click-test", "seed": 1, "open_session": True})
         session = reset["observation"]["metadata"]["session_id"]
         status, body = await call(http, "POST", url + "/step",
                                   {"session_id": session, "action": {"text": "x", "codec": "qwn"}})
         assert status == 422 and "action.codec" in body["detail"] and "qwen" in body["detail"]
         status, body = await call(http, "POST", url + "/step", {"session_id": session, "action": [1]})
         assert status == 422 and "action: input should be a valid dictionary" in body["detail"]
-        # an action dict that does not validate is the agent's mistake: a step, not a refusal
         status, body = await call(http, "POST", url + "/step",
                                   {"session_id": session, "action": {"type": "click", "x": -5}})
-        assert status == 200 and body["observation"]["step"] == 1 and body["reward"] == 0.0
-        assert "expected an action dict" in body["observation"]["last_action_error"]
+        assert (status, body["code"]) == (422, "VALIDATION_ERROR") and "click.x" in body["detail"]
         await call(http, "POST", url + "/close", {"session_id": session})
 
 

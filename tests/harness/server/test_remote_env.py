@@ -66,6 +66,12 @@ async def test_a_remote_env_gives_what_a_local_env_gives(served, provider) -> No
         ]
         for action, codec in steps:
             same_step(await local.step(action, codec=codec), await remote.step(action, codec=codec))
+        # an agent's action dict off the schema: its mistake on both (the server itself
+        # refuses such a dict with 422; the client sends it as text with the decode error)
+        off_schema = {"type": "click", "x": -5, "y": 5}
+        mine, theirs = await local.step(off_schema), await remote.step(off_schema)
+        assert theirs[0].last_action_error == mine[0].last_action_error is not None
+        assert theirs[0].step == mine[0].step and theirs[1] == mine[1]
         last = await remote.step({"type": "done"})
         assert last[4].verdict is not None and last[2]  # terminated by done
     finally:

@@ -25,7 +25,8 @@ function showNode(id) {
   shot.src = node.shot || "";
   document.getElementById("action-fig").hidden = !node.action_shot;
   document.getElementById("action-frame").replaceChildren(...(node.action_shot ? actionFrame(node) : []));
-  const rows = [["action", node.action_text || JSON.stringify(node.action)], ["url", node.url],
+  const rows = [["action", node.action_text || JSON.stringify(node.action)],
+    ["verdict", node.verdict_words], ["url", node.url],
     ["reward", node.reward], ["visits", node.visits], ["status", node.status],
     ["success", node.success], ["depth", node.depth], ["flags", node.flags.join(", ")]];
   const facts = document.getElementById("facts");

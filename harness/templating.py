@@ -1,0 +1,35 @@
+"""HTML pages from Jinja2 templates, shipped as package data (``<package>/templates/``).
+
+One environment per package, autoescaping on: every value a template prints is escaped
+unless it is ``Markup`` (an SVG drawn by our own code). Undefined names are errors, so a
+template that asks for a value the page does not pass fails loudly, not blank.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jinja2
+
+
+@functools.cache
+def environment(package: str) -> jinja2.Environment:
+    """The template environment of ``package`` (its ``templates/`` folder)."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader(package, "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    env.filters["rate"] = _rate
+    return env
+
+
+def _rate(figures: dict[str, Any], digits: int = 1) -> str:
+    """A summary's success rate with its 95% Wilson interval: ``50.0% [23.7–76.3]``."""
+    from harness.evaluation.stats import format_rate  # harness.evaluation renders templates
+
+    return format_rate(figures["success_rate"], figures["success_ci"], digits)
+
+
+def render(package: str, name: str, **context: Any) -> str:
+    """``package``'s template ``name`` filled with ``context``."""
+    return environment(package).get_template(name).render(**context)
