@@ -241,6 +241,19 @@ def _is_bool(annotation: Any) -> bool:
     return annotation is bool or args == [bool]
 
 
+def _help_marker(field_name: str, info: Any) -> str:
+    """Click's own markers, so config-derived and hand-written commands read alike:
+    ``[required]``, ``[default: X]`` (none for a None default), ``[default: no-flag]``."""
+    if info.is_required():
+        return "  [required]"
+    default = info.get_default(call_default_factory=True)
+    if default is None:
+        return ""
+    if isinstance(default, bool):
+        return f"  [default: {'' if default else 'no-'}{field_name.replace('_', '-')}]"
+    return f"  [default: {default}]"
+
+
 def config_command(model: type[M], run: Callable[[M], None], *, name: str, doc: str,
                    positional: tuple[str, ...] = (), exclude: frozenset[str] = frozenset()
                    ) -> Callable[..., None]:
@@ -258,9 +271,7 @@ def config_command(model: type[M], run: Callable[[M], None], *, name: str, doc: 
         if shape is None:
             continue
         metavar, choices = shape
-        default = info.get_default(call_default_factory=True) if not info.is_required() else None
-        help_text = (info.description or "") + (" (required)" if info.is_required()
-                                                 else f" (default: {default})")
+        help_text = (info.description or "") + _help_marker(field_name, info)
         if field_name in positional:
             param_info: Any = typer.Argument(help=help_text, metavar=field_name.upper(),
                                              show_default=False)

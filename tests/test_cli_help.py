@@ -1,5 +1,6 @@
 """`cua`'s help and listings as a user meets them in an 80-column terminal: every option
-of every command named whole, `cua --version`, `cua tasks list`, the `sites` group."""
+of every command named whole with one style of default and required markers, `cua --version`,
+`cua tasks list`, the `sites` group."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ def test_every_option_is_named_whole_in_help_at_80_columns() -> None:
         shown = set(re.findall(r"^ {2}(--[a-z0-9-]+)", result.output, flags=re.MULTILINE))
         options = {o for p in command.params if isinstance(p, click.Option) for o in p.opts if o.startswith("--")}
         assert options <= shown, (path, options - shown)
+        # one style of markers, click's, in every command (config-derived ones included)
+        flat = " ".join(result.output.split())
+        assert "(default:" not in flat and "(required)" not in flat and "default: None" not in flat, path
 
 
 def test_version_tasks_list_and_the_sites_group() -> None:
