@@ -67,3 +67,25 @@ async def test_the_eval_report_filters_failures_opens_full_size_and_says_its_ver
     assert "add_to_cart" in await box.inner_text()
     await page.locator("#lightbox button").click()
     assert await box.is_hidden()
+
+
+async def test_the_demo_index_shows_each_stage_and_its_success_with_the_interval(
+        tmp_path, static_server_factory, browser_sandbox) -> None:
+    from harness.demo import Stage, write_index
+    from harness.evaluation import write_summary
+
+    for name, solved in (("tiny_before", 0), ("tiny_after", 3)):
+        (tmp_path / name).mkdir()
+        records = [_episode(tmp_path / name, f"e{i}", i < solved) for i in range(4)]
+        write_summary(tmp_path / name / "summary.json", records)
+    stages = [(Stage("eval before", ["eval", "--out", "tiny_before"], {"report": "tiny_before/summary.json"}), 0, 1.5),
+              (Stage("eval after", ["eval", "--out", "tiny_after"], {"report": "tiny_after/summary.json"}), 0, 2.5)]
+    write_index(tmp_path, stages)
+    server = await static_server_factory(tmp_path)
+    await browser_sandbox.reset(server.url("index.html"), allowed_origins=(server.origin,))
+    text = await browser_sandbox.page.locator("body").inner_text()
+    assert "eval before" in text and "eval after" in text
+    # Wilson: 0/4 -> [0, 49%]; 3/4 -> [30%, 95%], shown before and after in that order
+    assert "0% [0–49]" in text and "75% [30–95]" in text and text.index("0% [0–49]") < text.index("75% [30–95]")
+    hrefs = await browser_sandbox.page.eval_on_selector_all("a", "links => links.map(a => a.getAttribute('href'))")
+    assert {"tiny_before/summary.json", "tiny_after/summary.json"} <= set(hrefs)
