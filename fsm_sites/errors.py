@@ -55,6 +55,11 @@ class StateGraphTooLarge(FsmSiteError):
         )
 
 
+#: The states one goal's search may expand, by default, before it raises SearchBudgetExceeded
+#: (validation then leaves that goal's reachability undecided).
+SEARCH_BUDGET = 50_000
+
+
 class SearchBudgetExceeded(FsmSiteError):
     """A goal-directed search gave up: it expanded more states than its budget allows."""
 

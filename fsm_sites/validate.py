@@ -21,14 +21,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from fsm_sites.errors import SearchBudgetExceeded, SpecInvalid, SpecProblem
+from fsm_sites.errors import SEARCH_BUDGET, SearchBudgetExceeded, SpecInvalid, SpecProblem
 from fsm_sites.model_build import build_model
 from fsm_sites.spec import SiteSpec
 
 # libyaml's loader when present: the library's files parse ~10x faster than in pure Python
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 COUNT_BUDGET = 50_000  # states counted before validation reports a lower bound instead
-SEARCH_BUDGET = 50_000  # states one goal's search may expand before its reachability is left undecided
 
 
 @dataclass

@@ -20,7 +20,7 @@ from itertools import combinations
 
 from fsm_sites.bounds import Bounds, unreachable_because
 from fsm_sites.engine import Machine, compile_site
-from fsm_sites.errors import SearchBudgetExceeded, SpecProblem, StateGraphTooLarge
+from fsm_sites.errors import SEARCH_BUDGET, SearchBudgetExceeded, SpecProblem, StateGraphTooLarge
 from fsm_sites.expr import (
     SPECIAL_NAMES,
     Binary,
@@ -35,7 +35,6 @@ from fsm_sites.expr import (
 )
 from fsm_sites.model import TransitionModel
 from fsm_sites.spec import SiteSpec
-from fsm_sites.validate import SEARCH_BUDGET
 
 
 @contextmanager

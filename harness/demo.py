@@ -19,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.rule import Rule
 
+from harness.evaluation.stats import summary_rate
 from harness.templating import render
 from sandboxes.extras import require_extra
 
@@ -181,7 +182,8 @@ def write_index(out: Path, results: list[tuple[Stage, int, float]]) -> Path:
     stages = [(stage, code, seconds, [(label, path) for label, path in stage.links.items()
                                       if (out / path).exists()])
               for stage, code, seconds in results]
-    page = render("harness", "demo_index.html.jinja", models=before_after(out), stages=stages)
+    page = render("harness", "demo_index.html.jinja", models=before_after(out), stages=stages,
+                  rate=summary_rate)
     index = out / "index.html"
     index.write_text(page, encoding="utf-8")
     (out / "stages.json").write_text(json.dumps(

@@ -19,15 +19,7 @@ def environment(package: str) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader(package, "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
-    env.filters["rate"] = _rate
     return env
-
-
-def _rate(figures: dict[str, Any], digits: int = 1) -> str:
-    """A summary's success rate with its 95% Wilson interval: ``50.0% [23.7–76.3]``."""
-    from harness.evaluation.stats import format_rate  # harness.evaluation renders templates
-
-    return format_rate(figures["success_rate"], figures["success_ci"], digits)
 
 
 def render(package: str, name: str, **context: Any) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 from markupsafe import Markup
 
 from harness.actions import describe_action
+from harness.evaluation.stats import summary_rate
 from harness.records import EpisodeRecord, StepRecord
 from harness.templating import render
 
@@ -134,7 +135,7 @@ def render_report(summary: dict[str, Any], records: list[EpisodeRecord], title: 
         episodes=[_episode(r) for r in shown], hidden=len(records) - len(shown),
         total=len(records), unsolved=sum(1 for r in records if not r.success),
         infra_failed=sum(1 for r in records if r.error), raised=sum(1 for r in records if r.agent_error),
-        thumb_width=THUMB_WIDTH)
+        thumb_width=THUMB_WIDTH, rate=summary_rate)
 
 
 def write_report(path: Path, summary: dict[str, Any], records: list[EpisodeRecord],

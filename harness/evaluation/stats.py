@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from typing import Any
 
 #: The two-sided 95% normal quantile.
 Z95 = 1.959963984540054
@@ -102,6 +103,13 @@ def format_rate(rate: float, ci: Sequence[float], digits: int = 1) -> str:
     """A success rate with its CI for a table: ``"50.0% [23.7–76.3]"``."""
     low, high = ci
     return f"{100 * rate:.{digits}f}% [{100 * low:.{digits}f}–{100 * high:.{digits}f}]"
+
+
+def summary_rate(figures: dict[str, Any], digits: int = 1) -> str:
+    """A summary's success rate with its 95% Wilson interval (``success_rate`` and
+    ``success_ci`` of summary.json's figures): ``50.0% [23.7–76.3]``. The pages that show
+    rates pass it to their templates as ``rate``."""
+    return format_rate(figures["success_rate"], figures["success_ci"], digits)
 
 
 def format_successes(successes: int, n: int, digits: int = 0) -> str:
