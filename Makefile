@@ -76,10 +76,13 @@ demo: setup
 containers: setup
 	PY=$(abspath $(PY)) scripts/podman_setup.sh
 
-# The container images and the verl venv are independent: built side by side.
+# The container images and the verl venv are independent: built side by side. The tests run
+# on two workers, a file at a time each (--dist loadfile: a file's module fixtures, its shared
+# browser and site servers stay in one process); on 2 cores that is 13 minutes, not 21,
+# because most of a browser test is waiting.
 test: setup
 	@$(MAKE) --no-print-directory -j2 containers verl-venv
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
 
 bench: setup
 	$(PY) -m benchmarks.run_all

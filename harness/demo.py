@@ -219,7 +219,7 @@ def demo_command(
     index = write_index(out, results)
     failed = [s.title for s, c, _ in results if c != 0]
     console.print(Rule("demo finished" if not failed else "demo stopped"))
-    console.print(f"report: {index.resolve()}")
+    console.print(f"report: {index.resolve()}", soft_wrap=True)
     if failed:
         raise typer.Exit(code=1)
 

@@ -99,7 +99,7 @@ def _print_tables(summary: dict, failed: int, raised: int, out: Path) -> None:
     if raised:
         console.print(f"[yellow]{raised} episode(s) ended when the agent raised (see 'agent_error' "
                       "in results.jsonl); they count as failures")
-    console.print(f"report: {(out / 'report.html').resolve()}")
+    console.print(f"report: {(out / 'report.html').resolve()}", soft_wrap=True)  # a path stays whole
 
 
 def shared_prefix(task_ids: list[str]) -> str:

@@ -17,7 +17,7 @@ def run_sft(config: SFTConfig) -> None:
     from trainers.training.sft import train_sft
 
     require_train_extra()
-    console.print(f"report: {train_sft(config).resolve()}")
+    console.print(f"report: {train_sft(config).resolve()}", soft_wrap=True)
 
 
 def run_grpo(config: GRPOConfig) -> None:
@@ -27,7 +27,7 @@ def run_grpo(config: GRPOConfig) -> None:
 
     report = train_grpo(config)
     if int(os.environ.get("RANK", "0")) == 0:  # data parallel: one line, from the main process
-        console.print(f"report: {report.resolve()}")
+        console.print(f"report: {report.resolve()}", soft_wrap=True)
 
 
 def run_heldout(config: HeldoutScoreConfig) -> None:
@@ -57,7 +57,7 @@ def run_dpo(config: DPOConfig) -> None:
     from trainers.training.dpo import train_dpo
 
     require_train_extra()
-    console.print(f"report: {train_dpo(config).resolve()}")
+    console.print(f"report: {train_dpo(config).resolve()}", soft_wrap=True)
 
 
 _DOC = ("{what} Reads the store's {fmt} export (collecting oracle data into an empty store "
