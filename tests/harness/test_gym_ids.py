@@ -28,6 +28,9 @@ def test_fsm_and_desktop_tasks_by_id_pass_check_env() -> None:
             assert env.observation_space["screenshot"].dtype == np.uint8
             assert isinstance(env.action_space, gymnasium.spaces.Text)
             # seeded, then unseeded: the second reset repeats too (gymnasium's contract)
-            check_env(gym, skip_render_check=True)
+            try:
+                check_env(gym, skip_render_check=True)
+            except AssertionError as exc:  # say which env: a reset that differed once under load
+                raise AssertionError(f"{env_id}: {exc}") from exc
         finally:
             env.close()
