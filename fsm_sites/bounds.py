@@ -133,7 +133,7 @@ class Bounds:
         if plan.kind == "clear":
             return frozenset((self.machine.schema.defaults[var],))
         if plan.kind == "set" and isinstance(plan.target, Name):
-            return self._fit(t, self.eval(plan.expr, {**local, **env}))
+            return self._fit(t, self.value_of(plan.expr, {**local, **env}))
         return domain(t)  # a field, an entry, the pager's clamp: anything of its type
 
     @staticmethod
@@ -169,17 +169,19 @@ class Bounds:
     # ---- abstract evaluation -------------------------------------------------------------
     def truth(self, node: Node, env: dict[str, Any]) -> frozenset:
         """The truth values ``node`` may take."""
-        got = self.eval(node, env)
+        got = self.value_of(node, env)
         return _BOTH if got is None else frozenset(bool(v) for v in got)
 
-    def eval(self, node: Node, env: dict[str, Any]) -> Abs:
+    def value_of(self, node: Node, env: dict[str, Any]) -> Abs:
+        """The values ``node`` may take in ``env`` (None: any value); an abstract
+        interpretation of the parsed expression, nothing is executed."""
         if isinstance(node, (Lit, Const)):
             return frozenset((node.value,))
         if isinstance(node, Name):
             got = self._lookup(node.name, env)
             return None if isinstance(got, Span) else got
         if isinstance(node, Unary):
-            inner = self.truth(node.operand, env) if node.op == "not" else self.eval(node.operand, env)
+            inner = self.truth(node.operand, env) if node.op == "not" else self.value_of(node.operand, env)
             if inner is None:
                 return None
             return frozenset((not v) if node.op == "not" else -v for v in inner)
@@ -200,7 +202,7 @@ class Bounds:
         if node.op in ("in", "not in"):
             found = self._member(node, env)
             return None if found is None else frozenset(v if node.op == "in" else not v for v in found)
-        left, right = self.eval(node.left, env), self.eval(node.right, env)
+        left, right = self.value_of(node.left, env), self.value_of(node.right, env)
         fn = _COMPARE.get(node.op)
         if fn is None or left is None or right is None or len(left) * len(right) > _MAX_PAIRS:
             return None
@@ -218,8 +220,8 @@ class Bounds:
         if isinstance(span, Span):
             return frozenset((False,)) if span.hi == 0 else None
         if isinstance(coll, ListLit):
-            left = self.eval(node.left, env)
-            items = [self.eval(item, env) for item in coll.items]
+            left = self.value_of(node.left, env)
+            items = [self.value_of(item, env) for item in coll.items]
             if left is None or any(i is None for i in items):
                 return None
             out = set()
