@@ -11,7 +11,7 @@ browser asks for one with ``require_browser``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,6 +94,14 @@ class PageReader(Protocol):
     def url(self) -> str: ...
 
     async def evaluate(self, expression: str) -> object: ...
+
+
+@runtime_checkable
+class ClosablePage(Protocol):
+    """A page the agent can close (a windowed Chromium's tab); the headless sandbox's cannot."""
+
+    @property
+    def closed(self) -> bool: ...
 
 
 def require_browser(sandbox: Sandbox, task_id: str) -> Browser:

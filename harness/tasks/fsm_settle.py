@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from fsm_sites.client import LocalSiteClient, SiteClient, SiteUnavailable
 from harness.errors import PageLeft, TaskError
-from harness.tasks.base import PageReader
+from harness.tasks.base import ClosablePage, PageReader
 from sandboxes.errors import SandboxError, SandboxEvaluationError
 from sandboxes.origins import origin_of
 
@@ -152,7 +152,7 @@ async def _require_site_page(browser: PageReader, sites: SiteClient) -> None:
     site's origin (a blocked or failed navigation shows ``chrome-error://``), or a loaded
     document without site.js (one the agent broke). Only the agent's actions do that."""
     site = sites.site_url
-    if getattr(browser, "closed", False):
+    if isinstance(browser, ClosablePage) and browser.closed:
         raise PageLeft(f"the task's page was closed (its tab or window); the site was at {site}")
     url = browser.url
     if origin_of(url) != origin_of(site):
