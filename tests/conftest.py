@@ -21,8 +21,11 @@ from pathlib import Path
 import pytest_asyncio
 from aiohttp import web
 
+from harness.env_providers import LocalEnvs
+from harness.resources import TaskResources
 from sandboxes.browser import BrowserSandbox
 from sandboxes.browser_config import BrowserConfig
+from sandboxes.desktop_config import DesktopConfig
 from sandboxes.providers import LocalProvider
 
 SANDBOX_PAGES = Path(__file__).parent / "sandboxes" / "pages"
@@ -121,3 +124,15 @@ async def browser_sandbox(provider: LocalProvider) -> AsyncIterator[BrowserSandb
     sandbox = await provider.new_browser()
     yield sandbox
     await sandbox.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session", scope="module")
+async def desktop_envs() -> AsyncIterator[LocalEnvs]:
+    """A module's pool of envs, desktop ones on one X display reused between episodes (and
+    headless browsers beside them)."""
+    provider = LocalProvider(desktop=DesktopConfig(reset_mode="same_display"))
+    async with TaskResources() as resources:
+        pool = LocalEnvs(provider, resources=resources)
+        yield pool
+        await pool.close()
+    await provider.close()

@@ -20,26 +20,12 @@ import pytest_asyncio
 from harness.actions import Action, Done, Key, TypeText
 from harness.agents.scripted import ScriptedAgent
 from harness.env_providers import EnvOptions, LocalEnvs
-from harness.resources import TaskResources
 from harness.rollout import Episode, rollout
-from sandboxes.desktop_config import DesktopConfig
-from sandboxes.providers import LocalProvider
 
 #: The forgery of issue 22: MiniWoB's reward globals set from the address bar.
 FORGE = "javascript:WOB_REWARD_GLOBAL=1;WOB_RAW_REWARD_GLOBAL=1;WOB_DONE_GLOBAL=true;void 0"
 #: Script that clicks every button of an FSM site's page (events the agent never clicked).
 CLICK_ALL = "javascript:document.querySelectorAll('button,a').forEach(b=>b.click());void 0"
-
-
-@pytest_asyncio.fixture(loop_scope="session", scope="module")
-async def envs() -> AsyncIterator[LocalEnvs]:
-    """One provider for both kinds: a headless browser, and one display reused by the episodes."""
-    provider = LocalProvider(desktop=DesktopConfig(reset_mode="same_display"))
-    async with TaskResources() as resources:
-        pool = LocalEnvs(provider, resources=resources)
-        yield pool
-        await pool.close()
-    await provider.close()
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -67,13 +53,13 @@ SOCKET_JS = ("new Promise(done => {{ const ws = new WebSocket('ws://127.0.0.1:{p
              " ws.onopen = () => done('open'); ws.onclose = e => done('closed ' + e.code); }})")
 
 
-async def play(envs: LocalEnvs, task: str, script: list[Action],
+async def play(desktop_envs: LocalEnvs, task: str, script: list[Action],
                socket_port: int | None = None) -> tuple[Episode, dict[str, object]]:
     """Run ``script`` to its Done (no step limit before it); return the episode and what the
     harness sees outside the page at its end: the site's events; with ``socket_port``, also
     the windowed browser's window titles, its debugging targets, and how a WebSocket that
     the page's own script opens to that port ended."""
-    env = await envs.open(task, EnvOptions(max_steps=len(script)))
+    env = await desktop_envs.open(task, EnvOptions(max_steps=len(script)))
     try:
         episode = await rollout(env, ScriptedAgent(script), seed=0)  # an infra error raises here
         seen: dict[str, object] = {}
@@ -90,17 +76,17 @@ async def play(envs: LocalEnvs, task: str, script: list[Action],
             seen["events"] = len(await sites.events(sid))
         return episode, seen
     finally:
-        await envs.release(env)
+        await desktop_envs.release(env)
 
 
-async def test_the_address_bar_neither_forges_a_miniwob_reward_nor_opens_devtools_or_sockets(envs, canary) -> None:
+async def test_the_address_bar_neither_forges_a_miniwob_reward_nor_opens_devtools_or_sockets(desktop_envs, canary) -> None:
     port, peers = canary
     host_policies = _listing("/etc/chromium")
     script = [*address_bar(f"javascript:new WebSocket('ws://127.0.0.1:{port}/');void 0"),
               *address_bar(FORGE), Key(keys=("f12",)), Key(keys=("ctrl", "shift", "i")),
               Key(keys=("ctrl", "shift", "n")), Done()]
     for task in ("desktop:chromium-miniwob-click-button", "miniwob:click-button"):
-        episode, seen = await play(envs, task, script, socket_port=port)
+        episode, seen = await play(desktop_envs, task, script, socket_port=port)
         assert [t.agent_step.action for t in episode.transitions] == script, task  # ran to the end, scored
         assert not episode.success and episode.total_reward == 0.0, task
         assert all(t.after.last_action_error is None for t in episode.transitions), task  # nothing left
@@ -118,13 +104,13 @@ def _listing(path: str) -> list[str] | None:
     return sorted(os.listdir(path)) if os.path.isdir(path) else None
 
 
-async def test_leaving_the_site_is_a_scored_agent_error_and_fires_no_event(envs, canary) -> None:
+async def test_leaving_the_site_is_a_scored_agent_error_and_fires_no_event(desktop_envs, canary) -> None:
     port, peers = canary
     script = [*address_bar(CLICK_ALL), *address_bar("chrome://version"),
               *address_bar("data:text/html,<b>elsewhere</b>"), *address_bar("file:///etc/hostname"),
               *address_bar(f"http://127.0.0.1:{port}/"), Done()]
     for task in ("desktop:chromium/shop/add_lamp", "fsm:shop/add_lamp"):
-        episode, seen = await play(envs, task, script)
+        episode, seen = await play(desktop_envs, task, script)
         assert [t.agent_step.action for t in episode.transitions] == script, task  # every step scored
         assert not episode.success and episode.total_reward == 0.0, task
         assert seen["events"] == 0, task  # the site saw no event: nothing on its page was clicked
@@ -140,20 +126,20 @@ async def test_leaving_the_site_is_a_scored_agent_error_and_fires_no_event(envs,
             assert errors == [None] * len(script)
 
 
-async def test_a_miniwob_page_reloaded_left_or_closed_ends_its_episode_unrewarded_and_scored(envs) -> None:
+async def test_a_miniwob_page_reloaded_left_or_closed_ends_its_episode_unrewarded_and_scored(desktop_envs) -> None:
     """A reload would restart MiniWoB on a new problem (a reroll), a blocked address leaves
     the page, ctrl+shift+W closes the window: each ends the episode, at the first step that
     sees it, with reward 0 and the agent's error."""
     for script, why in (([Key(keys=("f5",)), Done()], "reloaded"),
                         ([*address_bar("chrome://version"), Done()], "chrome-error://"),
                         ([Key(keys=("ctrl", "shift", "w")), Done()], "closed")):
-        episode, _ = await play(envs, "desktop:chromium-miniwob-click-button", script)
+        episode, _ = await play(desktop_envs, "desktop:chromium-miniwob-click-button", script)
         assert episode.total_reward == 0.0 and not episode.success, why
         seen = [t for t in episode.transitions if why in (t.after.last_action_error or "")]
         assert seen and seen[0] is episode.transitions[-1] and seen[0].terminated, why
 
 
-async def test_a_windowed_chromium_that_would_run_unlocked_is_refused(envs, monkeypatch) -> None:
+async def test_a_windowed_chromium_that_would_run_unlocked_is_refused(desktop_envs, monkeypatch) -> None:
     """A Chromium that reads its policies from elsewhere (here: launched without the private
     policy directory) would let the agent forge MiniWoB's reward: the launch fails closed.
     So does a machine without bwrap."""
@@ -163,12 +149,12 @@ async def test_a_windowed_chromium_that_would_run_unlocked_is_refused(envs, monk
 
     with monkeypatch.context() as patch:
         patch.setattr(desktop_chromium, "locked_down", lambda argv, origins, private_dir: argv)
-        env = await envs.open("desktop:chromium-miniwob-click-button", EnvOptions())
+        env = await desktop_envs.open("desktop:chromium-miniwob-click-button", EnvOptions())
         try:
             with pytest.raises(SandboxStartError, match="expected Chromium's managed policy to refuse a data: URL"):
                 await env.reset(seed=0)
         finally:
-            await envs.discard(env)
+            await desktop_envs.discard(env)
     monkeypatch.setattr(chromium_policy.shutil, "which", lambda name: None)
     with pytest.raises(SandboxStartError, match="expected bubblewrap"):
         chromium_policy.locked_down(["/usr/bin/chromium"], ["http://127.0.0.1:1"], Path("/nonexistent"))
