@@ -34,10 +34,10 @@ from harness.actions import Click
 from harness.env import AsyncEnv
 from harness.resources import TaskResources
 from harness.tasks.miniwob import _STATE_JS, MiniWoBTask
-from sandboxes.browser import BrowserSandbox
-from sandboxes.browser_actions import perform
-from sandboxes.browser_config import BrowserConfig
-from sandboxes.browser_context import EpisodeContext
+from sandboxes.browser.actions import perform
+from sandboxes.browser.config import BrowserConfig
+from sandboxes.browser.context import EpisodeContext
+from sandboxes.browser.sandbox import BrowserSandbox
 from sandboxes.providers import LocalProvider
 
 ONE_FRAME_S = 0.025  # between one 60 Hz frame (16.7 ms) and two (33.3 ms)

@@ -30,9 +30,9 @@ from typing import Any
 
 from benchmarks.common import console, fmt, median, print_table, ratio, write_results
 from sandboxes.actions import Click
-from sandboxes.browser_config import BrowserConfig
-from sandboxes.desktop import DesktopSandbox
-from sandboxes.desktop_config import DesktopConfig
+from sandboxes.browser.config import BrowserConfig
+from sandboxes.desktop.config import DesktopConfig
+from sandboxes.desktop.sandbox import DesktopSandbox
 from sandboxes.providers import LocalProvider
 
 PAGE = "<!doctype html><html><body style='margin:0;height:100vh;background:#fafafa'><p>bench</p></body></html>"

@@ -45,7 +45,7 @@ from benchmarks.common import (
 from benchmarks.env_variants import CHROMIUM, VARIANTS
 from harness.resources import TaskResources
 from harness.tasks.miniwob import VIEWPORT
-from sandboxes.chromium import CHROMIUM_FLAGS
+from sandboxes.browser.chromium import CHROMIUM_FLAGS
 
 SYSTEMS = ("floor", "floor-judged", "harness", "miniwob", "browsergym", "browsergym-default")
 LABELS = {

@@ -37,12 +37,12 @@ from benchmarks.common import (
     ratio,
     write_results,
 )
-from fsm_sites.client import LocalSiteClient
 from fsm_sites.library import list_sites, load_site
-from fsm_sites.server import SiteServer
+from fsm_sites.serving.client import LocalSiteClient
+from fsm_sites.serving.server import SiteServer
 from harness.env import AsyncEnv
 from harness.tasks.fsm import FSMTask, goal_tasks
-from sandboxes.browser_config import BrowserConfig
+from sandboxes.browser.config import BrowserConfig
 from sandboxes.providers import LocalProvider
 
 TARGET_PER_HOUR = 5000

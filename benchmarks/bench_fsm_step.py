@@ -56,14 +56,14 @@ from benchmarks.common import (
     ratio,
     write_results,
 )
-from fsm_sites.client import LocalSiteClient
 from fsm_sites.library import list_sites, load_site
-from fsm_sites.server import SiteServer
+from fsm_sites.serving.client import LocalSiteClient
+from fsm_sites.serving.server import SiteServer
 from harness.env import AsyncEnv
 from harness.tasks.fsm import FSMTask
-from sandboxes.browser import BrowserSandbox
-from sandboxes.browser_actions import perform
-from sandboxes.browser_config import BrowserConfig
+from sandboxes.browser.actions import perform
+from sandboxes.browser.config import BrowserConfig
+from sandboxes.browser.sandbox import BrowserSandbox
 from sandboxes.providers import LocalProvider
 
 #: FSMTask options of each mode: the default task (on a tree with the hand-over, the task

@@ -62,7 +62,7 @@ def make_split(folder: Path) -> dict[str, int]:
     (``cua tasks synth --seed 1 --n 30`` on each site, the tasks of length 1-4, split by a
     hash of the task id: a quarter held out; SFT takes the training tasks of length 1-2)."""
     from fsm_sites.library import load_site
-    from fsm_sites.tasks import save_tasks, synthesize_tasks
+    from fsm_sites.synthesis.tasks import save_tasks, synthesize_tasks
 
     tasks = [t for site in SITES for t in synthesize_tasks(load_site(site), n=30, seed=1) if t.difficulty <= 4]
     held = [t for t in tasks if zlib.crc32(t.id.encode()) % 4 == 0]

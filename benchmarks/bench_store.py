@@ -31,9 +31,9 @@ from typing import Any
 
 from benchmarks.common import console, fmt, median, print_table, ratio, write_results
 from benchmarks.flat_store import FlatStore
-from fsm_sites.client import LocalSiteClient
 from fsm_sites.library import list_sites, load_site
-from fsm_sites.server import SiteServer
+from fsm_sites.serving.client import LocalSiteClient
+from fsm_sites.serving.server import SiteServer
 from harness.actions import describe_action
 from harness.env import AsyncEnv
 from harness.store.explore import ExploreConfig, Explorer
@@ -44,7 +44,7 @@ from harness.store.statekey import state_key_for
 from harness.store.stats import disk_bytes
 from harness.store.store import TrajectoryStore
 from harness.tasks.fsm import FSMTask, goal_tasks
-from sandboxes.browser_config import BrowserConfig
+from sandboxes.browser.config import BrowserConfig
 from sandboxes.providers import LocalProvider
 
 TARGET_INSERT = 5000

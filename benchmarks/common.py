@@ -29,8 +29,8 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.evaluation.stats import format_successes
-from sandboxes.browser_config import BrowserConfig
-from sandboxes.chromium import find_chromium
+from sandboxes.browser.chromium import find_chromium
+from sandboxes.browser.config import BrowserConfig
 
 RESULTS_DIR = Path(__file__).parent / "results"
 QUICK_RESULTS_DIR = Path(__file__).resolve().parent.parent / "runs" / "bench-quick"

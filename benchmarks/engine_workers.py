@@ -43,7 +43,7 @@ def validate_old(path: str) -> dict[str, Any]:
 
 
 def validate_new(path: str, budget: int | None = None) -> dict[str, Any]:
-    from fsm_sites.validate import COUNT_BUDGET, check_spec, read_spec_data
+    from fsm_sites.validation.validate import COUNT_BUDGET, check_spec, read_spec_data
 
     data = read_spec_data(Path(path))
     base = _rss_mb()
@@ -63,8 +63,8 @@ def goals_old(path: str) -> dict[str, Any]:
 
 
 def goals_new(path: str) -> dict[str, Any]:
-    from fsm_sites.engine import Machine
-    from fsm_sites.validate import load_and_validate
+    from fsm_sites.engine.machine import Machine
+    from fsm_sites.validation.validate import load_and_validate
 
     spec = load_and_validate(path, use_cache=False)
     return _goal_queries(Machine(spec), [g.id for g in spec.goals])
@@ -86,9 +86,9 @@ def big(path: str, goal: str, steps: int = 120) -> dict[str, Any]:
     """A deep goal on the clinic: the oracle path from the start (fresh process), then an agent
     that follows the oracle 70% of the time and clicks at random otherwise, every step judged
     by the site's session store exactly as the server does (``SessionStore.apply``)."""
-    from fsm_sites.engine import compile_site
-    from fsm_sites.sessions import SessionStore
-    from fsm_sites.validate import load_and_validate
+    from fsm_sites.engine.machine import compile_site
+    from fsm_sites.serving.sessions import SessionStore
+    from fsm_sites.validation.validate import load_and_validate
 
     spec = load_and_validate(path, use_cache=False)
     machine = compile_site(spec)
@@ -116,9 +116,9 @@ def big(path: str, goal: str, steps: int = 120) -> dict[str, Any]:
 
 def big_full(path: str, bound: int = 300_000) -> dict[str, Any]:
     """Today's approach on the clinic: explore the whole reachable graph (it stops at ``bound``)."""
-    from fsm_sites.engine import compile_site
+    from fsm_sites.engine.machine import compile_site
     from fsm_sites.errors import StateGraphTooLarge
-    from fsm_sites.validate import load_and_validate
+    from fsm_sites.validation.validate import load_and_validate
 
     machine = compile_site(load_and_validate(path, use_cache=False))
     base = _rss_mb()
@@ -134,10 +134,10 @@ def big_full(path: str, bound: int = 300_000) -> dict[str, Any]:
 
 def big_sample(path: str, n: int = 60) -> dict[str, Any]:
     """States counted by ``clinic_lower_bound``, drawn at random, each checked reachable."""
-    from fsm_sites.engine import compile_site
-    from fsm_sites.state import State
-    from fsm_sites.types import Rec
-    from fsm_sites.validate import load_and_validate
+    from fsm_sites.engine.machine import compile_site
+    from fsm_sites.engine.state import State
+    from fsm_sites.spec.types import Rec
+    from fsm_sites.validation.validate import load_and_validate
 
     machine = compile_site(load_and_validate(path, use_cache=False))
     rng = random.Random(3)

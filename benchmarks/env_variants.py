@@ -26,7 +26,7 @@ from typing import Any
 from benchmarks.common import capture
 from harness.resources import TaskResources
 from harness.tasks.miniwob import VIEWPORT
-from sandboxes.browser_config import BrowserConfig
+from sandboxes.browser.config import BrowserConfig
 
 CHROMEDRIVER = "/usr/bin/chromedriver"
 CHROMIUM = "/usr/bin/chromium"
@@ -81,7 +81,7 @@ class FloorVariant(Variant):
     async def open(self, task: str, n: int) -> None:
         from playwright.async_api import async_playwright
 
-        from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
+        from sandboxes.browser.chromium import CHROMIUM_FLAGS, find_chromium
 
         self.url = await self.task_url(task)
         self._pw = await async_playwright().start()

@@ -58,9 +58,9 @@ def validate_cmd(
     proved reachable, proved unreachable or undecided."""
     from rich.console import Console
 
-    from fsm_sites import cache
+    from fsm_sites.engine import cache
     from fsm_sites.errors import SpecInvalid
-    from fsm_sites.validate import check_spec, read_spec_data
+    from fsm_sites.validation.validate import check_spec, read_spec_data
 
     if not path.is_file():
         typer.echo(f"error: expected a spec file (.yaml/.yml/.json), got {path}, which "
@@ -124,10 +124,10 @@ def path_cmd(
     import random
     import time
 
-    from fsm_sites.engine import compile_site
+    from fsm_sites.engine.machine import compile_site
     from fsm_sites.errors import FsmSiteError
-    from fsm_sites.server import resolve_sites
-    from fsm_sites.tasks import describe_edge, resolve_start
+    from fsm_sites.serving.server import resolve_sites
+    from fsm_sites.synthesis.tasks import describe_edge, resolve_start
 
     try:
         machine = compile_site(resolve_sites([site])[0])
@@ -169,7 +169,7 @@ def synth_cmd(
 ) -> None:
     """Synthesize a new valid site from the domain templates and write it."""
     from fsm_sites.generator import DIFFICULTIES, synthesize_site
-    from fsm_sites.spec import dump_spec
+    from fsm_sites.spec.site import dump_spec
 
     if difficulty not in DIFFICULTIES:
         typer.echo(f"error: expected --difficulty in {list(DIFFICULTIES)}, got {difficulty!r}", err=True)
@@ -186,7 +186,9 @@ def serve_cmd(
     host: Annotated[str, typer.Option(help="interface to bind (keep it local)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65534, help="TCP port of the pages; the control API listens on port + 1")] = 8900,
 ) -> None:
-    """Serve sites over HTTP (the site server lives in fsm_sites.server)."""
-    from fsm_sites import server  # imported lazily: the server pulls in aiohttp and the renderer
+    """Serve sites over HTTP (the site server lives in fsm_sites.serving.server)."""
+    from fsm_sites.serving import (
+        server,  # imported lazily: the server pulls in aiohttp and the renderer
+    )
 
     server.serve(list(sites or []), host, port)

@@ -24,10 +24,10 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from fsm_sites.client import LocalSiteClient, SiteClient
-from fsm_sites.server import SiteServer, resolve_sites
-from fsm_sites.spec import SiteSpec
-from fsm_sites.tasks import SkippedGoal, save_tasks, synthesize_tasks
+from fsm_sites.serving.client import LocalSiteClient, SiteClient
+from fsm_sites.serving.server import SiteServer, resolve_sites
+from fsm_sites.spec.site import SiteSpec
+from fsm_sites.synthesis.tasks import SkippedGoal, save_tasks, synthesize_tasks
 from harness.agents.oracle import OracleAgent
 from harness.cli_config import check_output_file, cli_errors
 from harness.env import AsyncEnv

@@ -6,7 +6,7 @@ the MiniWoB page server listen there, and their agent-facing ports (the site app
 page server, never the site server's control app) are the only ports a sandbox's
 network namespace may reach, desktop sandboxes included (their Tk FSM app talks to the
 site app, as a page does; docs/security.md). Every sandbox has its own Chromium,
-temporary home, cgroup and rlimits (``sandboxes.isolation``); closing the provider ends
+temporary home, cgroup and rlimits (``sandboxes.isolation.jail``); closing the provider ends
 all of them.
 
 Sandboxes are reused between episodes like local ones; ``sandbox_episodes`` (200 by
@@ -23,9 +23,9 @@ from harness.env import Env
 from harness.env_providers import EnvOptions, LocalEnvs, ProviderContext
 from harness.errors import ConfigError
 from harness.resources import TaskResources
-from sandboxes.browser_config import BrowserConfig
+from sandboxes.browser.config import BrowserConfig
 from sandboxes.isolated import IsolatedProvider
-from sandboxes.isolation import IsolationConfig
+from sandboxes.isolation.jail import IsolationConfig
 
 
 class IsolatedEnvs:

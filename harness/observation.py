@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fsm_sites.verdict import StepVerdict
+from fsm_sites.serving.verdict import StepVerdict
 from sandboxes.base import UIElement
 
 

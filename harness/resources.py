@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from fsm_sites.client import LocalSiteClient, SiteClient
-from fsm_sites.server import SiteServer
+from fsm_sites.serving.client import LocalSiteClient, SiteClient
+from fsm_sites.serving.server import SiteServer
 from harness.errors import ConfigError
 from sandboxes.extras import import_extra
 

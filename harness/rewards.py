@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fsm_sites.verdict import StepVerdict
+from fsm_sites.serving.verdict import StepVerdict
 
 RewardMode = Literal["outcome", "step", "progress"]
 REWARD_MODES: tuple[RewardMode, ...] = ("outcome", "step", "progress")

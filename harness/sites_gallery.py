@@ -23,17 +23,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
+from fsm_sites.engine.state import State
 from fsm_sites.render.themes import FAMILIES, PALETTES, Theme, choose_style
-from fsm_sites.state import State
 from harness.cli_config import check_output_dir, config_command, removed_on_failure
 from harness.errors import ConfigError
 from harness.templating import render
 from sandboxes.viewports import VIEWPORTS, parse_viewport, viewport_name
 
 if TYPE_CHECKING:
-    from fsm_sites.server import SiteServer
-    from sandboxes.browser import BrowserSandbox
+    from fsm_sites.serving.server import SiteServer
+    from sandboxes.browser.sandbox import BrowserSandbox
     from sandboxes.providers import LocalProvider
 
 console = Console(stderr=True)
@@ -175,7 +175,7 @@ async def take(shots: list[Shot], out: Path, concurrency: int, show_progress: bo
             await take(shots, out, concurrency, show_progress, own)
         return
     from fsm_sites.library import load_site
-    from fsm_sites.server import SiteServer  # aiohttp: only when screenshots are taken
+    from fsm_sites.serving.server import SiteServer  # aiohttp: only when screenshots are taken
 
     queue: asyncio.Queue[Shot] = asyncio.Queue()
     for shot in sorted(shots, key=lambda s: s.viewport):  # a worker resizes rarely

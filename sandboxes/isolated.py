@@ -3,7 +3,7 @@
 Where ``LocalProvider`` shares one Chromium between its sandboxes (one context each), an
 isolated sandbox has its own Chromium, started through a launcher script
 (``Isolation.write_launcher``, given to Playwright as ``executable_path``) inside its own
-``sandboxes.isolation.Isolation``: a network namespace that reaches only loopback and the
+``sandboxes.isolation.jail.Isolation``: a network namespace that reaches only loopback and the
 granted ports of the provider's service address, a temporary home, a cgroup and rlimits.
 Playwright talks to Chromium over a pipe, so the browser needs no network for the
 protocol; the Playwright driver itself stays outside the jail.
@@ -12,7 +12,7 @@ The provider owns the **service address** (``ServiceNetwork``): start it, bind t
 servers there (``TaskResources(bind_host=provider.service_address)``), and ``grant`` their
 ports; every sandbox made before or after may reach those ports and nothing else.
 A desktop sandbox (``SandboxRequest(kind="desktop")``) is a ``DesktopSandbox`` whose Xvfb,
-openbox and apps all run in its jail (see ``sandboxes.desktop``); it reaches the same
+openbox and apps all run in its jail (see ``sandboxes.desktop.sandbox``); it reaches the same
 granted ports as a browser (the Tk FSM app talks to the site app, as a page does).
 Closing a sandbox closes its browser (or display) and its jail (every process in it ends, the
 namespace and home are removed); closing the provider closes every sandbox it made and
@@ -32,15 +32,15 @@ from typing import Any, Literal
 
 from sandboxes.actions import Action
 from sandboxes.base import Sandbox, SandboxKind, SandboxRequest, Screenshot, UIElement
-from sandboxes.browser import BrowserSandbox
-from sandboxes.browser_config import BrowserConfig
-from sandboxes.browser_host import BrowserHost
-from sandboxes.chromium import find_chromium
-from sandboxes.desktop import DesktopSandbox
-from sandboxes.desktop_config import DesktopConfig
+from sandboxes.browser.chromium import find_chromium
+from sandboxes.browser.config import BrowserConfig
+from sandboxes.browser.host import BrowserHost
+from sandboxes.browser.sandbox import BrowserSandbox
+from sandboxes.desktop.config import DesktopConfig
+from sandboxes.desktop.sandbox import DesktopSandbox
 from sandboxes.errors import ConfigError, SandboxClosed
-from sandboxes.isolation import Isolation, IsolationConfig
-from sandboxes.netns import ServiceNetwork
+from sandboxes.isolation.jail import Isolation, IsolationConfig
+from sandboxes.isolation.netns import ServiceNetwork
 from sandboxes.teardown import close_all
 
 

@@ -1,8 +1,8 @@
 """What sandboxes may leave behind, listed, so tests and benchmarks can check that nothing
 was: processes (under a given root, and in a jail's or a process tracker's cgroup),
 network namespaces, veth ends and service addresses, jail homes, cgroup directories (a
-jail's, or a desktop's process tracker's, ``sandboxes.tracked``) and host display links.
-By default only what this process made counts (``sandboxes.owned``), so other runs on a
+jail's, or a desktop's process tracker's, ``sandboxes.isolation.tracked``) and host display links.
+By default only what this process made counts (``sandboxes.isolation.owned``), so other runs on a
 shared machine do not.
 
 Other programs on a shared machine run their own Chromium; only processes that descend
@@ -18,17 +18,17 @@ import tempfile
 from dataclasses import dataclass
 
 from sandboxes import procs
-from sandboxes.cgroups import parent_dirs
-from sandboxes.isolation import HOME_PREFIX
-from sandboxes.netns import (
+from sandboxes.desktop.xlink import leftover_links
+from sandboxes.isolation.cgroups import parent_dirs
+from sandboxes.isolation.jail import HOME_PREFIX
+from sandboxes.isolation.netns import (
     DEFAULT_SUBNET,
     leftover_interfaces,
     leftover_namespaces,
     leftover_service_addresses,
 )
-from sandboxes.owned import made
-from sandboxes.tracked import CGROUP_PREFIX
-from sandboxes.xlink import leftover_links
+from sandboxes.isolation.owned import made
+from sandboxes.isolation.tracked import CGROUP_PREFIX
 
 #: process names that count as a sandbox's (browser, display, window manager, Playwright)
 SANDBOX_COMMS = ("chromium", "chrome", "chrome_crashpad", "bwrap", "Xvfb", "openbox", "node",
@@ -45,7 +45,7 @@ class Leftovers:
     service_addresses: tuple[str, ...]
     homes: tuple[str, ...]
     cgroups: tuple[str, ...]
-    display_links: tuple[str, ...] = ()  # host sockets linked to a jail's X server (sandboxes.xlink)
+    display_links: tuple[str, ...] = ()  # host sockets linked to a jail's X server (sandboxes.desktop.xlink)
 
     def empty(self, *, processes: bool = True) -> bool:
         """Nothing left (``processes=False``: ignoring processes)."""
@@ -69,7 +69,7 @@ def descendants(root: int) -> list[procs.ProcInfo]:
 
 
 def jail_cgroup_dirs(*, everyone: bool = False) -> list[str]:
-    """Cgroup directories of the jails and process trackers (``sandboxes.tracked``) this
+    """Cgroup directories of the jails and process trackers (``sandboxes.isolation.tracked``) this
     process made (``everyone``: any made by a process in this process's cgroups) that
     still exist."""
     ours = None if everyone else {os.path.basename(h) for h in made("home")} | made("cgroup")
@@ -116,7 +116,7 @@ def leftovers(root: int | None = None, *, subnet: str = DEFAULT_SUBNET, everyone
 
     ``everyone``: what any run's sandboxes left on this machine (namespaces, homes and
     links by our name prefixes), for a clean-up after a crash; by default another run's
-    live sandboxes on the same machine never count as ours (``sandboxes.owned``)."""
+    live sandboxes on the same machine never count as ours (``sandboxes.isolation.owned``)."""
     if everyone:
         homes = sorted(glob.glob(os.path.join(tempfile.gettempdir(), f"{HOME_PREFIX}*")))
         namespaces, interfaces = leftover_namespaces(), leftover_interfaces()

@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from sandboxes.base import Sandbox, SandboxKind, SandboxRequest
-from sandboxes.browser import BrowserSandbox
-from sandboxes.browser_config import BrowserConfig
-from sandboxes.browser_host import BrowserHost
-from sandboxes.desktop import DesktopSandbox
-from sandboxes.desktop_config import DesktopConfig
+from sandboxes.browser.config import BrowserConfig
+from sandboxes.browser.host import BrowserHost
+from sandboxes.browser.sandbox import BrowserSandbox
+from sandboxes.desktop.config import DesktopConfig
+from sandboxes.desktop.sandbox import DesktopSandbox
 from sandboxes.errors import ConfigError, SandboxClosed
 
 

@@ -23,9 +23,9 @@ from aiohttp import web
 
 from harness.env_providers import LocalEnvs
 from harness.resources import TaskResources
-from sandboxes.browser import BrowserSandbox
-from sandboxes.browser_config import BrowserConfig
-from sandboxes.desktop_config import DesktopConfig
+from sandboxes.browser.config import BrowserConfig
+from sandboxes.browser.sandbox import BrowserSandbox
+from sandboxes.desktop.config import DesktopConfig
 from sandboxes.providers import LocalProvider
 
 SANDBOX_PAGES = Path(__file__).parent / "sandboxes" / "pages"

@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fsm_sites.spec import SiteSpec
+from fsm_sites.spec.site import SiteSpec
 
 Cond = dict[str, Any]  # a condition or an effect in its dict form, {var, op, value}
 Guard = Cond | str  # a `when` or goal condition: the dict form, or an expression

@@ -34,8 +34,8 @@ from fsm_sites.generator.templates import (
     wizard,
 )
 from fsm_sites.generator.widgets import FaqPart, MenuPart, account_menu, faq
-from fsm_sites.spec import SiteSpec
-from fsm_sites.value_widgets import date_label, parse_date
+from fsm_sites.spec.site import SiteSpec
+from fsm_sites.spec.value_widgets import date_label, parse_date
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from fsm_sites.engine import Machine, compile_site
+from fsm_sites.engine.machine import Machine, compile_site
 from fsm_sites.errors import UnknownSite
-from fsm_sites.spec import SiteSpec
+from fsm_sites.spec.site import SiteSpec
 
 SITES_DIR = Path(__file__).parent / "sites"
 EXAMPLES_DIR = Path(__file__).parent / "examples"
@@ -36,7 +36,7 @@ def site_path(name: str) -> Path:
 @cache
 def load_site(name: str) -> SiteSpec:
     """Load and validate a curated site by name (cached; specs are immutable)."""
-    from fsm_sites.validate import load_and_validate
+    from fsm_sites.validation.validate import load_and_validate
 
     return load_and_validate(site_path(name))
 

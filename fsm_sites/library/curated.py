@@ -29,7 +29,7 @@ from fsm_sites.generator.structured import RowAction
 from fsm_sites.generator.templates import FieldDef as F
 from fsm_sites.generator.templates import Item as I  # noqa: E741
 from fsm_sites.generator.widgets import FaqPart, MenuPart
-from fsm_sites.spec import dump_spec
+from fsm_sites.spec.site import dump_spec
 
 RECIPES: tuple[SiteRecipe, ...] = (
     SiteRecipe(

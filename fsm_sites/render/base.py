@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from html import escape
 
 from fsm_sites.render.look import PLAIN, Look
-from fsm_sites.spec import Element, Option, VarValue
+from fsm_sites.spec.site import Element, Option, VarValue
 
 CLICK_KINDS = frozenset({"button", "link", "tab", "list_item", "card", "pagination", "radio"})
 

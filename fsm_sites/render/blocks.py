@@ -21,8 +21,8 @@ from fsm_sites.render.elements import Ctx, attrs, label, render_element
 from fsm_sites.render.images import picture
 from fsm_sites.render.look import PEOPLE_DOMAINS, PRODUCT_DOMAINS, Look, picture_kind
 from fsm_sites.render.value_widgets import sort_heading, sortable_rows
-from fsm_sites.spec import Element, SiteSpec, TypeDef
-from fsm_sites.types import Rec
+from fsm_sites.spec.site import Element, SiteSpec, TypeDef
+from fsm_sites.spec.types import Rec
 
 _BUILT_IN = frozenset({"bool", "int", "enum", "text", "record", "list", "set", "map"})
 

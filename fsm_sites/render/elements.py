@@ -14,7 +14,7 @@ from fsm_sites.render.base import Ctx, attrs, label, show
 from fsm_sites.render.icons import icon_for, icon_svg
 from fsm_sites.render.images import avatar, picture
 from fsm_sites.render.look import picture_kind, sender, split_description
-from fsm_sites.spec import Element, VarValue
+from fsm_sites.spec.site import Element, VarValue
 
 
 def icon(el: Element, ctx: Ctx, wanted: bool) -> str:

@@ -8,6 +8,7 @@ from html import escape
 from importlib import resources
 from typing import Any, Protocol
 
+from fsm_sites.engine.state import Edge, State, UIEvent
 from fsm_sites.render.blocks import Copy, hero_html, record_fields, repeat_html
 from fsm_sites.render.distractors import distractors
 from fsm_sites.render.elements import Ctx, group_of, radio_checked, render_element, render_group
@@ -15,12 +16,11 @@ from fsm_sites.render.icons import icon_for, icon_svg
 from fsm_sites.render.look import Look, choose_look, split_description
 from fsm_sites.render.themes import Layout, Theme, choose_style
 from fsm_sites.render.value_widgets import reading_pane, tab_panel, table_pager
-from fsm_sites.spec import Element, Option, Page, SiteSpec, VarValue
-from fsm_sites.state import Edge, State, UIEvent
+from fsm_sites.spec.site import Element, Option, Page, SiteSpec, VarValue
 
 
 class MachineView(Protocol):
-    """The part of ``fsm_sites.engine.Machine`` the renderer uses."""
+    """The part of ``fsm_sites.engine.machine.Machine`` the renderer uses."""
 
     def visible_elements(self, state: State) -> list[Element]: ...
     def element_shown(self, state: State, page: str, element: str, value: str | None = None) -> bool: ...

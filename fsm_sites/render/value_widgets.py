@@ -1,4 +1,4 @@
-"""HTML of the value-carrying widgets (``fsm_sites.value_widgets``): a slider, a date picker with
+"""HTML of the value-carrying widgets (``fsm_sites.spec.value_widgets``): a slider, a date picker with
 its month grid, and a list whose items are reordered by dragging a handle.
 
 Every part an agent acts on is in the DOM with its wiring (``static/value_widgets.js`` turns a
@@ -18,8 +18,8 @@ from html import escape
 
 from fsm_sites.render.base import Ctx, attrs, label, show
 from fsm_sites.render.icons import icon_svg
-from fsm_sites.spec import Element
-from fsm_sites.value_widgets import (
+from fsm_sites.spec.site import Element
+from fsm_sites.spec.value_widgets import (
     Month,
     WidgetError,
     heading_order,

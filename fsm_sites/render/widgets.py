@@ -14,7 +14,7 @@ from __future__ import annotations
 from html import escape
 
 from fsm_sites.render.base import Ctx, attrs, label, show
-from fsm_sites.spec import Element
+from fsm_sites.spec.site import Element
 
 
 def _open_attrs(el: Element, ctx: Ctx) -> tuple[bool, str]:

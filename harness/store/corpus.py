@@ -5,7 +5,7 @@ difficulties), one after another, ``concurrency`` at a time:
 
 1. the site's spec (``site.yaml`` where it is not a library site, so its tasks file
    resolves it);
-2. tasks synthesized over every goal kind (named, state, expr: ``fsm_sites.tasks``) and
+2. tasks synthesized over every goal kind (named, state, expr: ``fsm_sites.synthesis.tasks``) and
    kept only where the oracle verifies in a real browser (``cua tasks synth``'s
    ``verify_tasks``): ``tasks.jsonl``;
 3. a tree per task, grown by the oracle (``cua collect --explore tree``) with wrong element
@@ -94,7 +94,7 @@ class CorpusConfig(BaseModel):
     @classmethod
     def _known_sites(cls, sites: list[str]) -> list[str]:
         from fsm_sites.errors import FsmSiteError
-        from fsm_sites.server import resolve_sites
+        from fsm_sites.serving.server import resolve_sites
 
         try:
             resolve_sites(sites)  # an unknown name or a bad file is refused before any work
@@ -114,7 +114,7 @@ class SiteSource:
 
     def spec(self) -> Any:  # -> SiteSpec
         from fsm_sites.generator import synthesize_site
-        from fsm_sites.server import resolve_sites
+        from fsm_sites.serving.server import resolve_sites
 
         if self.name is not None:
             return resolve_sites([self.name])[0]
@@ -169,8 +169,8 @@ def check_recipe(config: CorpusConfig) -> None:
 async def build_site(source: SiteSource, config: CorpusConfig, provider: Any, resources: Any,
                      advance: Any) -> dict:
     """Build one site's folder (see the module docstring); returns its ``done.json``."""
-    from fsm_sites.spec import dump_spec
-    from fsm_sites.tasks import save_tasks, synthesize_tasks
+    from fsm_sites.spec.site import dump_spec
+    from fsm_sites.synthesis.tasks import save_tasks, synthesize_tasks
     from harness.fsm_tasks_cli import verify_tasks
 
     folder = Path(config.out) / "sites" / source.key

@@ -37,7 +37,7 @@ def _site_rows(folder: Path) -> list[dict[str, Any]]:
     """The rows of one finished site, with its task's goal and the site's name."""
     import pyarrow.parquet as pq
 
-    from fsm_sites.tasks import load_tasks
+    from fsm_sites.synthesis.tasks import load_tasks
 
     tasks = {t.id: t for t in load_tasks(folder / "tasks.jsonl")}
     done = json.loads((folder / "done.json").read_text(encoding="utf-8"))
@@ -80,7 +80,7 @@ def assemble(out: Path, keys: list[str], held_out: set[str], prompt: PromptConfi
              built: list[str], seconds: float) -> dict:
     """Write ``train/`` and ``heldout/`` from the finished sites among ``keys`` and the
     statistics (``stats.json``); returns the statistics."""
-    from fsm_sites.tasks import load_tasks
+    from fsm_sites.synthesis.tasks import load_tasks
 
     started = time.perf_counter()
     folders = {key: out / "sites" / key for key in keys if (out / "sites" / key / "done.json").is_file()}

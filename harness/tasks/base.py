@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fsm_sites.verdict import StepVerdict
+from fsm_sites.serving.verdict import StepVerdict
 from harness.actions import Action
 from harness.errors import ConfigError
 from sandboxes.base import Browser, Sandbox, SandboxRequest
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
-    from sandboxes.desktop import DesktopSandbox
+    from sandboxes.desktop.sandbox import DesktopSandbox
 
 
 class TaskSetup(BaseModel):
@@ -116,7 +116,7 @@ def require_browser(sandbox: Sandbox, task_id: str) -> Browser:
 
 def require_desktop(sandbox: Sandbox, task_id: str) -> DesktopSandbox:
     """``sandbox`` as a desktop sandbox, or a ConfigError naming the task that needs one."""
-    from sandboxes.desktop import DesktopSandbox
+    from sandboxes.desktop.sandbox import DesktopSandbox
 
     if not isinstance(sandbox, DesktopSandbox):
         raise ConfigError(f"expected a desktop sandbox for task {task_id}, got a "

@@ -7,13 +7,13 @@ goal and the oracle's shortest path are the site server's, exactly as for the br
 - ``ChromiumFSMTask`` opens the session in a real Chromium window (browser chrome in the
   screenshot); settling reads the page over CDP, and the oracle's page coordinates are
   moved by where the viewport lies on the screen.
-- ``TkFSMTask`` starts the Tk app (``fsm_sites.tkapp``, its own process, talking to the
+- ``TkFSMTask`` starts the Tk app (``fsm_sites.serving.tkapp``, its own process, talking to the
   site app as the browser's page does, with no control token); settling waits for the app's state file to show the session's seq, and the
   oracle locates widgets by the boxes that file lists.
 
 ``ChromiumMiniWoBTask`` runs a MiniWoB++ page in the Chromium window, rewarded by the
 page's own globals: the window's managed policy keeps the agent from running script there
-(``sandboxes.chromium_policy``), and a reload or navigation ends the episode unrewarded.
+(``sandboxes.browser.policy``), and a reload or navigation ends the episode unrewarded.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fsm_sites.client import SessionView, SiteClient
-from fsm_sites.engine import Edge
+from fsm_sites.engine.machine import Edge
+from fsm_sites.serving.client import SessionView, SiteClient
 from harness.actions import Action, Click, Drag, Key, Move, TypeText, Wait
 from harness.errors import PageLeft, TaskError
 from harness.tasks.base import Task, TaskSetup, Validation, require_desktop
@@ -36,8 +36,8 @@ from harness.tasks.fsm_settle import site_call
 from harness.tasks.miniwob import _ORACLE_TARGETS, _STATE_JS, MiniWoBTask, left_page
 from sandboxes.actions import POINTER_ACTIONS
 from sandboxes.base import Sandbox, SandboxRequest
-from sandboxes.desktop import DesktopSandbox
-from sandboxes.desktop_chromium import DesktopChromium
+from sandboxes.desktop.chromium import DesktopChromium
+from sandboxes.desktop.sandbox import DesktopSandbox
 from sandboxes.errors import SandboxEvaluationError
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class TkFSMTask(_DesktopFSMTask):
         # ``--name=value``: a session id may begin with "-" (token_urlsafe's alphabet has it),
         # which argparse would take for an option
         self._app = desktop.launch(
-            [sys.executable, "-m", "fsm_sites.tkapp", f"--site={sites.site_url}", f"--session={view.id}",
+            [sys.executable, "-m", "fsm_sites.serving.tkapp", f"--site={sites.site_url}", f"--session={view.id}",
              f"--state-file={self._state_file}", f"--geometry={width - 8}x{height - 28}+0+0"],
             env={"PYTHONPATH": _SOURCE_ROOT}, log=self._log_file())
         await self._wait_seq(view.seq, desktop.config.start_timeout_s + _SHOWN_TIMEOUT_S)
@@ -170,7 +170,7 @@ class TkFSMTask(_DesktopFSMTask):
             if loop.time() > deadline:
                 shown = state["seq"] if state else None
                 raise TaskError(f"expected the Tk app of {self.id} to show event seq {seq} within "
-                                f"{timeout_s}s, got {shown}; check that it runs (python -m fsm_sites.tkapp)")
+                                f"{timeout_s}s, got {shown}; check that it runs (python -m fsm_sites.serving.tkapp)")
             await asyncio.sleep(0.01)
 
     def _app_output(self) -> str:

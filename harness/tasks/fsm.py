@@ -1,6 +1,6 @@
 """FSM-site tasks: an episode is one session of a site server, judged by the site's machine.
 
-The task talks to its site only through a site client (``fsm_sites.client``): the run's
+The task talks to its site only through a site client (``fsm_sites.serving.client``): the run's
 ``TaskResources.sites()`` (an in-process server, or a remote one over HTTP) unless it was
 given its own.
 
@@ -29,12 +29,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fsm_sites.client import SiteClient, SiteUnavailable
-from fsm_sites.engine import Edge, Machine
-from fsm_sites.sessions import SessionError
-from fsm_sites.spec import SiteSpec
-from fsm_sites.state import State
-from fsm_sites.verdict import StepVerdict
+from fsm_sites.engine.machine import Edge, Machine
+from fsm_sites.engine.state import State
+from fsm_sites.serving.client import SiteClient, SiteUnavailable
+from fsm_sites.serving.sessions import SessionError
+from fsm_sites.serving.verdict import StepVerdict
+from fsm_sites.spec.site import SiteSpec
 from harness.actions import Action, Done
 from harness.errors import PageLeft, TaskError
 from harness.tasks.base import PageReader, Task, TaskSetup, Validation, require_browser
@@ -365,7 +365,7 @@ def _file_tasks(path: str) -> dict[str, Any]:
 @cache
 def _read_tasks(path: str, mtime_ns: int) -> dict[str, Any]:
     """Parsed once per file version: the registry asks for every task id of the file."""
-    from fsm_sites.tasks import load_tasks
+    from fsm_sites.synthesis.tasks import load_tasks
 
     return {task.id: task for task in load_tasks(path)}
 
@@ -377,7 +377,7 @@ def _site_for_tasks_file(path: str, site: str) -> SiteSpec:
 
     from fsm_sites.errors import SpecInvalid
     from fsm_sites.library import list_sites, load_site
-    from fsm_sites.validate import load_and_validate
+    from fsm_sites.validation.validate import load_and_validate
 
     if site in list_sites():
         return load_site(site)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fsm_sites.engine import Edge
+from fsm_sites.engine.machine import Edge
 from harness.actions import Action, Click, Drag, Key, Move, Scroll, TypeText, Wait
 
 # Reads what the oracle needs about one element; returns null while the page is loading.

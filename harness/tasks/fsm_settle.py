@@ -21,7 +21,7 @@ import time
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-from fsm_sites.client import LocalSiteClient, SiteClient, SiteUnavailable
+from fsm_sites.serving.client import LocalSiteClient, SiteClient, SiteUnavailable
 from harness.errors import PageLeft, TaskError
 from harness.tasks.base import ClosablePage, PageReader
 from sandboxes.errors import SandboxError, SandboxEvaluationError

@@ -10,7 +10,7 @@ Reward integrity: the page's globals are only as honest as the script that can w
 so MiniWoB runs only where the agent cannot run script of its own in the page. The headless
 browser has no address bar, DevTools or bookmarks, and typed text never reaches a script;
 the windowed Chromium of the ``desktop`` suite runs under a managed policy that refuses
-``javascript:`` URLs and DevTools (``sandboxes.chromium_policy``) and will not start
+``javascript:`` URLs and DevTools (``sandboxes.browser.policy``) and will not start
 without it. An agent that reloads the page or navigates away (which would restart MiniWoB
 on a new problem) ends its episode unrewarded, with that as its ``last_action_error``.
 

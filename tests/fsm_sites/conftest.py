@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.async_api import async_playwright
 
-from sandboxes.chromium import CHROMIUM_FLAGS, find_chromium
+from sandboxes.browser.chromium import CHROMIUM_FLAGS, find_chromium
 
 
 @pytest.fixture(scope="module")

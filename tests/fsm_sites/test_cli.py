@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from fsm_sites.cli import register
 from fsm_sites.library import EXAMPLES_DIR, list_sites
-from fsm_sites.validate import load_and_validate
+from fsm_sites.validation.validate import load_and_validate
 
 runner = CliRunner()
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from fsm_sites.client import HttpSiteClient, LocalSiteClient, SiteUnavailable
-from fsm_sites.server import SiteServer
-from fsm_sites.sessions import BadRequest, StaleEvent, UnknownSession
-from fsm_sites.state import UIEvent
+from fsm_sites.engine.state import UIEvent
+from fsm_sites.serving.client import HttpSiteClient, LocalSiteClient, SiteUnavailable
+from fsm_sites.serving.server import SiteServer
+from fsm_sites.serving.sessions import BadRequest, StaleEvent, UnknownSession
 from harness.env import AsyncEnv
 from harness.tasks.fsm import FSMTask, goal_tasks
 from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
@@ -89,8 +89,8 @@ async def test_an_fsm_task_runs_over_http(provider, server) -> None:
 
 
 async def test_event_records_round_trip() -> None:
-    from fsm_sites.sessions import EventRecord
-    from fsm_sites.verdict import StepVerdict
+    from fsm_sites.serving.sessions import EventRecord
+    from fsm_sites.serving.verdict import StepVerdict
 
     verdict = StepVerdict(state_before="a", state_after="b", transition_fired=True, transition_id="t",
                           on_shortest_path=True, distance_before=2, distance_after=1, goal_reached=False)

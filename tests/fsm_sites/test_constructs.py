@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
+from fsm_sites.engine.state import State, UIEvent
 from fsm_sites.errors import SpecInvalid
-from fsm_sites.expr import ExprSyntaxError, parse_expr, unparse
-from fsm_sites.spec import SiteSpec
-from fsm_sites.state import State, UIEvent
-from fsm_sites.types import Rec
-from fsm_sites.validate import validate_spec
+from fsm_sites.spec.expr import ExprSyntaxError, parse_expr, unparse
+from fsm_sites.spec.site import SiteSpec
+from fsm_sites.spec.types import Rec
+from fsm_sites.validation.validate import validate_spec
 
 SPEC = """
 name: notes

@@ -9,12 +9,12 @@ import re
 
 import pytest
 
-from fsm_sites.client import LocalSiteClient
+from fsm_sites.engine.state import UIEvent
 from fsm_sites.generator import synthesize_site
 from fsm_sites.library import load_site
-from fsm_sites.server import SiteServer
-from fsm_sites.state import UIEvent
-from fsm_sites.tasks import synthesize_tasks
+from fsm_sites.serving.client import LocalSiteClient
+from fsm_sites.serving.server import SiteServer
+from fsm_sites.synthesis.tasks import synthesize_tasks
 from harness.fsm_tasks_cli import verify_one
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

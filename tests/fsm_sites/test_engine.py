@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from fsm_sites.engine import Edge, Machine, transition
+from fsm_sites.engine.machine import Edge, Machine, transition
+from fsm_sites.engine.state import State, UIEvent
 from fsm_sites.errors import StateGraphTooLarge, UnknownGoal
-from fsm_sites.spec import Condition, Effect, SiteSpec, Transition, load_spec
-from fsm_sites.state import State, UIEvent
+from fsm_sites.spec.site import Condition, Effect, SiteSpec, Transition, load_spec
 
 EXAMPLE = Path(__file__).parents[2] / "fsm_sites" / "library" / "examples" / "tiny_shop.yaml"
 

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
+from fsm_sites.engine.state import State
 from fsm_sites.library import list_sites, load_site
-from fsm_sites.state import State
-from fsm_sites.task_goals import goal_about, random_walk, structured
-from fsm_sites.verdict import StepVerdict
+from fsm_sites.serving.verdict import StepVerdict
+from fsm_sites.synthesis.goals import goal_about, random_walk, structured
 
 
 @cache

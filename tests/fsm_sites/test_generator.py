@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
 from fsm_sites.generator import synthesize_site
-from fsm_sites.spec import SiteSpec, dump_spec, load_spec
+from fsm_sites.spec.site import SiteSpec, dump_spec, load_spec
 
 
 @cache
@@ -53,8 +53,8 @@ def test_difficulty_sets_size_and_depth() -> None:
 
 
 def test_hard_sites_have_a_million_states_and_records_and_their_goals_are_solved() -> None:
-    from fsm_sites.engine import compile_site
-    from fsm_sites.types import MapT, RecordT, SeqT
+    from fsm_sites.engine.machine import compile_site
+    from fsm_sites.spec.types import MapT, RecordT, SeqT
 
     spec = _site(0, "hard")
     machine = compile_site(spec)
@@ -145,6 +145,6 @@ def test_step_agrees_with_enabled(case: tuple[int, str], pick) -> None:
 
 
 def _event(page: str, element: str, event: str, value: str):
-    from fsm_sites.state import UIEvent
+    from fsm_sites.engine.state import UIEvent
 
     return UIEvent(page, element, event, value)

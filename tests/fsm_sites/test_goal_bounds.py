@@ -11,12 +11,12 @@ from typing import Any
 import yaml
 from typer.testing import CliRunner
 
-from fsm_sites.bounds import Bounds, unreachable_because
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
 from fsm_sites.generator import synthesize_site
 from fsm_sites.library import EXAMPLES_DIR
-from fsm_sites.spec import SiteSpec
-from fsm_sites.validate import check_spec
+from fsm_sites.spec.site import SiteSpec
+from fsm_sites.validation.bounds import Bounds, unreachable_because
+from fsm_sites.validation.validate import check_spec
 from tests.fsm_sites.test_cli import _app
 
 VET = """

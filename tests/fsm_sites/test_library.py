@@ -11,9 +11,9 @@ from fsm_sites.errors import UnknownSite
 from fsm_sites.generator.compose import compose
 from fsm_sites.library import EXAMPLES_DIR, list_sites, load_machine, load_site
 from fsm_sites.library.curated import RECIPES, write_all
-from fsm_sites.sessions import SessionStore
-from fsm_sites.spec import load_spec
-from fsm_sites.validate import load_and_validate
+from fsm_sites.serving.sessions import SessionStore
+from fsm_sites.spec.site import load_spec
+from fsm_sites.validation.validate import load_and_validate
 
 DOMAINS = {"shop", "mail", "calendar", "bank", "travel", "settings", "forum", "file_manager", "recipes",
            "crm", "job_board", "food_delivery"}
@@ -73,7 +73,7 @@ def test_at_least_four_sites_have_a_goal_12_steps_deep() -> None:
 
 
 def test_at_least_three_sites_hold_records_or_structures_a_flat_spec_could_not() -> None:
-    from fsm_sites.types import EnumT, MapT, RecordT, SeqT
+    from fsm_sites.spec.types import EnumT, MapT, RecordT, SeqT
 
     def structured(name: str) -> set[str]:
         kinds = set()

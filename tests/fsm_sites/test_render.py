@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
+from fsm_sites.engine.state import UIEvent
 from fsm_sites.render import THEMES, choose_style, render_page
-from fsm_sites.spec import EVENTS_BY_KIND
-from fsm_sites.state import UIEvent
+from fsm_sites.spec.site import EVENTS_BY_KIND
 from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
 
 

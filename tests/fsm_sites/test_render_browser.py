@@ -8,8 +8,8 @@ import re
 import pytest
 from playwright.async_api import Route
 
-from fsm_sites.engine import Machine
-from fsm_sites.server import SiteServer
+from fsm_sites.engine.machine import Machine
+from fsm_sites.serving.server import SiteServer
 from tests.conftest import wait_until
 from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
 

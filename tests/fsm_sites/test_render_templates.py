@@ -8,15 +8,15 @@ from importlib import resources
 
 import pytest
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
+from fsm_sites.engine.state import State, UIEvent
 from fsm_sites.library import load_machine, load_site
 from fsm_sites.render import render_page
 from fsm_sites.render.icons import ICON_NAMES, icon_for, icon_svg, vendored_version
 from fsm_sites.render.images import avatar, initials, picture
 from fsm_sites.render.look import choose_look, split_description
-from fsm_sites.spec import SiteSpec
-from fsm_sites.state import State, UIEvent
-from fsm_sites.types import from_json
+from fsm_sites.spec.site import SiteSpec
+from fsm_sites.spec.types import from_json
 
 NAMES = ("Desk lamp", "Coffee mug", "Office chair", "Wool rug", "Ana Ruiz", "Ben Okafor", "resume.pdf",
          "New York - Paris", "Tonkotsu ramen", "Margherita pizza")

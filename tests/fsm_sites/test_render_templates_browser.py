@@ -11,8 +11,8 @@ from PIL import Image
 
 from fsm_sites.library import load_site
 from fsm_sites.render.look import choose_look
-from fsm_sites.server import SiteServer
-from sandboxes.browser_elements import ELEMENTS_JS, parse_elements
+from fsm_sites.serving.server import SiteServer
+from sandboxes.browser.elements import ELEMENTS_JS, parse_elements
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

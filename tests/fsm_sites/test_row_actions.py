@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
+from fsm_sites.engine.state import State, UIEvent
 from fsm_sites.library import load_machine, load_site
-from fsm_sites.spec import SiteSpec
-from fsm_sites.state import State, UIEvent
-from fsm_sites.validate import validate_spec
+from fsm_sites.spec.site import SiteSpec
+from fsm_sites.validation.validate import validate_spec
 
 TASKS_YAML = """
 name: tasks

@@ -11,10 +11,10 @@ import aiohttp
 import pytest
 import yaml
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
+from fsm_sites.engine.state import State, UIEvent
 from fsm_sites.errors import SpecInvalid
-from fsm_sites.server import SiteServer, event_key, resolve_sites, unpack_pages
-from fsm_sites.state import State, UIEvent
+from fsm_sites.serving.server import SiteServer, event_key, resolve_sites, unpack_pages
 from tests.fsm_sites.widgets_spec import TINY_SHOP, tiny_shop, widgets_spec
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 import yaml
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
+from fsm_sites.engine.state import UIEvent
 from fsm_sites.library import EXAMPLES_DIR as EXAMPLES
-from fsm_sites.page_model import describe_page
 from fsm_sites.render.page import render_page
-from fsm_sites.sessions import SessionStore
-from fsm_sites.spec import SiteSpec
-from fsm_sites.state import UIEvent
-from fsm_sites.validate import check_spec
+from fsm_sites.render.page_model import describe_page
+from fsm_sites.serving.sessions import SessionStore
+from fsm_sites.spec.site import SiteSpec
+from fsm_sites.validation.validate import check_spec
 
 BOOKING = """
 name: booking
@@ -199,7 +199,7 @@ def test_task_synthesis_reports_every_named_goal_it_leaves_out(tmp_path) -> None
     import typer
     from typer.testing import CliRunner
 
-    from fsm_sites.tasks import synthesize_tasks
+    from fsm_sites.synthesis.tasks import synthesize_tasks
     from harness.fsm_tasks_cli import register
 
     spec = SiteSpec.model_validate(yaml.safe_load((EXAMPLES / "tiny_shop.yaml").read_text()))

@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
+from fsm_sites.engine.state import State, UIEvent
 from fsm_sites.library import load_machine, load_site
-from fsm_sites.page_model import describe_page
-from fsm_sites.sessions import SessionStore
-from fsm_sites.spec import SiteSpec
-from fsm_sites.state import State, UIEvent
-from fsm_sites.validate import validate_spec
+from fsm_sites.render.page_model import describe_page
+from fsm_sites.serving.sessions import SessionStore
+from fsm_sites.spec.site import SiteSpec
+from fsm_sites.validation.validate import validate_spec
 
 LEDGER_YAML = """
 name: ledger
@@ -176,7 +176,7 @@ def test_rank_is_type_checked() -> None:
 
 
 def test_an_instruction_names_an_order_by_its_label() -> None:
-    from fsm_sites.tasks import describe_edge
+    from fsm_sites.synthesis.tasks import describe_edge
 
     m = load_machine("bank")
     _, page = m.step(m.initial, UIEvent("home", "go_activity", "click", None))

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
+from fsm_sites.engine.state import UIEvent
 from fsm_sites.library import load_machine, load_site
 from fsm_sites.render import choose_style
-from fsm_sites.server import SiteServer
-from fsm_sites.state import UIEvent
-from sandboxes.browser_elements import ELEMENTS_JS
+from fsm_sites.serving.server import SiteServer
+from sandboxes.browser.elements import ELEMENTS_JS
 from sandboxes.viewports import VIEWPORTS
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -9,12 +9,12 @@ import re
 
 import yaml
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
 from fsm_sites.generator import synthesize_site
 from fsm_sites.library import EXAMPLES_DIR, list_sites, load_machine
-from fsm_sites.spec import SiteSpec
-from fsm_sites.task_goals import structured
-from fsm_sites.tasks import _expr_goals, synthesize_tasks
+from fsm_sites.spec.site import SiteSpec
+from fsm_sites.synthesis.goals import structured
+from fsm_sites.synthesis.tasks import _expr_goals, synthesize_tasks
 
 # an empty quote ("type '' as ..."), an empty hole ("your new pet , Dog"), a hole or
 # placeholder left as written, a Python value, the stand-in class of any other text

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
 from fsm_sites.library import load_site
-from fsm_sites.tasks import TaskSpec, load_tasks, save_tasks, synthesize_tasks
+from fsm_sites.synthesis.tasks import TaskSpec, load_tasks, save_tasks, synthesize_tasks
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def test_instructions_use_descriptions_and_several_phrasings(shop_tasks: list[Ta
     assert len({t.instruction.split()[0] for t in shop_tasks if t.goal_kind == "expr"}) >= 2
     openings = {t.instruction.split()[0] for t in state_tasks}
     assert len(openings) >= 3
-    from fsm_sites.tasks import describe_edge
+    from fsm_sites.synthesis.tasks import describe_edge
 
     for task in state_tasks:
         state = task.start()
@@ -73,7 +73,7 @@ def test_jsonl_round_trip(shop_tasks: list[TaskSpec], tmp_path: Path) -> None:
 
 
 def test_a_step_names_an_option_by_the_label_the_page_shows() -> None:
-    from fsm_sites.tasks import describe_edge
+    from fsm_sites.synthesis.tasks import describe_edge
     from tests.fsm_sites.widgets_spec import widgets_spec
 
     machine = Machine(widgets_spec())
@@ -103,7 +103,7 @@ def _replay(machine: Machine, task: TaskSpec) -> None:
 
 
 def test_structured_goals_name_records_and_are_solved(clinic) -> None:
-    from fsm_sites.engine import compile_site
+    from fsm_sites.engine.machine import compile_site
 
     machine = compile_site(clinic)
     tasks = synthesize_tasks(clinic, 16, seed=3)
@@ -117,7 +117,7 @@ def test_structured_goals_name_records_and_are_solved(clinic) -> None:
 
 
 def test_tasks_start_where_asked(clinic) -> None:
-    from fsm_sites.engine import compile_site
+    from fsm_sites.engine.machine import compile_site
 
     machine = compile_site(clinic)
     named = synthesize_tasks(clinic, 4, seed=1, start="busy_week")
@@ -133,9 +133,9 @@ def test_tasks_start_where_asked(clinic) -> None:
 def test_a_goal_that_names_its_start_begins_there(clinic) -> None:
     """`cancel_milo_grooming` names `start: busy_week`: validation measures it from there, and
     its task, its library task and its session begin there with no global start."""
-    from fsm_sites.engine import compile_site
-    from fsm_sites.sessions import SessionStore
-    from fsm_sites.validate import check_spec
+    from fsm_sites.engine.machine import compile_site
+    from fsm_sites.serving.sessions import SessionStore
+    from fsm_sites.validation.validate import check_spec
     from harness.tasks.fsm import goal_tasks
 
     machine = compile_site(clinic)
@@ -155,9 +155,9 @@ def test_a_goal_that_names_its_start_begins_there(clinic) -> None:
 
 
 def test_a_repeated_element_step_is_described_by_its_item(clinic) -> None:
-    from fsm_sites.engine import compile_site
-    from fsm_sites.state import UIEvent
-    from fsm_sites.tasks import describe_edge
+    from fsm_sites.engine.machine import compile_site
+    from fsm_sites.engine.state import UIEvent
+    from fsm_sites.synthesis.tasks import describe_edge
 
     machine = compile_site(clinic)
     state = machine.named_start("busy_week")

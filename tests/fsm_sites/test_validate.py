@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
-from fsm_sites.engine import Machine, compile_site
+from fsm_sites.engine.machine import Machine, compile_site
 from fsm_sites.errors import SpecInvalid
-from fsm_sites.sessions import SessionStore
-from fsm_sites.spec import SiteSpec
-from fsm_sites.validate import check_spec, load_and_validate, validate_spec
+from fsm_sites.serving.sessions import SessionStore
+from fsm_sites.spec.site import SiteSpec
+from fsm_sites.validation.validate import check_spec, load_and_validate, validate_spec
 
 EXAMPLE = Path(__file__).parents[2] / "fsm_sites" / "library" / "examples" / "tiny_shop.yaml"
 CLINIC = EXAMPLE.parent / "clinic.yaml"
@@ -234,7 +234,7 @@ def test_a_validated_file_is_not_checked_again(monkeypatch, tmp_path: Path) -> N
     path.write_text(EXAMPLE.read_text())
     load_and_validate(path)
     assert list((tmp_path / ".fsm_cache").glob("tiny_shop-*.json"))
-    import fsm_sites.validate as validate
+    import fsm_sites.validation.validate as validate
 
     monkeypatch.setattr(validate, "check_spec", lambda *a, **k: pytest.fail("validated again"))
     assert load_and_validate(path).name == "tiny_shop"

@@ -9,13 +9,13 @@ import copy
 import pytest
 import yaml
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
+from fsm_sites.engine.state import UIEvent
 from fsm_sites.errors import SpecInvalid
-from fsm_sites.page_model import describe_page
-from fsm_sites.server import SiteServer
-from fsm_sites.spec import SiteSpec
-from fsm_sites.state import UIEvent
-from fsm_sites.validate import validate_spec
+from fsm_sites.render.page_model import describe_page
+from fsm_sites.serving.server import SiteServer
+from fsm_sites.spec.site import SiteSpec
+from fsm_sites.validation.validate import validate_spec
 from tests.fsm_sites.value_widgets_spec import PLANNER_YAML, TEMPLATES_YAML, planner_spec
 
 

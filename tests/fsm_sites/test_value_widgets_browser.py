@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
+from fsm_sites.engine.state import State
 from fsm_sites.render import choose_style
-from fsm_sites.server import SiteServer
-from fsm_sites.state import State
-from sandboxes.browser_elements import ELEMENTS_JS
+from fsm_sites.serving.server import SiteServer
+from sandboxes.browser.elements import ELEMENTS_JS
 from sandboxes.viewports import VIEWPORTS
 from tests.fsm_sites.value_widgets_spec import planner_spec, templates_spec
 
@@ -241,7 +241,7 @@ async def test_the_oracle_solves_every_goal_that_needs_a_widget_or_template(prov
     """Every goal of the planner (each widget) and of the templates site, replayed by the
     oracle in a real browser at two layout seeds, reaches its goal with every
     event-sending step on a shortest path."""
-    from fsm_sites.client import LocalSiteClient
+    from fsm_sites.serving.client import LocalSiteClient
     from harness.fsm_tasks_cli import verify_one
     from harness.tasks.fsm import goal_tasks
 

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from fsm_sites.engine import Machine
+from fsm_sites.engine.machine import Machine
 from fsm_sites.library import load_site
 from fsm_sites.render import choose_style
-from fsm_sites.server import SiteServer
+from fsm_sites.serving.server import SiteServer
 from sandboxes.viewports import VIEWPORTS
 from tests.fsm_sites.widgets_spec import widgets_spec
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import yaml
 
-from fsm_sites.engine import compile_site
+from fsm_sites.engine.machine import compile_site
+from fsm_sites.engine.state import UIEvent
 from fsm_sites.library import load_site, site_path
-from fsm_sites.state import UIEvent
-from fsm_sites.validate import validate_spec
+from fsm_sites.validation.validate import validate_spec
 
 
 def _data() -> dict[str, Any]:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from fsm_sites.engine import compile_site
+from fsm_sites.engine.machine import compile_site
+from fsm_sites.engine.state import UIEvent
 from fsm_sites.library import load_site
 from fsm_sites.render import choose_style
-from fsm_sites.server import SiteServer
-from fsm_sites.state import UIEvent
+from fsm_sites.serving.server import SiteServer
 from sandboxes.viewports import VIEWPORTS
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

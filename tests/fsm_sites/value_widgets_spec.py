@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import yaml
 
-from fsm_sites.spec import SiteSpec
+from fsm_sites.spec.site import SiteSpec
 
 PLANNER_YAML = """
 name: planner

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from fsm_sites.spec import SiteSpec, load_spec
+from fsm_sites.spec.site import SiteSpec, load_spec
 
 TINY_SHOP = Path(__file__).resolve().parents[2] / "fsm_sites" / "library" / "examples" / "tiny_shop.yaml"
 

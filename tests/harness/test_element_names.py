@@ -10,12 +10,12 @@ from collections.abc import Iterator
 import pytest
 
 from benchmarks.miniwob_rules import TRANSFER_TASKS, RuleAgent
-from fsm_sites.engine import Machine, compile_site
+from fsm_sites.engine.machine import Machine, compile_site
+from fsm_sites.engine.state import Edge, State
 from fsm_sites.generator import Difficulty, synthesize_site
 from fsm_sites.library import list_sites, load_machine, load_site
 from fsm_sites.render.page import render_page
-from fsm_sites.spec import SiteSpec
-from fsm_sites.state import Edge, State
+from fsm_sites.spec.site import SiteSpec
 from harness.actions import Click, ClickElement, Drag, Move
 from harness.env import AsyncEnv, resolve_element_action
 from harness.observation import Observation

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fsm_sites.client import LocalSiteClient
-from fsm_sites.server import SiteServer
+from fsm_sites.serving.client import LocalSiteClient
+from fsm_sites.serving.server import SiteServer
 from harness.actions import Click, ClickElement, Done, TypeText
 from harness.codecs import get_codec
 from harness.env import AsyncEnv, resolve_element_action

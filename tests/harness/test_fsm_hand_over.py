@@ -9,9 +9,9 @@ import io
 import pytest
 from PIL import Image
 
-from fsm_sites.client import LocalSiteClient
-from fsm_sites.engine import Machine
-from fsm_sites.server import SiteServer
+from fsm_sites.engine.machine import Machine
+from fsm_sites.serving.client import LocalSiteClient
+from fsm_sites.serving.server import SiteServer
 from harness.actions import Click
 from harness.env import AsyncEnv
 from harness.tasks.fsm import FSMTask, goal_tasks

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fsm_sites.engine import Edge
+from fsm_sites.engine.machine import Edge
 from harness.actions import Click, Key, Move, Scroll
 from harness.tasks.fsm_oracle import next_action
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 import fsm_sites.library as library
-from fsm_sites.server import SiteServer
+from fsm_sites.serving.server import SiteServer
 from harness.errors import ConfigError, UnknownTaskError
 from harness.resources import TaskResources
 from harness.tasks import fsm

@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from fsm_sites.client import LocalSiteClient
 from fsm_sites.library import list_sites, load_site
 from fsm_sites.render import choose_style
-from fsm_sites.server import SiteServer
-from fsm_sites.verdict import StepVerdict
+from fsm_sites.serving.client import LocalSiteClient
+from fsm_sites.serving.server import SiteServer
+from fsm_sites.serving.verdict import StepVerdict
 from harness.actions import Click, Done
 from harness.env import AsyncEnv
 from harness.fsm_tasks_cli import verify_one

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from fsm_sites.client import LocalSiteClient
-from fsm_sites.server import SiteServer
+from fsm_sites.serving.client import LocalSiteClient
+from fsm_sites.serving.server import SiteServer
 from harness.errors import EpisodeTimeout, TaskError
 from harness.fsm_tasks_cli import INFRA_DROP, verify_one
 from harness.tasks.fsm import FSMTask, goal_tasks

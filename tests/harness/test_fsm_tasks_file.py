@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fsm_sites.generator import synthesize_site
-from fsm_sites.spec import dump_spec
-from fsm_sites.tasks import save_tasks, synthesize_tasks
+from fsm_sites.spec.site import dump_spec
+from fsm_sites.synthesis.tasks import save_tasks, synthesize_tasks
 from harness.errors import TaskError, UnknownTaskError
 from harness.tasks.fsm import FSMTask, _site_for_tasks_file
 from harness.tasks.registry import make_task, suite_task_ids

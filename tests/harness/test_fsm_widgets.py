@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from fsm_sites.client import LocalSiteClient
 from fsm_sites.library import load_site
-from fsm_sites.server import SiteServer
+from fsm_sites.serving.client import LocalSiteClient
+from fsm_sites.serving.server import SiteServer
 from harness.actions import Click, Key, Move, Scroll
 from harness.env import AsyncEnv
 from harness.tasks.fsm import FSMTask, goal_tasks

@@ -10,7 +10,7 @@ from harness.agents.registry import make_agent
 from harness.isolated_envs import IsolatedEnvs
 from harness.runner import EpisodeRunner, RunnerConfig, episode_specs
 from sandboxes import procs
-from sandboxes.desktop import DesktopSandbox
+from sandboxes.desktop.sandbox import DesktopSandbox
 from sandboxes.leftovers import leftovers
 from tests.conftest import wait_until
 

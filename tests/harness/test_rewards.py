@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fsm_sites.verdict import StepVerdict
+from fsm_sites.serving.verdict import StepVerdict
 from harness.rewards import episode_progress, step_reward, verdict_sign
 
 

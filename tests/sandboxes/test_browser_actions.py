@@ -20,7 +20,7 @@ from sandboxes.actions import (
     Wait,
 )
 from sandboxes.base import Sandbox
-from sandboxes.browser_actions import PLAYWRIGHT_KEYS
+from sandboxes.browser.actions import PLAYWRIGHT_KEYS
 
 
 @pytest.fixture

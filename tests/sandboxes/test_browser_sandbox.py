@@ -8,8 +8,8 @@ import io
 import pytest
 from PIL import Image
 
-from sandboxes.browser import BrowserHost, BrowserSandbox
-from sandboxes.browser_config import BrowserConfig, load_browser_config
+from sandboxes.browser.config import BrowserConfig, load_browser_config
+from sandboxes.browser.sandbox import BrowserHost, BrowserSandbox
 from sandboxes.errors import ConfigError, SandboxClosed, SandboxError, SandboxNavigationError
 from tests.conftest import wait_until
 

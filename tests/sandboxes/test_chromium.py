@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandboxes.chromium import CHROMIUM_ENV_VAR, find_chromium
+from sandboxes.browser.chromium import CHROMIUM_ENV_VAR, find_chromium
 from sandboxes.errors import SandboxStartError
 
 
@@ -24,7 +24,7 @@ def test_env_var_pointing_nowhere_is_an_error(monkeypatch, tmp_path):
 
 def test_nothing_found_says_what_to_install(monkeypatch):
     monkeypatch.delenv(CHROMIUM_ENV_VAR, raising=False)
-    monkeypatch.setattr("sandboxes.chromium.CHROMIUM_CANDIDATES", ("definitely-not-a-browser",))
+    monkeypatch.setattr("sandboxes.browser.chromium.CHROMIUM_CANDIDATES", ("definitely-not-a-browser",))
     with pytest.raises(SandboxStartError, match="apt-get install chromium"):
         find_chromium()
 

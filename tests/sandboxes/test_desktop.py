@@ -18,8 +18,8 @@ import pytest_asyncio
 
 from sandboxes.actions import Click, DoubleClick, Drag, Key, RightClick, Scroll, TypeText
 from sandboxes.base import Sandbox, SandboxRequest
-from sandboxes.desktop import DesktopSandbox
-from sandboxes.desktop_config import DesktopConfig
+from sandboxes.desktop.config import DesktopConfig
+from sandboxes.desktop.sandbox import DesktopSandbox
 from sandboxes.errors import InfrastructureError, SandboxCrashed
 from sandboxes.procs import is_alive
 from sandboxes.providers import LocalProvider
@@ -163,7 +163,7 @@ async def test_a_dead_x_server_is_an_infrastructure_error_and_reset_recovers() -
 
 CRASHING_HARNESS = """
 import asyncio, os
-from sandboxes.desktop import DesktopSandbox
+from sandboxes.desktop.sandbox import DesktopSandbox
 async def main():
     desktop = DesktopSandbox()
     await desktop.start()

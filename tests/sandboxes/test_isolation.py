@@ -19,9 +19,9 @@ import pytest
 from aiohttp import web
 
 from sandboxes import procs
-from sandboxes.isolation import Isolation, IsolationConfig
+from sandboxes.isolation.jail import Isolation, IsolationConfig
+from sandboxes.isolation.netns import ServiceNetwork
 from sandboxes.leftovers import leftovers
-from sandboxes.netns import ServiceNetwork
 from tests.conftest import wait_until
 
 PROBE = """
@@ -202,7 +202,7 @@ async def test_jail_processes_end_when_its_launcher_dies(service: ServiceNetwork
 
 OTHER_RUN = """
 import asyncio, json, sys
-from sandboxes.isolation import Isolation, IsolationConfig
+from sandboxes.isolation.jail import Isolation, IsolationConfig
 async def main():
     jail = Isolation(IsolationConfig(), service=sys.argv[1])
     await jail.open()

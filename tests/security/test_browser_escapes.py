@@ -143,8 +143,8 @@ async def test_a_windowed_chromium_that_would_run_unlocked_is_refused(desktop_en
     """A Chromium that reads its policies from elsewhere (here: launched without the private
     policy directory) would let the agent forge MiniWoB's reward: the launch fails closed.
     So does a machine without bwrap."""
-    import sandboxes.chromium_policy as chromium_policy
-    import sandboxes.desktop_chromium as desktop_chromium
+    import sandboxes.browser.policy as chromium_policy
+    import sandboxes.desktop.chromium as desktop_chromium
     from sandboxes.errors import SandboxStartError
 
     with monkeypatch.context() as patch:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from fsm_sites.client import HttpSiteClient
-from fsm_sites.server import SiteServer
-from fsm_sites.state import UIEvent
+from fsm_sites.engine.state import UIEvent
+from fsm_sites.serving.client import HttpSiteClient
+from fsm_sites.serving.server import SiteServer
 from harness.env import AsyncEnv
 from harness.tasks.fsm import FSMTask, goal_tasks
 from tests.fsm_sites.widgets_spec import tiny_shop

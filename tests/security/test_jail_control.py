@@ -13,7 +13,7 @@ import pytest
 
 from harness.env_providers import EnvOptions
 from harness.isolated_envs import IsolatedEnvs
-from sandboxes.desktop import DesktopSandbox
+from sandboxes.desktop.sandbox import DesktopSandbox
 from tests.conftest import wait_until
 from tests.security.test_control_api import goal_state
 

@@ -19,13 +19,13 @@ import pytest
 
 from sandboxes import procs
 from sandboxes.actions import Click, Key, RightClick, TypeText
-from sandboxes.desktop import DesktopSandbox
-from sandboxes.desktop_config import DesktopConfig
-from sandboxes.display import Processes
+from sandboxes.desktop.config import DesktopConfig
+from sandboxes.desktop.display import Processes
+from sandboxes.desktop.sandbox import DesktopSandbox
 from sandboxes.isolated import IsolatedProvider
-from sandboxes.isolation import IsolationConfig
+from sandboxes.isolation.jail import IsolationConfig
+from sandboxes.isolation.tracked import Tracker
 from sandboxes.providers import LocalProvider
-from sandboxes.tracked import Tracker
 from tests.conftest import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,7 +95,7 @@ async def test_a_daemon_started_from_xterm_or_an_app_ends_with_reset_and_close(
 @pytest.mark.parametrize("kind", ["local", "isolated"])
 async def test_the_window_managers_menus_and_keys_start_no_program(kind: str) -> None:
     """Debian's openbox offers a terminal and a browser on a right-click of the desktop, and
-    runs programs from keys (W-e); the sandbox's openbox does neither (sandboxes/openbox.py)."""
+    runs programs from keys (W-e); the sandbox's openbox does neither (sandboxes/desktop/openbox.py)."""
     provider, [desktop] = await _desktops(kind, 1, SMALL.with_overrides({"reset_mode": "same_display"}))
     try:
         await desktop.execute(RightClick(x=100, y=100))  # Debian's root menu would open here
@@ -199,8 +199,8 @@ async def test_a_jail_cannot_see_or_open_another_jails_display() -> None:
 
 JAIL_RUNS_THIS_PYTHON = """
 import asyncio, subprocess, sys
-from sandboxes.isolation import Isolation, IsolationConfig
-from sandboxes.netns import ServiceNetwork
+from sandboxes.isolation.jail import Isolation, IsolationConfig
+from sandboxes.isolation.netns import ServiceNetwork
 
 async def main():
     network = ServiceNetwork()

@@ -255,8 +255,8 @@ def test_a_nan_loss_stops_the_update(tiny_policy, prompts) -> None:
 
 
 def test_curriculum_spawns_verified_variants_and_retires_solved_tasks() -> None:
+    from fsm_sites.engine.state import State
     from fsm_sites.library import load_machine
-    from fsm_sites.state import State
     from harness.tasks.registry import make_task
 
     machine = load_machine("mail")
@@ -334,7 +334,7 @@ def test_the_cli_reports_every_bad_field_at_once_in_one_line(tmp_path) -> None:
 
 def _episode(task: str, steps: list[tuple[str, str, float]], first_step: int = 0):
     """A finished episode whose steps go (state before, state after, reward)."""
-    from fsm_sites.verdict import StepVerdict
+    from fsm_sites.serving.verdict import StepVerdict
     from harness.observation import StepInfo
     from harness.rollout import Episode, Transition
 

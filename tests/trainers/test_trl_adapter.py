@@ -156,7 +156,7 @@ def test_tools_have_schemas_and_verdicts_read_short() -> None:
     assert schemas["scroll"]["parameters"]["required"] == ["x", "y", "dy"]
     assert schemas["drag"]["parameters"]["required"] == ["x", "y", "to_x", "to_y"]
     assert "required" not in schemas["wait"]["parameters"]  # seconds has a default
-    from fsm_sites.verdict import StepVerdict
+    from fsm_sites.serving.verdict import StepVerdict
 
     base = dict(state_before="a", state_after="b", transition_fired=True, on_shortest_path=False,
                 distance_before=2, distance_after=3, goal_reached=False)

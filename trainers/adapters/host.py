@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from fsm_sites.verdict import StepVerdict
+from fsm_sites.serving.verdict import StepVerdict
 from harness.env import Env
 from harness.env_providers import EnvOptions, EnvProvider, check_provider, make_env_provider
 from harness.errors import ConfigError

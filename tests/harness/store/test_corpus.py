@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from fsm_sites.spec import dump_spec
-from fsm_sites.tasks import load_tasks
+from fsm_sites.spec.site import dump_spec
+from fsm_sites.synthesis.tasks import load_tasks
 from harness.errors import ConfigError
 from harness.store.corpus import DONE, CorpusConfig, build_corpus_async
 from harness.store.corpus_split import split_rows, task_of

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from fsm_sites.client import LocalSiteClient
-from fsm_sites.server import SiteServer
+from fsm_sites.serving.client import LocalSiteClient
+from fsm_sites.serving.server import SiteServer
 from harness.actions import Click
 from harness.agents import ModelAgent
 from harness.env import AsyncEnv

@@ -1,0 +1,1 @@
+"""Task synthesis: goals from a site's machine, their instructions and oracle paths."""

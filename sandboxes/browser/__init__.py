@@ -1,0 +1,1 @@
+"""The browser sandbox: Playwright + Chromium, one isolated context per episode."""

@@ -1,0 +1,2 @@
+"""Isolation: jails (bubblewrap), network namespaces, cgroups and the processes a
+sandbox started."""
