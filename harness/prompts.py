@@ -24,6 +24,19 @@ theirs from a tree path (``harness.store.export``). Both go through
 Previous actions are the actions the env *executed*, encoded with the codec against the
 screenshot they were taken on, not the model's raw text; a step whose text did not parse
 reads ``(no valid action)``.
+
+**Transcript mode** is the same prompt as a multi-turn chat, for the RL frameworks' adapters
+(``trainers.adapters``: TRL, SkyRL, verl), where the model's own turns are the history:
+:meth:`PromptBuilder.opening` is exactly ``build``'s prompt at the episode's first
+observation, and :meth:`PromptBuilder.feedback` the user turn after each step: the new
+screenshot, then the text::
+
+      Last action error: <why the env refused the action>    (only after a refused one)
+      Step verdict: closer to the goal (2 -> 1 steps away)   (where the adapter asks for verdicts)
+      Episode over: goal reached                             (only after the last step)
+      Elements:                                              (observation modes with elements)
+      - ...
+      Next action:                                           (unless the episode is over)
 """
 
 from __future__ import annotations
@@ -37,9 +50,11 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from fsm_sites.serving.verdict import StepVerdict
 from harness.actions import AgentAction, Click, ClickElement, parse_agent_action
 from harness.codecs import ActionCodec, get_codec
 from harness.codecs.base import Size
+from harness.observation import Observation
 from sandboxes.base import UIElement
 
 T = TypeVar("T")
@@ -80,6 +95,14 @@ class Prompt(Generic[T]):
     images: list[T]
     image_steps: list[int]  # the step number of each image (0 = the reset observation)
 
+    def with_images(self, part: Callable[[T], dict[str, Any]]) -> list[Message]:
+        """The messages with each ``{"type": "image"}`` part, in order, replaced by
+        ``part(image)``: the form a framework takes (a PIL image, a ``data:`` URL)."""
+        images = iter(self.images)
+        return [{**message, "content": [part(next(images)) if item == {"type": "image"} else item
+                                        for item in message["content"]]}
+                for message in self.messages]
+
 
 class PromptBuilder:
     """Builds prompts and action texts for one :class:`PromptConfig`."""
@@ -114,10 +137,13 @@ class PromptBuilder:
 
     def build(self, *, instruction: str, history: Sequence[HistoryEntry], images: Sequence[T],
               image_steps: Sequence[int], error: str | None,
-              elements: Sequence[UIElement | dict[str, Any]] | None = None) -> Prompt[T]:
+              elements: Sequence[UIElement | dict[str, Any]] | None = None,
+              verdict: StepVerdict | None = None, over: str | None = None) -> Prompt[T]:
         """The prompt at one step: ``history`` is every earlier step of the episode (or tree
         path), ``images`` and ``image_steps`` its screenshots so far, the current one last,
-        ``elements`` the current observation's element list (where it was observed)."""
+        ``elements`` the current observation's element list (where it was observed);
+        ``verdict`` and ``over`` (single-turn RL prompts only: verl-agent's) the last step's
+        verdict and why the episode is over, as ``feedback`` writes them."""
         k = 0 if self.config.observation == "elements" else self.config.history_images
         limit = self.config.history_actions
         first = 0 if limit is None else max(0, len(history) - limit)
@@ -127,21 +153,68 @@ class PromptBuilder:
         if self.with_elements:
             text += "Elements:\n" + element_lines(elements) + "\n"
         text += "Previous actions:\n" + ("\n".join(lines) or "(none)")
-        if error:
-            text += f"\nLast action error: {error}"
-        text += "\nNext action:"
-        shown = list(images)[-k:] if k else []
-        content: list[dict[str, Any]] = [{"type": "image"} for _ in shown]
-        content.append({"type": "text", "text": text})
+        text += "".join(f"\n{line}" for line in _step_lines(error, verdict, over))
+        if over is None:
+            text += "\nNext action:"
         messages: list[Message] = []
         if self.config.system_prompt:
             messages.append({"role": "system", "content": [{"type": "text", "text": self.system_text}]})
-        messages.append({"role": "user", "content": content})
-        return Prompt(messages, shown, list(image_steps)[-k:] if k else [])
+        return self._user_turn(messages, text, list(images)[-k:] if k else [],
+                               list(image_steps)[-k:] if k else [])
+
+    def opening(self, obs: Observation) -> Prompt[Observation]:
+        """Transcript mode: the messages a multi-turn episode opens with, exactly ``build``'s
+        prompt at its first observation (``obs``; the image stands for its screenshot)."""
+        return self.build(instruction=obs.instruction, history=[], images=[obs],
+                          image_steps=[obs.step], error=obs.last_action_error, elements=obs.elements)
+
+    def feedback(self, obs: Observation, verdict: StepVerdict | None = None, *,
+                 over: str | None = None) -> Prompt[Observation]:
+        """Transcript mode: the user turn after a step that led to ``obs``: its screenshot (in
+        the observation modes with one), the env's error where it refused the action, the
+        step's ``verdict`` (pass it where the adapter's config asks for verdicts), why the
+        episode is ``over``, the element list (in the modes with one), ``Next action:``."""
+        text = "\n".join(_step_lines(obs.last_action_error, verdict, over))
+        if self.with_elements:
+            text += "\nElements:\n" + element_lines(obs.elements)
+        if over is None:
+            text += "\nNext action:"
+        shown = [] if self.config.observation == "elements" else [obs]
+        return self._user_turn([], text.lstrip("\n"), shown, [obs.step for _ in shown])
+
+    @staticmethod
+    def _user_turn(messages: list[Message], text: str, images: list[T],
+                   image_steps: list[int]) -> Prompt[T]:
+        """``messages`` and a user turn: ``images`` as image parts, then ``text``."""
+        content: list[dict[str, Any]] = [{"type": "image"} for _ in images]
+        content.append({"type": "text", "text": text})
+        return Prompt([*messages, {"role": "user", "content": content}], images, image_steps)
 
     def assistant(self, text: str) -> list[Message]:
         """The assistant turn holding a target action's text."""
         return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
+
+
+def verdict_text(verdict: StepVerdict) -> str:
+    """A short reading of an FSM step verdict for the model."""
+    if verdict.goal_reached:
+        return "goal reached"
+    if not verdict.transition_fired:
+        return "nothing changed"
+    if verdict.distance_after is None:
+        return "dead end: the goal can no longer be reached"
+    way = "closer to the goal" if verdict.on_shortest_path else "off the shortest path"
+    return f"{way} ({verdict.distance_before} -> {verdict.distance_after} steps away)"
+
+
+def _step_lines(error: str | None, verdict: StepVerdict | None, over: str | None) -> list[str]:
+    """What the model is told of the last step: the env's error, the verdict, the end."""
+    lines = [f"Last action error: {error}"] if error else []
+    if verdict is not None:
+        lines.append(f"Step verdict: {verdict_text(verdict)}")
+    if over is not None:
+        lines.append(f"Episode over: {over}")
+    return lines
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import pytest
 
 from fsm_sites.serving.client import LocalSiteClient
 from fsm_sites.serving.server import SiteServer
+from fsm_sites.serving.verdict import StepVerdict
 from harness.actions import Click, ClickElement, Done, TypeText
 from harness.codecs import get_codec
 from harness.env import AsyncEnv, resolve_element_action
@@ -130,6 +131,28 @@ def test_prompts_in_each_observation_mode() -> None:
         system = prompt.messages[0]["content"][0]["text"]
         assert ("ClickElement" in system) == (mode != "screenshot")
         assert ("- Click: " in system) == (mode != "elements")
+
+
+def test_the_transcript_opens_with_builds_prompt_and_feeds_back_each_step() -> None:
+    elements = (_element("Cart", 0),)
+    first = Observation(screenshot=b"png", image_format="png", width=200, height=100,
+                        instruction="Open the cart.", step=0, elements=elements)
+    after = first.model_copy(update={"step": 1, "last_action_error": "no element named 'Kart'"})
+    verdict = StepVerdict(state_before="a", state_after="a", transition_fired=False,
+                          on_shortest_path=False, distance_before=1, distance_after=1, goal_reached=False)
+    for mode, images in (("screenshot", 1), ("screenshot+elements", 1), ("elements", 0)):
+        builder = PromptBuilder(PromptConfig(codec="json", observation=mode))
+        opening = builder.opening(first)
+        assert opening == builder.build(instruction="Open the cart.", history=[], images=[first],
+                                        image_steps=[0], error=None, elements=elements)
+        [turn] = builder.feedback(after, verdict).messages
+        assert turn["role"] == "user" and [p["type"] for p in turn["content"]] == ["image"] * images + ["text"]
+        listed = '\nElements:\n- button "Cart"' if mode != "screenshot" else ""
+        assert turn["content"][-1]["text"] == ("Last action error: no element named 'Kart'\n"
+                                               f"Step verdict: nothing changed{listed}\nNext action:")
+    [turn] = builder.feedback(first.model_copy(update={"step": 2}), over="goal reached").messages
+    assert turn["content"] == [{"type": "text", "text": "Episode over: goal reached\nElements:\n"
+                                '- button "Cart"'}]
 
 
 def test_clicks_become_element_actions_only_on_an_element() -> None:

@@ -49,11 +49,14 @@ def test_an_fsm_episode_through_skyrl_gym_matches_our_env() -> None:
                          extras={"task": TASK, "seed": 3, "max_turns": 6})
     assert isinstance(env, skyrl_env.CUASkyRLEnv) and env.max_turns == 6
     messages, info = env.init(PROMPT)
-    assert messages[0] == PROMPT[0] and PROMPT[1]["content"] == "Complete the task."
+    assert messages[0]["content"] == [{"type": "text", "text": "You operate a computer."},
+                                      {"type": "text", "text": builder.system_text}]
+    assert PROMPT[0]["content"] == "You operate a computer."  # the caller's prompt is kept as it was
+    assert PROMPT[1]["content"] == "Complete the task."
     first, shot, text = messages[1]["content"]
     assert first == {"type": "text", "text": "Complete the task."}
     size = image_of(shot).size
-    assert text["text"] == f"Open the page of Coffee mug.\nThe screenshot is {size[0]}x{size[1]} pixels."
+    assert text["text"] == "Instruction: Open the page of Coffee mug.\nPrevious actions:\n(none)\nNext action:"
     assert info["start_distance"] == 2 and info["state"].startswith("fsm:")
 
     out = env.step(GARBAGE)  # the agent's mistake: an invalid-action observation
@@ -61,7 +64,8 @@ def test_an_fsm_episode_through_skyrl_gym_matches_our_env() -> None:
     [message] = out["observations"]
     assert message["role"] == "user" and image_of(message["content"][0]).size == size
     feedback = message["content"][1]["text"]
-    assert feedback.startswith("error: ") and feedback.endswith("nothing changed")
+    assert feedback.startswith("Last action error: ")
+    assert feedback.endswith("\nStep verdict: nothing changed\nNext action:")
     assert out["metadata"]["action"] is None and out["metadata"]["action_error"]
 
     texts, outs = [GARBAGE], [out]
@@ -71,9 +75,10 @@ def test_an_fsm_episode_through_skyrl_gym_matches_our_env() -> None:
         texts.append(builder.action_text(action, size))
         outs.append(env.step(texts[-1]))
     assert [o["reward"] for o in outs] == [0.0, 0.5, 1.5]
-    assert outs[1]["observations"][0]["content"][1]["text"] == "closer to the goal (2 -> 1 steps away)"
+    assert outs[1]["observations"][0]["content"][1]["text"] == (
+        "Step verdict: closer to the goal (2 -> 1 steps away)\nNext action:")
     assert outs[-1]["observations"] == [] and outs[-1]["metadata"]["success"]
-    assert outs[-1]["metadata"]["text"] == "goal reached; episode over: goal reached"
+    assert outs[-1]["metadata"]["text"] == "Step verdict: goal reached\nEpisode over: goal reached"
     assert env.get_metrics() == {"steps": 3, "success": 1.0, "episode_reward": 2.0}
     with pytest.raises(RuntimeError, match="init"):
         env.step(texts[-1])
@@ -99,7 +104,7 @@ def test_reward_modes_and_the_step_limit() -> None:
     last = env.step('{"type": "click", "x": 1, "y": 1}')  # the json codec by default
     assert (first["reward"], first["done"]) == (0.0, False)
     assert (last["reward"], last["done"], last["observations"]) == (0.0, True, [])
-    assert last["metadata"]["text"] == "nothing changed; episode over: step limit reached"
+    assert last["metadata"]["text"] == "Step verdict: nothing changed\nEpisode over: step limit reached"
     assert not last["metadata"]["success"]
     env.close()
 

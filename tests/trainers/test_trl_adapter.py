@@ -23,12 +23,12 @@ from transformers.utils import get_json_schema
 
 from harness.actions import ACTION_TYPES
 from harness.errors import ConfigError
+from harness.prompts import verdict_text
 from trainers.adapters.trl_env import (
     CUAEnvironment,
     CUAEnvironments,
     enable_tool_calls,
     task_rows,
-    verdict_text,
 )
 from trainers.models.processor import load_processor
 
@@ -51,7 +51,7 @@ def play_oracle(envs: CUAEnvironments, env: CUAEnvironment) -> list[str]:
         answer = env.click(action.x, action.y)
         assert isinstance(answer, list)
         texts.append(answer[1]["text"])
-        if "episode over" in texts[-1]:
+        if "Episode over" in texts[-1]:
             break
     return texts
 
@@ -61,17 +61,17 @@ def test_reset_and_the_tools_step_the_real_env(envs: CUAEnvironments) -> None:
     image, text = env.reset(seed=0, prompt=[{"role": "user", "content": "x"}])
     assert image["type"] == "image" and image["image"].mode == "RGB"
     width, height = image["image"].size
-    assert text == {"type": "text", "text": f"Open the page of Coffee mug.\n"
-                    f"The screenshot is {width}x{height} pixels."}
+    assert text == {"type": "text", "text": "Instruction: Open the page of Coffee mug.\n"
+                    "Previous actions:\n(none)\nNext action:"}  # the prompt builder's opening
     shot, feedback = env.click(width + 5, 3)  # an agent error: the step counts, nothing fires
     assert shot["image"].size == (width, height)
-    assert feedback["text"].startswith(f"error: click point ({width + 5}, 3) is outside")
-    assert "nothing changed" in feedback["text"]
+    assert feedback["text"].startswith(f"Last action error: click point ({width + 5}, 3) is outside")
+    assert feedback["text"].endswith("\nStep verdict: nothing changed\nNext action:")
     _, feedback = env.key("ctrl+nosuchkey")
-    assert "error:" in feedback["text"] and "nosuchkey" in feedback["text"]
+    assert "Last action error:" in feedback["text"] and "nosuchkey" in feedback["text"]
     texts = play_oracle(envs, env)
-    assert texts == ["closer to the goal (2 -> 1 steps away)",
-                     "goal reached; episode over: goal reached"]
+    assert texts == ["Step verdict: closer to the goal (2 -> 1 steps away)\nNext action:",
+                     "Step verdict: goal reached\nEpisode over: goal reached"]
     assert env.rewards == (0.0, 0.0, 0.5, 1.5) and env.success
     assert env.get_reward() == 2.0  # the step mode's optimal episode
     assert env.done() == "no action taken: the episode is over (goal reached)"
@@ -91,7 +91,7 @@ def test_get_reward_in_each_mode(envs: CUAEnvironments, mode: str, optimal: floa
     assert action is not None and action.type == "click"
     env.click(action.x, action.y)
     _, feedback = env.done()
-    assert feedback["text"].endswith("episode over: done, task not completed")
+    assert feedback["text"].endswith("Episode over: done, task not completed")
     assert env.get_reward() == after_done and not env.success
 
 

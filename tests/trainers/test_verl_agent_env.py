@@ -71,8 +71,8 @@ def test_a_batch_of_groups_plays_to_the_end_with_exact_anchors(host: EnvHost) ->
     assert [i["is_action_valid"] for i in infos] == [True, True, True, False]
     assert obs["anchor"][0] == obs["anchor"][1] == f"fsm:{infos[0]['verdict']['state_after']}"
     assert obs["anchor"][2] != obs["anchor"][3] == anchors[3]  # garbage changed nothing
-    assert "Last step: closer to the goal (2 -> 1 steps away)" in obs["text"][0]
-    assert "Last step: error: " in obs["text"][3] and "Last action error: " in obs["text"][3]
+    assert "Step verdict: closer to the goal (2 -> 1 steps away)" in obs["text"][0]
+    assert "Last action error: " in obs["text"][3] and "Step verdict: nothing changed" in obs["text"][3]
     assert "Previous actions:\n1. <tool_call>" in obs["text"][0]
 
     # the verl-agent loop: step every env until all are done, masking the finished ones
@@ -110,7 +110,7 @@ def test_a_step_limit_ends_without_a_win(host: EnvHost) -> None:
                                             '"coordinate": [2, 2]}}\n</tool_call>'])
     assert dones.tolist() == [True, True] and not any(i["won"] for i in infos)
     assert [i["is_action_valid"] for i in infos] == [False, True]
-    assert "episode over: step limit reached" in obs["text"][1]
+    assert "Episode over: step limit reached" in obs["text"][1]
     rate = envs.success_evaluator(total_infos=[[infos[0]], [infos[1]]],
                                   total_batch_list=[[{"active_masks": True}]] * 2)
     assert rate["success_rate"].tolist() == [0.0, 0.0]

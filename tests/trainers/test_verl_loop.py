@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from harness.codecs.base import excerpt
-from sandboxes.viewports import VIEWPORTS
 
 ROOT = Path(__file__).resolve().parents[2]
 VERL_PYTHON = ROOT / ".venv-verl" / "bin" / "python"
@@ -45,15 +44,24 @@ def test_the_episode_is_model_turns_and_observation_turns(report: dict) -> None:
     first, *rest = report["model_texts"]
     assert rest == report["scripted"] and len(rest) == 2
     error, verdict = report["observations"]
-    assert "error: json codec: expected a JSON object" in error and "nothing changed" in error
+    assert "Last action error: json codec: expected a JSON object" in error
+    assert "Step verdict: nothing changed" in error
     assert excerpt(first)[:20] in error  # the model's own text, quoted as the codecs quote it
-    assert "closer to the goal (2 -> 1 steps away)" in verdict
-    width, height = VIEWPORTS["desktop"]  # an FSM task's viewport
-    assert report["prompt_tail"].endswith(
-        f"Open the page of Coffee mug.\nThe screenshot is {width}x{height} pixels.<|im_end|>\n"
-        "<|im_start|>assistant\n")
+    assert "Step verdict: closer to the goal (2 -> 1 steps away)" in verdict
+    assert report["prompt_tail"].endswith(  # the prompt builder's opening
+        "Instruction: Open the page of Coffee mug.\nPrevious actions:\n(none)\nNext action:"
+        "<|im_end|>\n<|im_start|>assistant\n")
     assert report["server_calls"] == 3 and report["released"] == 3
     assert report["timings_positive"]  # verl's generate_sequences and tool_calls timings
+
+
+def test_the_messages_are_the_prompt_builders_transcript(report: dict) -> None:
+    """Prompt parity (as test_adapter_prompts.py for the other adapters): on the observations
+    the episode met, the loop's conversation is the builder's opening, then its feedback
+    after each reply, with each step's screenshot."""
+    transcript = report["transcript"]
+    assert transcript["loop"] == transcript["builder"]
+    assert transcript["images_are_the_screenshots"] == [True] * 3
 
 
 def test_screenshots_travel_as_image_data(report: dict) -> None:

@@ -33,6 +33,7 @@ from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl.workers.rollout.llm_server import LLMServerClient
 from verl.workers.rollout.replica import TokenOutput
 
+from harness.env import AsyncEnv
 from harness.env_providers import EnvOptions
 from harness.errors import ConfigError
 from harness.prompts import PromptBuilder, PromptConfig
@@ -172,6 +173,44 @@ async def refusals(make_loop: Any) -> dict[str, str]:
     return out
 
 
+def record_observations() -> list[tuple[Any, Any]]:
+    """From now on, every env observation as it leaves ``AsyncEnv`` and its step's verdict."""
+    seen: list[tuple[Any, Any]] = []
+    reset, step = AsyncEnv.reset, AsyncEnv.step
+
+    async def recording_reset(self: AsyncEnv, **kwargs: Any) -> Any:
+        obs, info = await reset(self, **kwargs)
+        seen.append((obs, None))
+        return obs, info
+
+    async def recording_step(self: AsyncEnv, action: Any, **kwargs: Any) -> Any:
+        result = await step(self, action, **kwargs)
+        seen.append((result[0], result[4].verdict))
+        return result
+
+    AsyncEnv.reset, AsyncEnv.step = recording_reset, recording_step  # type: ignore[method-assign]
+    return seen
+
+
+def builders_transcript(messages: list[dict], seen: list[tuple[Any, Any]]) -> dict[str, Any]:
+    """The loop's last ``messages`` and the prompt builder's transcript of the same
+    observations (its opening added to PROMPT, then each step's feedback after the model's
+    reply; none after the last step), image parts as the builder writes them."""
+    builder = PromptBuilder(PromptConfig(codec=CODEC))
+    system, user = builder.opening(seen[0][0]).messages
+    expected = [{"role": "system", "content": [{"type": "text", "text": PROMPT[0]["content"]}, *system["content"]]},
+                {"role": "user", "content": [{"type": "text", "text": PROMPT[1]["content"]}, *user["content"]]}]
+    replies = [m for m in messages if m["role"] == "assistant"]
+    for reply, (obs, verdict) in zip(replies, seen[1:-1], strict=True):
+        expected += [reply, *builder.feedback(obs, verdict).messages]
+    images = [part["image"] for m in messages if isinstance(m["content"], list)
+              for part in m["content"] if part["type"] == "image"]
+    plain = [{**m, "content": [{"type": "image"} if p["type"] == "image" else p for p in m["content"]]
+              if isinstance(m["content"], list) else m["content"]} for m in messages]
+    return {"loop": plain, "builder": expected, "images_are_the_screenshots": [
+        image.tobytes() == obs.image().convert("RGB").tobytes() for image, (obs, _) in zip(images, seen, strict=False)]}
+
+
 async def main(model_dir: str, out_path: str) -> None:
     processor = load_processor(model_dir)
     tokenizer = processor.tokenizer
@@ -190,6 +229,14 @@ async def main(model_dir: str, out_path: str) -> None:
 
     refused = await refusals(make_loop)
     loop = make_loop(CONFIG)
+    seen, merged = record_observations(), []
+    merge_context = loop.ct_merge_context_msg
+
+    async def recording_merge(previous: Any, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        merged.append(messages)  # the conversation so far, as the loop hands it to verl
+        return await merge_context(previous, messages, *args, **kwargs)
+
+    loop.ct_merge_context_msg = recording_merge
     output = await loop.run({"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": False},
                             raw_prompt=PROMPT, extra_info={"task": TASK, "seed": SEED},
                             index=0, agent_name=verl_loop.AGENT_NAME)
@@ -236,6 +283,7 @@ async def main(model_dir: str, out_path: str) -> None:
         "timed": sorted(output.metrics.model_dump()),
         "timings_positive": output.metrics.generate_sequences > 0 and output.metrics.tool_calls > 0,
         "server_calls": server.calls, "released": balancer.released, "refused": refused,
+        "transcript": builders_transcript(merged[-1], seen),
     }
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)

@@ -1,9 +1,13 @@
-"""What every adapter's synchronous envs run on, and the short texts they answer with.
+"""What every adapter's synchronous envs run on, and the prompt builder they answer with.
 
 Other frameworks call envs synchronously (TRL's tools, SkyRL's ``step``, verl-agent's
 batched ``step``); our envs are async. An ``EnvHost`` owns a private event loop thread
 (``harness.gym_env.LoopThread``) and an env provider started on it (``local`` by default: one
 shared Chromium and the task servers), and runs the envs' coroutines there.
+
+Every adapter writes the model's chat with the one prompt builder's transcript mode
+(``adapter_prompts``; ``harness.prompts``), so what a model sees through TRL, SkyRL or verl
+is what SFT and evaluation show it.
 """
 
 from __future__ import annotations
@@ -17,12 +21,12 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from fsm_sites.serving.verdict import StepVerdict
 from harness.env import Env
 from harness.env_providers import EnvOptions, EnvProvider, check_provider, make_env_provider
 from harness.errors import ConfigError
 from harness.gym_env import LoopThread
 from harness.observation import Observation
+from harness.prompts import Message, ObservationMode, PromptBuilder, PromptConfig
 
 T = TypeVar("T")
 
@@ -139,31 +143,38 @@ async def _start_provider(spec: str) -> EnvProvider:
     return provider
 
 
-def verdict_text(verdict: StepVerdict) -> str:
-    """A short reading of an FSM ``StepVerdict`` for the model."""
-    if verdict.goal_reached:
-        return "goal reached"
-    if not verdict.transition_fired:
-        return "nothing changed"
-    if verdict.distance_after is None:
-        return "dead end: the goal can no longer be reached"
-    way = "closer to the goal" if verdict.on_shortest_path else "off the shortest path"
-    return f"{way} ({verdict.distance_before} -> {verdict.distance_after} steps away)"
+def adapter_prompts(options: EnvOptions, *, system_prompt: bool = True) -> PromptBuilder:
+    """The prompt builder of an adapter's episodes (its transcript mode,
+    ``PromptBuilder.opening`` and ``feedback``): the env's codec, the one that decodes the
+    model's text, and the element list where the env observes elements."""
+    observation: ObservationMode = "screenshot+elements" if options.elements else "screenshot"
+    return PromptBuilder(PromptConfig(codec=options.codec, observation=observation,
+                                      system_prompt=system_prompt))
 
 
-def step_feedback(obs: Observation, verdict: StepVerdict | None, *, verdicts: bool = True,
-                  over: str | None = None) -> str:
-    """The text that goes back to the model after a step: the action's error (the agent's
-    mistake), the FSM verdict (where the task has one and ``verdicts``), and why the
-    episode is over (``over``)."""
-    parts = []
-    if obs.last_action_error:
-        parts.append(f"error: {obs.last_action_error}")
-    if verdicts and verdict is not None:
-        parts.append(verdict_text(verdict))
-    if over is not None:
-        parts.append(f"episode over: {over}")
-    return "; ".join(parts) or f"step {obs.step} done"
+def over_reason(terminated: bool, truncated: bool, success: bool) -> str | None:
+    """Why a step ended the episode (``PromptBuilder.feedback``'s ``over``); None if it runs on."""
+    if terminated:
+        return "goal reached" if success else "done, task not completed"
+    return "step limit reached" if truncated else None
+
+
+def with_opening(prompt: list[Message], opening: list[Message]) -> list[Message]:
+    """A framework's prompt (its dataset row's) with the transcript's opening messages added:
+    the opening's system parts to the prompt's system message (a new one first where it has
+    none), its user parts to the prompt's last user message (a new one where the last
+    message is not the user's). The caller's messages are not modified."""
+    out = [dict(m) for m in prompt]
+    for message in opening:
+        system = message["role"] == "system"
+        at = 0 if system else len(out) - 1
+        if out and out[at].get("role") == message["role"]:
+            head = out[at].get("content")
+            parts = [{"type": "text", "text": head}] if isinstance(head, str) else list(head or [])
+            out[at]["content"] = parts + list(message["content"])
+        else:
+            out.insert(0 if system else len(out), dict(message))
+    return out
 
 
 def data_url(obs: Observation) -> str:

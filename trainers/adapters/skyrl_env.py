@@ -21,14 +21,17 @@ env per trajectory, ``init(prompt)`` once, then ``step(model text)`` until ``don
   picks the task, ``seed`` (or ``extra_info.seed``; 0 without one, so the samples of a
   GRPO group start alike) seeds it, and SkyRL's ``max_turns`` is the step limit unless
   ``env_config.max_steps`` sets one.
-- ``init(prompt)`` resets the env and appends the first screenshot (an ``image_url``
-  block with a ``data:`` URL) and the instruction to the prompt's last user message.
+- The messages are the project's prompt in transcript mode (``PromptBuilder.opening`` and
+  ``feedback``, ``harness.prompts``; screenshots as ``image_url`` blocks with ``data:``
+  URLs): ``init(prompt)`` resets the env and adds the opening to the prompt (the codec's
+  action space to its system message, the first screenshot and the instruction to its
+  last user message).
 - ``step(text)`` decodes the text with the config's codec (``harness.codecs``), executes
-  it and answers with one user message: the new screenshot and a short text (the action's
-  error, the FSM verdict). Text no codec can parse, or an action the page refuses, is the
-  agent's mistake: the step counts and the text says ``error: ...``; nothing raises. The
-  reward is the step's reward in the chosen mode (``harness.rewards``); ``done`` is the
-  goal, ``done()`` or the step limit. The final step answers with no observations, as
+  it and answers with one user message, the builder's feedback: the new screenshot, the
+  action's error, the FSM verdict. Text no codec can parse, or an action the page refuses,
+  is the agent's mistake: the step counts and the text says ``Last action error: ...``;
+  nothing raises. The reward is the step's reward in the chosen mode
+  (``harness.rewards``); ``done`` is the goal, ``done()`` or the step limit. The final step answers with no observations, as
   SkyRL's own envs do (nothing follows it).
 - An infrastructure failure (browser crash, step timeout) raises ``InfrastructureError``
   after discarding the env: it is never a zero reward.
@@ -50,11 +53,13 @@ from harness.store.statekey import state_key_for
 from harness.tasks.registry import check_task_id
 from trainers.adapters.host import (  # noqa: F401 - close_shared_hosts: part of this API
     AdapterEnvConfig,
+    adapter_prompts,
     close_shared_hosts,
     data_url,
+    over_reason,
     plain_config,
     shared_host,
-    step_feedback,
+    with_opening,
 )
 
 #: the id SkyRL's ``environment.env_class`` names
@@ -87,13 +92,14 @@ class CUASkyRLEnv(BaseTextEnv):
         self.options = self.config.env_options(int(max_turns) if max_turns else None)
         self.max_turns = self.options.max_steps or 0
         self._host = shared_host(self.config.provider)
+        self.prompts = adapter_prompts(self.options)
         self._env: Env | None = None
         self.rewards: list[float] = []
         self.success = False
         self.done = False
 
     def init(self, prompt: Messages) -> tuple[Messages, dict[str, Any]]:
-        """Reset the env; the prompt with the first screenshot and the instruction appended."""
+        """Reset the env; the prompt with the transcript's opening added."""
         self._hand_back(failed=False)
         self.turns, self.rewards, self.success, self.done = 0, [], False, False
         self._env = self._host.open(self.task, self.options)
@@ -102,11 +108,10 @@ class CUASkyRLEnv(BaseTextEnv):
         except InfrastructureError:
             self._hand_back(failed=True)
             raise
-        text = f"{obs.instruction}\nThe screenshot is {obs.width}x{obs.height} pixels."
         metadata = {"task": self.task, "seed": self.seed, "episode_id": info.episode_id,
                     "state": state_key_for(obs, info.fsm_state),
                     "start_distance": info.start_distance}
-        return _with_blocks(prompt, _blocks(obs, text)), metadata
+        return with_opening(prompt, self.prompts.opening(obs).with_images(_image)), metadata
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         """Decode and execute the model's text; the next observation, reward and done."""
@@ -123,19 +128,16 @@ class CUASkyRLEnv(BaseTextEnv):
         self.rewards.append(reward)
         self.success = info.success
         self.done = terminated or truncated
-        over = None
-        if terminated:
-            over = "goal reached" if info.success else "done, task not completed"
-        elif truncated:
-            over = "step limit reached"
-        text = step_feedback(obs, info.verdict, verdicts=self.config.verdicts, over=over)
+        over = over_reason(terminated, truncated, info.success)
+        feedback = self.prompts.feedback(obs, info.verdict if self.config.verdicts else None, over=over)
+        text = feedback.messages[-1]["content"][-1]["text"]
         fsm_state = info.verdict.state_after if info.verdict is not None else None
         metadata = {"text": text, "action": info.action, "action_error": obs.last_action_error,
                     "verdict": info.verdict.model_dump() if info.verdict is not None else None,
                     "success": info.success, "state": state_key_for(obs, fsm_state)}
         if self.done:
             self._hand_back(failed=False)
-        observations = [] if self.done else [{"role": "user", "content": _blocks(obs, text)}]
+        observations = [] if self.done else feedback.with_images(_image)
         return BaseTextEnvStepOutput(observations=observations, reward=reward, done=self.done,
                                      metadata=metadata)
 
@@ -159,22 +161,8 @@ class CUASkyRLEnv(BaseTextEnv):
             self._host.release(env, failed=failed)
 
 
-def _blocks(obs: Observation, text: str) -> list[dict[str, Any]]:
-    return [{"type": "image_url", "image_url": {"url": data_url(obs)}},
-            {"type": "text", "text": text}]
-
-
-def _with_blocks(prompt: Messages, blocks: list[dict[str, Any]]) -> Messages:
-    """``prompt`` with ``blocks`` appended to its last user message (a new one if the
-    last message is not the user's); the caller's messages are not modified."""
-    messages = [dict(m) for m in prompt]
-    if messages and messages[-1].get("role") == "user":
-        content = messages[-1].get("content")
-        head = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        messages[-1]["content"] = head + blocks
-    else:
-        messages.append({"role": "user", "content": blocks})
-    return messages
+def _image(obs: Observation) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": data_url(obs)}}
 
 
 def register_skyrl_env(env_id: str = ENV_ID) -> None:

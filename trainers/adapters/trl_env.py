@@ -13,18 +13,20 @@ methods into the model's tools; the contract it expects, read from TRL 1.16's
 ``GRPOTrainer``:
 
 - ``reset(**row)`` gets every column of the dataset row and may return content blocks,
-  which TRL appends to the row's last user message. Here: the first screenshot as an image
-  block and the instruction as a text block. The row's ``task`` column picks the task (one
+  which TRL appends to the row's last user message. Here: the opening user message of the
+  project's prompt in transcript mode (``PromptBuilder.opening``, ``harness.prompts``: the
+  first screenshot as an image block, then the instruction; no action-space description,
+  since TRL describes the tools). The row's ``task`` column picks the task (one
   training set mixes sites), else the task the factory was made for; its ``seed`` column
   seeds the episode (0 without one: the rollouts of a GRPO group see the same start).
 - every other public method is a tool, described to the model by its signature and its
   docstring. There is one tool per action kind, named as the action's ``type``: ``click``,
   ``double_click``, ``right_click``, ``move`` (hover), ``drag``, ``scroll``, ``type_text``,
-  ``key``, ``wait`` and ``done``. Each steps the env and returns the new screenshot and a
-  short text: the action's error (an agent error), the FSM step verdict where the task has
-  one, and whether the episode is over. (``click_element``, the element-list action, has no
-  tool: these observations are screenshots; ``benchmarks.trl_arm.ElementEnvironment``
-  shows element lists.)
+  ``key``, ``wait`` and ``done``. Each steps the env and returns the builder's feedback
+  (``PromptBuilder.feedback``): the new screenshot, the action's error (an agent error),
+  the FSM step verdict where the task has one, and whether the episode is over.
+  (``click_element``, the element-list action, has no tool: the tools act on pixels;
+  ``benchmarks.trl_arm.ElementEnvironment`` acts on element lists.)
 - ``get_reward()`` is called once per finished rollout: the sum of the episode's step
   rewards in the env's reward mode (``outcome``, ``step`` or ``progress``,
   ``harness.rewards``). TRL's GRPO loss sees only this episode total.
@@ -57,16 +59,16 @@ from harness.errors import ConfigError, InfrastructureError
 from harness.observation import Observation, StepInfo
 from harness.rewards import RewardMode
 from harness.tasks.registry import check_task_id
-from trainers.adapters.host import EnvHost, step_feedback, verdict_text
+from trainers.adapters.host import EnvHost, adapter_prompts, over_reason
 
 __all__ = ["CUAEnvironment", "CUAEnvironments", "TRLAdapterConfig", "enable_tool_calls",
-           "task_rows", "verdict_text"]
+           "task_rows"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 Content = list[dict[str, Any]]
 
-#: the user message of ``task_rows``; ``reset`` appends the screenshot and the instruction
+#: the user message of ``task_rows``; ``reset`` appends the opening (screenshot, instruction)
 DEFAULT_PROMPT = ("Complete the task shown on the screen with the tools. Coordinates are "
                   "pixels of the screenshot. Call done() when the task is complete.")
 
@@ -181,6 +183,7 @@ class CUAEnvironment:
         self._envs = envs
         self._task = task
         self._options = options or envs.config.env
+        self._prompts = adapter_prompts(self._options, system_prompt=False)  # TRL describes the tools
         #: the env of the current episode (None before the first reset)
         self.env: Env | None = None
         self._rewards: list[float] = []
@@ -232,8 +235,8 @@ class CUAEnvironment:
                 if attempt == config.reset_attempts:
                     raise
                 log.warning("reset of %s failed (%s); retrying on a fresh env", task, exc)
-        return [_image(obs), {"type": "text", "text": (
-            f"{obs.instruction}\nThe screenshot is {obs.width}x{obs.height} pixels.")}]
+        [user] = self._prompts.opening(obs).with_images(_image)
+        return list(user["content"])
 
     def click(self, x: int, y: int) -> Content | str:
         """Click a point of the screen.
@@ -346,15 +349,10 @@ class CUAEnvironment:
             return f"no result: infrastructure voided the episode ({self._void})"
         self._rewards.append(reward)
         self._last = info
-        if terminated:
-            self._over = "goal reached" if info.success else "done, task not completed"
-        elif truncated:
-            self._over = "step limit reached"
-        return [_image(obs), {"type": "text", "text": self._feedback(obs, info)}]
-
-    def _feedback(self, obs: Observation, info: StepInfo) -> str:
-        return step_feedback(obs, info.verdict, verdicts=self._envs.config.verdicts,
-                             over=self._over)
+        self._over = over_reason(terminated, truncated, info.success)
+        verdict = info.verdict if self._envs.config.verdicts else None
+        [user] = self._prompts.feedback(obs, verdict, over=self._over).with_images(_image)
+        return list(user["content"])
 
     def _hand_back(self, *, failed: bool) -> None:
         env, self.env = self.env, None

@@ -27,8 +27,11 @@ caller) and ``gigpo/core_gigpo.py`` (``build_step_group``, the anchor's reader):
 
 Here the anchor is the FSM state key (``fsm:<state>``; a perceptual hash and the URL for
 tasks without an FSM: ``harness.store.statekey``), so GiGPO's step groups are exact. The
-text is the project's prompt (``harness.prompts.PromptBuilder``: the codec's action space,
-the instruction, the previous actions, the last error) with the step's FSM verdict.
+text is the project's prompt (``harness.prompts.PromptBuilder.build``: the codec's action
+space, the instruction, the previous actions, the last error) with the step's FSM verdict
+as the builder's feedback writes it, as one text: verl-agent shows the model one user turn
+per step, its history in the text, so this is the builder's single-turn prompt, not its
+transcript.
 Steps of a batch run concurrently on one ``EnvHost``. An infrastructure failure raises
 ``InfrastructureError`` after discarding that env (resets retry on fresh envs first): it
 is never a zero reward.
@@ -46,15 +49,16 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from fsm_sites.serving.verdict import StepVerdict
 from harness.actions import Action
 from harness.env import Env
 from harness.env_providers import EnvOptions
 from harness.errors import ConfigError, InfrastructureError
 from harness.observation import Observation, StepInfo
-from harness.prompts import HistoryEntry, PromptBuilder, PromptConfig
+from harness.prompts import HistoryEntry, Prompt
 from harness.store.statekey import state_key_for
 from harness.tasks.registry import check_task_id
-from trainers.adapters.host import EnvHost, step_feedback
+from trainers.adapters.host import EnvHost, adapter_prompts, over_reason
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +90,8 @@ class _Slot:
     seed: int = 0
     history: list[HistoryEntry] = field(default_factory=list)
     obs: Observation | None = None
+    verdict: StepVerdict | None = None  # the last step's, where the config shows verdicts
+    over: str | None = None  # why the episode ended
     anchor: str = ""
     done: bool = False
     won: bool = False
@@ -99,7 +105,7 @@ class CUAEnvironmentManager:
             check_task_id(task)
         self.config = config
         self.host = host
-        self.builder = PromptBuilder(PromptConfig(codec=config.env.codec))
+        self.builder = adapter_prompts(config.env)
         self._slots = [_Slot() for _ in range(config.env_num * config.group_n)]
         self._resets = 0
 
@@ -118,7 +124,7 @@ class CUAEnvironmentManager:
         infos = [{"task": slot.task, "seed": slot.seed, "won": False, "is_action_valid": True,
                   "episode_id": info.episode_id, "start_distance": info.start_distance}
                  for slot, (_, info) in zip(self._slots, results, strict=True)]
-        return self._observations([None] * self.batch_size), infos
+        return self._observations(), infos
 
     def step(self, text_actions: Sequence[str]) -> tuple[dict[str, Any], np.ndarray, np.ndarray,
                                                           list[dict[str, Any]]]:
@@ -134,22 +140,21 @@ class CUAEnvironmentManager:
         failed = [r for r in results if isinstance(r, BaseException)]
         if failed:
             raise failed[0]
-        texts, rewards, infos = (list(column) for column in zip(*results, strict=True))
+        rewards, infos = (list(column) for column in zip(*results, strict=True))
         dones = np.array([slot.done for slot in self._slots], dtype=bool)
-        return self._observations(texts), np.array(rewards, dtype=np.float32), dones, infos
+        return self._observations(), np.array(rewards, dtype=np.float32), dones, infos
 
-    def build_text_obs(self, feedback: Sequence[str | None]) -> list[str]:
-        """Each env's text: the codec's action space, then ``<image>`` where the rollout puts
-        the screenshot, the step's feedback, and the project's prompt."""
+    def build_text_obs(self) -> list[str]:
+        """Each env's text: the builder's prompt at its current step as one text (messages
+        apart by a blank line), ``<image>`` where the rollout puts the screenshot."""
         texts = []
-        for slot, note in zip(self._slots, feedback, strict=True):
+        for slot in self._slots:
             assert slot.obs is not None
-            prompt = self.builder.build(instruction=slot.obs.instruction, history=slot.history,
-                                        images=[slot.obs], image_steps=[slot.obs.step],
-                                        error=slot.obs.last_action_error)
-            user = prompt.messages[-1]["content"][-1]["text"]
-            last = f"Last step: {note}\n" if note else ""
-            texts.append(f"{self.builder.system_text}\n\n<image>\n{last}{user}")
+            prompt = self.builder.build(
+                instruction=slot.obs.instruction, history=slot.history, images=[slot.obs],
+                image_steps=[slot.obs.step], error=slot.obs.last_action_error,
+                elements=slot.obs.elements, verdict=slot.verdict, over=slot.over)
+            texts.append(prompt_text(prompt))
         return texts
 
     def success_evaluator(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
@@ -207,13 +212,14 @@ class CUAEnvironmentManager:
                     raise
                 log.warning("reset of %s failed (%s); retrying on a fresh env", task, exc)
         slot.task, slot.seed, slot.history, slot.obs = task, seed, [], obs
+        slot.verdict, slot.over = None, None
         slot.anchor, slot.done, slot.won = state_key_for(obs, info.fsm_state), False, False
         return obs, info
 
-    async def _step_slot(self, slot: _Slot, text: str) -> tuple[str | None, float, dict[str, Any]]:
+    async def _step_slot(self, slot: _Slot, text: str) -> tuple[float, dict[str, Any]]:
         base = {"task": slot.task, "seed": slot.seed}
         if slot.done or slot.env is None:
-            return None, 0.0, {**base, "won": slot.won, "is_action_valid": True, "inactive": True}
+            return 0.0, {**base, "won": slot.won, "is_action_valid": True, "inactive": True}
         assert slot.obs is not None
         size = (slot.obs.width, slot.obs.height)
         try:
@@ -222,27 +228,31 @@ class CUAEnvironmentManager:
             env, slot.env = slot.env, None
             await self.host.provider.discard(env)
             raise
-        slot.history.append((info.action, size, None))
+        slot.history.append((info.action, size, slot.obs.elements))
         slot.obs, slot.done, slot.won = obs, terminated or truncated, info.success
         slot.anchor = state_key_for(obs, _state_after(info))
-        over = None
-        if terminated:
-            over = "goal reached" if info.success else "done, task not completed"
-        elif truncated:
-            over = "step limit reached"
-        note = step_feedback(obs, info.verdict if self.config.verdicts else None, over=over)
-        return note, reward, {
+        slot.verdict = info.verdict if self.config.verdicts else None
+        slot.over = over_reason(terminated, truncated, info.success)
+        return reward, {
             **base, "won": info.success, "is_action_valid": obs.last_action_error is None,
             "action": info.action, "action_error": obs.last_action_error,
             "verdict": info.verdict.model_dump() if info.verdict is not None else None}
 
-    def _observations(self, feedback: Sequence[str | None]) -> dict[str, Any]:
+    def _observations(self) -> dict[str, Any]:
         images = []
         for slot in self._slots:
             assert slot.obs is not None
             images.append(np.asarray(slot.obs.image().convert("RGB"), dtype=np.uint8))
-        return {"text": self.build_text_obs(feedback), "image": images,
+        return {"text": self.build_text_obs(), "image": images,
                 "anchor": [slot.anchor for slot in self._slots]}
+
+
+def prompt_text(prompt: Prompt[Any]) -> str:
+    """A prompt as verl-agent's one text: its messages apart by a blank line, their parts by
+    a newline, each image part as the ``<image>`` placeholder the rollout splices it in at."""
+    return "\n\n".join("\n".join("<image>" if part["type"] == "image" else part["text"]
+                                  for part in message["content"])
+                         for message in prompt.messages)
 
 
 def _state_after(info: StepInfo) -> str | None:

@@ -13,13 +13,15 @@ The contract, read from verl 0.9.1 (``verl/experimental/agent_loop/agent_loop.py
 - The env options come from the trainer config's ``cua`` section (``+cua.reward=step``,
   ``+cua.codec=qwen``; ``AdapterEnvConfig``); the turn limit is ``cua.max_steps``, else
   ``actor_rollout_ref.rollout.multi_turn.max_assistant_turns``, else the env's default.
-- The loop: reset the env; append the first screenshot (an image block) and the
-  instruction to the prompt's last user message; then, each turn, generate through
+- The loop: reset the env; add the opening of the project's prompt in transcript mode
+  (``PromptBuilder.opening``, ``harness.prompts``: the codec's action space to the
+  prompt's system message, the first screenshot as an image block and the instruction to
+  its last user message); then, each turn, generate through
   ``server_manager.generate`` with every screenshot so far as ``image_data``, merge the
   model's tokens (mask 1), execute the decoded text in the env (``harness.codecs`` through
   the env: text no codec parses, or an action the page refuses, is the agent's mistake,
-  an ``error: ...`` observation, never a raise), and append the next observation (the
-  screenshot and the step's feedback text) as a user turn (mask 0), until the episode
+  an error observation, never a raise), and append the builder's feedback (the
+  screenshot, the env's error, the step's verdict) as a user turn (mask 0), until the episode
   ends, the turn limit or ``rollout.response_length``. The last observation is not
   appended: nothing follows it.
 - The output is ``CUAAgentLoopOutput``: verl's ``AgentLoopOutput`` with
@@ -36,11 +38,9 @@ The contract, read from verl 0.9.1 (``verl/experimental/agent_loop/agent_loop.py
 
 from __future__ import annotations
 
-import io
 from typing import Any
 from uuid import uuid4
 
-from PIL import Image
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 from verl.utils.profiler import simple_timer
 
@@ -49,13 +49,15 @@ from harness.cli_config import load_config
 from harness.env import Env
 from harness.errors import ConfigError, InfrastructureError
 from harness.observation import Observation
+from harness.prompts import Prompt
 from harness.tasks.registry import check_task_id
 from trainers.adapters.host import (
     AdapterEnvConfig,
     EnvHost,
+    adapter_prompts,
     plain_config,
     shared_host,
-    step_feedback,
+    with_opening,
 )
 from trainers.adapters.verl_advantage import turn_token_scores
 
@@ -88,6 +90,7 @@ class CUAAgentLoop(AgentLoopBase):
         self.options = self.env_config.env_options(multi_turn.get("max_assistant_turns") or None)
         self.response_length = int(self.rollout_config.response_length)
         self.host: EnvHost = shared_host(self.env_config.provider)
+        self.prompts = adapter_prompts(self.options)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         task, seed = _task_and_seed(kwargs)
@@ -105,8 +108,7 @@ class CUAAgentLoop(AgentLoopBase):
     async def _episode(self, env: Env, task: str, seed: int, messages: Messages,
                        sampling_params: dict[str, Any]) -> AgentLoopOutput:
         obs, _ = await self.host.run_async(env.reset(seed=seed))
-        text = f"{obs.instruction}\nThe screenshot is {obs.width}x{obs.height} pixels."
-        messages, images = self._with_observation(messages, obs, text, append=True)
+        messages, images = self._with_prompt(messages, self.prompts.opening(obs), opening=True)
         self._assert_mm_supported(bool(images))
         token_ids = await self.ct_build_initial_tokens(messages, images=images)
         mask: list[int] = []
@@ -127,9 +129,9 @@ class CUAAgentLoop(AgentLoopBase):
             success = info.success
             if terminated or truncated or len(mask) >= self.response_length:
                 break
-            feedback = step_feedback(obs, info.verdict, verdicts=self.env_config.verdicts)
+            feedback = self.prompts.feedback(obs, info.verdict if self.env_config.verdicts else None)
             previous = [*messages, {"role": "assistant", "content": reply}]
-            messages, new_images = self._with_observation(previous, obs, feedback)
+            messages, new_images = self._with_prompt(previous, feedback)
             merged, new_mask, _ = await self.ct_merge_context_msg(previous, messages, token_ids, mask)
             if len(new_mask) >= self.response_length:
                 break
@@ -145,22 +147,17 @@ class CUAAgentLoop(AgentLoopBase):
             metrics=metrics, extra_fields=output_fields)
 
     @staticmethod
-    def _with_observation(messages: Messages, obs: Observation, text: str, *,
-                          append: bool = False) -> tuple[Messages, list[Any]]:
-        """``messages`` with the screenshot and ``text`` added (to the last user message when
-        ``append``, else as a new user turn), and the screenshot as a PIL image. The image
-        goes to the processor as it is (the processor resizes it to its pixel budget), not
-        through verl's dataset hook, whose ``qwen_vl_utils`` needs torchvision."""
-        screenshot = Image.open(io.BytesIO(obs.screenshot)).convert("RGB")
-        blocks = [{"type": "image", "image": screenshot}, {"type": "text", "text": text}]
-        out = [dict(m) for m in messages]
-        if append and out and out[-1].get("role") == "user":
-            content = out[-1].get("content")
-            head = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-            out[-1]["content"] = head + blocks
-        else:
-            out.append({"role": "user", "content": blocks})
-        return out, [screenshot]
+    def _with_prompt(messages: Messages, prompt: Prompt[Observation], *,
+                     opening: bool = False) -> tuple[Messages, list[Any]]:
+        """``messages`` with the builder's ``prompt`` added (the ``opening`` to the prompt's
+        own messages, ``host.with_opening``; else as new turns), and its screenshots as PIL
+        images. The images go to the processor as they are (the processor resizes them to
+        its pixel budget), not through verl's dataset hook, whose ``qwen_vl_utils`` needs
+        torchvision."""
+        screenshots = [obs.image().convert("RGB") for obs in prompt.images]
+        shown = iter(screenshots)
+        added = prompt.with_images(lambda _: {"type": "image", "image": next(shown)})
+        return (with_opening(messages, added) if opening else [*messages, *added]), screenshots
 
 
 def _task_and_seed(row: dict[str, Any]) -> tuple[str, int]:
