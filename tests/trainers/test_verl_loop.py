@@ -101,7 +101,15 @@ def test_the_episode_runs_through_the_rollout_loop_into_the_store(report: dict) 
 def test_a_stuck_server_ends_at_the_episode_timeout(report: dict) -> None:
     timeout = report["timeout"]
     assert timeout["error"] is not None, "expected EpisodeTimeout from a server that never answers"
+    assert timeout["type"] == "EpisodeTimeout"
     assert "within 8" in timeout["error"] and timeout["server_calls"] == 1
     assert 8 <= timeout["seconds"] < 60
     # the store dropped the episode in flight: still only the first
-    assert report["stored_after_timeout"] == report["stored"]["episodes"]
+    assert report["stored_after_failures"] == report["stored"]["episodes"]
+
+
+def test_a_failing_server_is_infrastructure_not_the_agents_mistake(report: dict) -> None:
+    broken = report["broken"]
+    assert broken["type"] == "GenerationError", broken  # not an episode ended by an agent error
+    assert "RuntimeError: engine died" in broken["error"] and broken["server_calls"] == 1
+    assert report["stored_after_failures"] == report["stored"]["episodes"]  # nothing stored

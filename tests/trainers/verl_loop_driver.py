@@ -43,6 +43,7 @@ from harness.prompts import PromptBuilder, PromptConfig
 from harness.store.store import TrajectoryStore
 from trainers.adapters import verl_loop
 from trainers.adapters.host import shared_host
+from trainers.errors import GenerationError
 from trainers.models.processor import load_processor
 
 TASK, SEED, CODEC = "fsm:shop/open_mug", 3, "json"
@@ -114,14 +115,17 @@ class TinyServer:
 
 
 class SilentServer:
-    """A rollout server that takes the request and never answers (a stuck engine)."""
+    """A rollout server that takes the request and never answers (a stuck engine), or
+    (``broken``) fails it."""
 
-    def __init__(self) -> None:
-        self.calls = 0
+    def __init__(self, *, broken: bool = False) -> None:
+        self.calls, self.broken = 0, broken
         self.generate = ActorMethod(self._generate)
 
     async def _generate(self, **_: Any) -> TokenOutput:
         self.calls += 1
+        if self.broken:
+            raise RuntimeError("engine died")
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
@@ -202,16 +206,17 @@ def store_contents(store_dir: Path) -> dict[str, Any]:
                 "images": [len(r.get("images") or []) for r in records]}
 
 
-async def timed_out(make_loop: Any, store_dir: Path) -> dict[str, Any]:
-    """An episode whose server never answers, under a short episode timeout."""
-    server = SilentServer()
+async def failed(make_loop: Any, store_dir: Path, *, broken: bool) -> dict[str, Any]:
+    """An episode whose server never answers (under a short episode timeout) or fails."""
+    server = SilentServer(broken=broken)
     config = {**CONFIG, "cua": {**CONFIG["cua"], "store": str(store_dir), "episode_timeout_s": 8}}
     began = time.monotonic()
     try:
         await make_loop(config, LoadBalancer(server)).run(
             {"temperature": 1.0}, raw_prompt=PROMPT, extra_info={"task": TASK, "seed": SEED})
-    except EpisodeTimeout as exc:
-        return {"error": str(exc), "seconds": time.monotonic() - began, "server_calls": server.calls}
+    except (EpisodeTimeout, GenerationError) as exc:
+        return {"error": str(exc), "type": type(exc).__name__, "seconds": time.monotonic() - began,
+                "server_calls": server.calls}
     return {"error": None, "server_calls": server.calls}
 
 
@@ -240,7 +245,8 @@ async def main(model_dir: str, out_path: str) -> None:
                             index=0, agent_name=verl_loop.AGENT_NAME)
     await asyncio.sleep(0)  # let the fire-and-forget releases run
     in_store = store_contents(store_dir)
-    timeout = await timed_out(make_loop, store_dir)
+    timeout = await failed(make_loop, store_dir, broken=False)
+    broken = await failed(make_loop, store_dir, broken=True)
 
     mask = output.response_mask
     model_texts = [tokenizer.decode(output.response_ids[s:e], skip_special_tokens=True)
@@ -283,7 +289,8 @@ async def main(model_dir: str, out_path: str) -> None:
         "timed": sorted(output.metrics.model_dump()),
         "timings_positive": output.metrics.generate_sequences > 0 and output.metrics.tool_calls > 0,
         "server_calls": server.calls, "released": balancer.released, "refused": refused,
-        "stored": in_store, "stored_after_timeout": store_contents(store_dir)["episodes"], "timeout": timeout,
+        "stored": in_store, "stored_after_failures": store_contents(store_dir)["episodes"], "timeout": timeout,
+        "broken": broken,
     }
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
