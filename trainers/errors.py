@@ -1,9 +1,12 @@
 """Errors raised by the trainers package (policy models, model agents, the policy server).
 
     InfrastructureError          (sandboxes.errors) not the agent's fault; the runner retries
-    └── EndpointError            an OpenAI-compatible endpoint failed: no connection, a
-                                 timeout, a 5xx/408/429 status, or a body that is not a chat
-                                 completion
+    ├── EndpointError            an OpenAI-compatible endpoint failed: no connection, a
+    │                            timeout, a 5xx/408/429 status, or a body that is not a chat
+    │                            completion
+    └── GenerationError          a training framework's generation failed inside an agent's
+                                 ``act`` (verl's LLM server or its token builder): not the
+                                 model's output, so never the agent's mistake
     ConfigError                  (sandboxes.errors) a configuration value of the wrong shape
     ├── ModelDirError            a model directory that is missing, incomplete, or of an
     │                            architecture the loader does not know
@@ -29,6 +32,10 @@ class EndpointError(InfrastructureError):
     """An OpenAI-compatible endpoint did not give a usable answer (retryable)."""
 
 
+class GenerationError(InfrastructureError):
+    """A framework's generation (verl's server or token builder) failed in an agent's act."""
+
+
 class ModelDirError(ConfigError):
     """A model directory that cannot be loaded as a policy."""
 
@@ -45,5 +52,5 @@ class TrainingSignalError(ConfigError):
     """Training stopped: its signal is dead (see ``trainers.training.metrics.check_signal``)."""
 
 
-__all__ = ["ConfigError", "EndpointError", "EndpointRejected", "InfrastructureError",
+__all__ = ["ConfigError", "EndpointError", "EndpointRejected", "GenerationError", "InfrastructureError",
            "MissingExtraError", "ModelDirError", "TrainingDataError", "TrainingSignalError"]

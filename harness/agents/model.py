@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from harness.agents.base import AgentContext, AgentStep, episode_prompt
 from harness.codecs import ActionCodec
 from harness.observation import Observation
-from harness.prompts import Prompt, PromptBuilder, PromptConfig
+from harness.prompts import Message, Prompt, PromptBuilder, PromptConfig
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,16 @@ class Completion:
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
     prompt_token_ids: list[int] | None = None
+
+    def step(self, *, prompt: list[Message] | None = None, image_steps: list[int] | None = None,
+             policy_version: int | None = None) -> AgentStep:
+        """This reply as the agent's step: model text for the env's codec, with what a
+        trainer needs (every token-level agent returns its steps through here)."""
+        return AgentStep(
+            text=self.text, prompt=prompt, image_steps=image_steps, completion=self.text,
+            prompt_token_ids=self.prompt_token_ids, token_ids=self.token_ids,
+            logprobs=self.logprobs, policy_version=policy_version,
+        )
 
 
 class ModelAgent(ABC):
@@ -55,9 +65,5 @@ class ModelAgent(ABC):
         prompt = episode_prompt(self.prompts, obs, ctx.history)
         reply = await self.generate(prompt)
         completion = reply if isinstance(reply, Completion) else Completion(str(reply))
-        return AgentStep(
-            text=completion.text, prompt=prompt.messages, image_steps=prompt.image_steps,
-            completion=completion.text, prompt_token_ids=completion.prompt_token_ids,
-            token_ids=completion.token_ids, logprobs=completion.logprobs,
-            policy_version=self.policy_version,
-        )
+        return completion.step(prompt=prompt.messages, image_steps=prompt.image_steps,
+                               policy_version=self.policy_version)

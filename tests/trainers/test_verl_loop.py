@@ -93,3 +93,31 @@ def test_bad_config_and_rows_are_named(report: dict) -> None:
     config = report["refused"]["config"]
     assert "cua section" in config and "reward" in config and "colour" in config
     assert "expected the dataset row to name a task" in report["refused"]["row"]
+
+
+def test_the_episode_runs_through_the_rollout_loop_into_the_store(report: dict) -> None:
+    # the store sink of harness.rollout wrote the episode: one node per model turn, what
+    # the agent got from verl (its text and tokens), the screenshots each prompt held
+    stored = report["stored"]
+    assert stored["episodes"] == [["fsm:shop/open_mug", "verl", 3, True, 2.0]]
+    assert stored["completions"] == report["model_texts"]
+    assert all(count > 0 for count in stored["token_counts"])
+    assert stored["prompt_counts"] == sorted(stored["prompt_counts"])  # a growing transcript
+    assert stored["images"] == [1, 2, 3]
+
+
+def test_a_stuck_server_ends_at_the_episode_timeout(report: dict) -> None:
+    timeout = report["timeout"]
+    assert timeout["error"] is not None, "expected EpisodeTimeout from a server that never answers"
+    assert timeout["type"] == "EpisodeTimeout"
+    assert "within 8" in timeout["error"] and timeout["server_calls"] == 1
+    assert 8 <= timeout["seconds"] < 60
+    # the store dropped the episode in flight: still only the first
+    assert report["stored_after_failures"] == report["stored"]["episodes"]
+
+
+def test_a_failing_server_is_infrastructure_not_the_agents_mistake(report: dict) -> None:
+    broken = report["broken"]
+    assert broken["type"] == "GenerationError", broken  # not an episode ended by an agent error
+    assert "RuntimeError: engine died" in broken["error"] and broken["server_calls"] == 1
+    assert report["stored_after_failures"] == report["stored"]["episodes"]  # nothing stored

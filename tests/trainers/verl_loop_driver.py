@@ -8,6 +8,8 @@ test checks as JSON.
 
 The model's text is the tiny model's own on the first turn (random: the agent's mistake),
 then the oracle's actions, forced token by token by a logits processor at the model seam.
+The episode is written to a real trajectory store (``cua.store``); a second episode, whose
+server never answers, must end at ``cua.episode_timeout_s`` and leave nothing in the store.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import hydra
@@ -35,10 +39,12 @@ from verl.workers.rollout.replica import TokenOutput
 
 from harness.env import AsyncEnv
 from harness.env_providers import EnvOptions
-from harness.errors import ConfigError
+from harness.errors import ConfigError, EpisodeTimeout
 from harness.prompts import PromptBuilder, PromptConfig
+from harness.store.store import TrajectoryStore
 from trainers.adapters import verl_loop
 from trainers.adapters.host import shared_host
+from trainers.errors import GenerationError
 from trainers.models.processor import load_processor
 
 TASK, SEED, CODEC = "fsm:shop/open_mug", 3, "json"
@@ -109,10 +115,26 @@ class TinyServer:
         return TokenOutput(token_ids=out[0, len(prompt_ids):].tolist(), stop_reason="completed")
 
 
+class SilentServer:
+    """A rollout server that takes the request and never answers (a stuck engine), or
+    (``broken``) fails it."""
+
+    def __init__(self, *, broken: bool = False) -> None:
+        self.calls, self.broken = 0, broken
+        self.generate = ActorMethod(self._generate)
+
+    async def _generate(self, **_: Any) -> TokenOutput:
+        self.calls += 1
+        if self.broken:
+            raise RuntimeError("engine died")
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
 class LoadBalancer:
     """The global load balancer actor: one server."""
 
-    def __init__(self, server: TinyServer) -> None:
+    def __init__(self, server: TinyServer | SilentServer) -> None:
         self.server, self.released = server, 0
         self.require_acquire_fields = ActorMethod(self._fields)
         self.require_release_fields = ActorMethod(self._fields)
@@ -122,7 +144,7 @@ class LoadBalancer:
     async def _fields(self) -> list[str]:
         return []
 
-    async def _acquire(self, request_id: str, **_: Any) -> tuple[str, TinyServer]:
+    async def _acquire(self, request_id: str, **_: Any) -> tuple[str, TinyServer | SilentServer]:
         return "tiny-0", self.server
 
     async def _release(self, server_id: str, **_: Any) -> None:
@@ -211,6 +233,32 @@ def builders_transcript(messages: list[dict], seen: list[tuple[Any, Any]]) -> di
         image.tobytes() == obs.image().convert("RGB").tobytes() for image, (obs, _) in zip(images, seen, strict=False)]}
 
 
+def store_contents(store_dir: Path) -> dict[str, Any]:
+    """What the store holds: its episodes, and the steps' agent records of the first."""
+    with TrajectoryStore(store_dir, read_only=True) as store:
+        episodes = store.episodes()
+        records = [agent for _, _, agent in store.episode_steps(episodes[0].id)] if episodes else []
+        return {"episodes": [[e.task_id, e.agent, e.steps, e.success, e.reward] for e in episodes],
+                "completions": [r.get("completion") for r in records],
+                "token_counts": [len(r.get("token_ids") or []) for r in records],
+                "prompt_counts": [len(r.get("prompt_token_ids") or []) for r in records],
+                "images": [len(r.get("images") or []) for r in records]}
+
+
+async def failed(make_loop: Any, store_dir: Path, *, broken: bool) -> dict[str, Any]:
+    """An episode whose server never answers (under a short episode timeout) or fails."""
+    server = SilentServer(broken=broken)
+    config = {**CONFIG, "cua": {**CONFIG["cua"], "store": str(store_dir), "episode_timeout_s": 8}}
+    began = time.monotonic()
+    try:
+        await make_loop(config, LoadBalancer(server)).run(
+            {"temperature": 1.0}, raw_prompt=PROMPT, extra_info={"task": TASK, "seed": SEED})
+    except (EpisodeTimeout, GenerationError) as exc:
+        return {"error": str(exc), "type": type(exc).__name__, "seconds": time.monotonic() - began,
+                "server_calls": server.calls}
+    return {"error": None, "server_calls": server.calls}
+
+
 async def main(model_dir: str, out_path: str) -> None:
     processor = load_processor(model_dir)
     tokenizer = processor.tokenizer
@@ -218,17 +266,19 @@ async def main(model_dir: str, out_path: str) -> None:
     server = TinyServer(model_dir, processor, scripted)
     balancer = LoadBalancer(server)
 
-    def make_loop(fields: dict) -> Any:  # as AgentLoopWorker._run_agent_loop does
+    store_dir = Path(out_path).with_name("store")
+
+    def make_loop(fields: dict, handle: LoadBalancer = balancer) -> Any:  # as AgentLoopWorker._run_agent_loop does
         config = OmegaConf.create(fields)
         return hydra.utils.instantiate(
             config=_agent_loop_registry[verl_loop.AGENT_NAME], trainer_config=DictConfigWrap(config),
-            server_manager=LLMServerClient(config, load_balancer_handle=balancer),
+            server_manager=LLMServerClient(config, load_balancer_handle=handle),
             tokenizer=tokenizer, processor=processor, hf_model_type="qwen2_5_vl",
             dataset_cls=RLHFDataset, data_config=DictConfigWrap(config.data),
             tools=ToolListWrap([]))
 
     refused = await refusals(make_loop)
-    loop = make_loop(CONFIG)
+    loop = make_loop({**CONFIG, "cua": {**CONFIG["cua"], "store": str(store_dir)}})
     seen, merged = record_observations(), []
     merge_context = loop.ct_merge_context_msg
 
@@ -241,6 +291,10 @@ async def main(model_dir: str, out_path: str) -> None:
                             raw_prompt=PROMPT, extra_info={"task": TASK, "seed": SEED},
                             index=0, agent_name=verl_loop.AGENT_NAME)
     await asyncio.sleep(0)  # let the fire-and-forget releases run
+    in_store = store_contents(store_dir)
+    transcript = builders_transcript(merged[-1], list(seen))  # before the failures' episodes add theirs
+    timeout = await failed(make_loop, store_dir, broken=False)
+    broken = await failed(make_loop, store_dir, broken=True)
 
     mask = output.response_mask
     model_texts = [tokenizer.decode(output.response_ids[s:e], skip_special_tokens=True)
@@ -283,7 +337,9 @@ async def main(model_dir: str, out_path: str) -> None:
         "timed": sorted(output.metrics.model_dump()),
         "timings_positive": output.metrics.generate_sequences > 0 and output.metrics.tool_calls > 0,
         "server_calls": server.calls, "released": balancer.released, "refused": refused,
-        "transcript": builders_transcript(merged[-1], seen),
+        "transcript": transcript,
+        "stored": in_store, "stored_after_failures": store_contents(store_dir)["episodes"], "timeout": timeout,
+        "broken": broken,
     }
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
