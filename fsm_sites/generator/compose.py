@@ -408,6 +408,9 @@ def _table_part(b: SiteBuilder, part: TablePart) -> list[tuple[str, str]]:
         conditions = [f"{part.key}_sort == '{order}'"] if order else []
         b.add_goal(gid, words, page=f"{detail}({row})", conditions=conditions)
     action, key_field = part.action, part.fields[0][0]
+    for gid, words, row, place in part.placed:
+        b.add_goal(gid, words, page=page, conditions=[
+            f"any({part.key}, it.{key_field} == '{row}' and rank({part.key}, it, {part.key}_sort) == {place})"])
     if action is not None:
         for gid, words, rows in action.goals:
             b.add_goal(gid, words, conditions=[f"any({part.key}, it.{key_field} == '{r}' and it.{action.field})"

@@ -152,6 +152,9 @@ class TablePart:
     per_page: int
     goals: tuple[tuple[str, str, str | None, str], ...]  # (goal id, words, order wanted or None, row opened)
     action: RowAction | None = None
+    # (goal id, words, row, place): goals that the table, on its page, shows the row at that
+    # place of its order (0: first), whatever the sort that puts it there (a `rank` condition)
+    placed: tuple[tuple[str, str, str, int], ...] = ()
 
 
 def table(b: SiteBuilder, part: TablePart) -> tuple[str, str]:

@@ -141,7 +141,9 @@ RECIPES: tuple[SiteRecipe, ...] = (
               "payee", "t6")),
             # payments over $500 can be flagged for review: two rows, so four flag states
             action=RowAction("flagged", "Flagged", ("Flag", "Unflag"), ("t4", "t6"), (
-                ("activity_flag", "flag the largest payment in your activity for review", ("t4",)),))),
+                ("activity_flag", "flag the largest payment in your activity for review", ("t4",)),)),
+            placed=(("activity_smallest_first", "make your smallest payment, Metro Transit's $2.75, the first row "
+                     "of your activity", "t8", 0),)),
     ),
     SiteRecipe(
         "travel", "SkyTrip", "travel", "Flights and hotels at fair prices.",

@@ -1,6 +1,7 @@
 """The new constructs in real Chromium: records, parameterized pages with their routes,
-repeated rows, disabled buttons, toasts; and the oracle solving tasks on the clinic and on a
-large generated site (over a million states), every event-sending step on a shortest path."""
+repeated rows, disabled buttons, toasts; and the oracle solving tasks on the clinic, on the
+docs' worked example (a confirm dialog on a row, a goal with its own start) and on a large
+generated site (over a million states), every event-sending step on a shortest path."""
 
 from __future__ import annotations
 
@@ -44,6 +45,14 @@ async def test_the_oracle_solves_clinic_tasks_over_records_and_parameter_pages(p
     tasks += synthesize_tasks(spec, 3, seed=6, start="busy_week")
     assert any(t.goal_kind == "expr" for t in tasks) and any(t.difficulty == 16 for t in tasks)
     verdicts = await _verify_all(provider, spec, tasks, seed=2)
+    assert [(v.task_id, v.reason) for v in verdicts if not v.kept] == []
+
+
+async def test_the_oracle_solves_every_goal_of_the_worked_example(provider) -> None:
+    spec = load_site("vet_clinic")  # the clinic pattern of docs/fsm_spec.md
+    tasks = [t for t in synthesize_tasks(spec, len(spec.goals), seed=0) if t.goal_kind == "named"]
+    assert {t.goal for t in tasks} == {g.id for g in spec.goals}  # cancel_milo begins at its own start
+    verdicts = await _verify_all(provider, spec, tasks, seed=4)
     assert [(v.task_id, v.reason) for v in verdicts if not v.kept] == []
 
 

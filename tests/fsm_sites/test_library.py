@@ -127,3 +127,19 @@ def test_doc_example_is_the_example_file() -> None:
     doc = (Path(__file__).parents[2] / "docs" / "fsm_spec.md").read_text()
     block = doc.split("## A complete small example", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     assert yaml.safe_load(block) == yaml.safe_load((EXAMPLES_DIR / "tiny_shop.yaml").read_text())
+
+
+def test_the_worked_example_is_the_file_the_docs_walk_through() -> None:
+    import yaml
+
+    from fsm_sites.validation.validate import check_spec
+
+    doc = (Path(__file__).parents[2] / "docs" / "fsm_spec.md").read_text()
+    section = doc.split("## A worked example: the clinic pattern", 1)[1].split("\n## ", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in section.split("```yaml\n")[1:]]
+    lines = {line.rstrip() for line in (EXAMPLES_DIR / "vet_clinic.yaml").read_text().splitlines()}
+    assert len(blocks) >= 7 and all(line in lines for b in blocks for line in b.splitlines()), blocks
+    _, report = check_spec(yaml.safe_load((EXAMPLES_DIR / "vet_clinic.yaml").read_text()), count_budget=20_000)
+    assert (report.problems, report.warnings, report.notes) == ([], [], [])
+    assert (report.states, report.states_exact) == (13_584, True)  # the costs table's first row
+    assert report.goal_depths == {"book_rex": 6, "add_luna": 9, "reminders": 1, "cancel_milo": 2}

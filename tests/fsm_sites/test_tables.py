@@ -138,6 +138,19 @@ def test_the_bank_activity_sorts_pages_and_opens_rows() -> None:
     assert home.get("activity_sort") == "-date"  # local to the table and its rows: reset on leaving
 
 
+def test_a_bank_goal_asks_for_a_rows_place_in_the_order_shown() -> None:
+    m = load_machine("bank")
+    goal = next(g for g in load_site("bank").goals if g.id == "activity_smallest_first")
+    assert "rank(activity, it, activity_sort) == 0" in str(goal.conditions)
+    paths = m.shortest_paths(m.initial, goal.id)
+    assert {tuple((e.element, e.event, e.value) for e in p[1:]) for p in paths} == {(("row", "sort", "amount"),)}
+    _, page = m.step(m.initial, UIEvent("home", "go_activity", "click", None))
+    assert not m.goal_predicate(goal.id)(page)  # newest first: Metro Transit (Jun 14) is second
+    _, by_amount = m.step(page, UIEvent("activity", "row", "sort", "amount"))
+    assert [item.get("ref") for _, item in m.instances(by_amount, "open")][0] == "t8"
+    assert m.goal_predicate(goal.id)(by_amount)
+
+
 def _with(edit) -> list:
     data = yaml.safe_load(LEDGER_YAML)
     edit(next(e for p in data["pages"] for e in p["elements"] if e["id"] == "row"), data)
