@@ -54,8 +54,9 @@ __all__ = ["Edge", "Goal", "GoalSpec", "Machine", "StateGraph", "compile_site", 
 
 class Machine:
     """A compiled site: pure functions of (state, event), and goal-directed verification.
-    What a page shows of a state is ``machine.views`` (``fsm_sites.engine.views.PageViews``);
-    the whole reachable graph by BFS is ``machine.graphs`` (``fsm_sites.engine.fullgraph.FullGraph``)."""
+    It owns two helpers: what a page shows of a state, ``machine.views``
+    (``fsm_sites.engine.views.PageViews``), and the whole reachable graph by BFS,
+    ``machine.graphs`` (``fsm_sites.engine.fullgraph.FullGraph``)."""
 
     def __init__(self, spec: SiteSpec) -> None:
         model = build_model(spec)
