@@ -131,7 +131,7 @@ class Floor:
         # Two pages of the site: the start page, and the page after the oracle's first event.
         pages = [self.server.render(session)]
         start = session.state
-        other = next(s for s in session.machine.graph().states if s.page != start.page)
+        other = next(s for s in session.machine.graphs.graph().states if s.page != start.page)
         self.server.jump(session.id, other.key())
         pages.append(self.server.render(session))
         self.server.jump(session.id, start.key())

@@ -124,7 +124,7 @@ def big_full(path: str, bound: int = 300_000) -> dict[str, Any]:
     base = _rss_mb()
     start = time.perf_counter()
     try:
-        states = len(machine.graph(max_states=bound))
+        states = len(machine.graphs.graph(max_states=bound))
         finished = True
     except StateGraphTooLarge:
         states, finished = bound, False

@@ -1,8 +1,9 @@
 """The whole reachable state graph, by breadth-first search: for small sites, for counting
 states, and as the reference the goal-directed search is checked against.
 
-Mixed into ``fsm_sites.engine.machine.Machine``; every method explores canonical states (free
-text by its class).
+``FullGraph`` is owned by each ``fsm_sites.engine.machine.Machine`` as ``machine.graphs``
+(``machine.graphs.graph()``, ``.distances(goal)``, ``.count_states(budget)``); every method
+explores canonical states (free text by its class).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fsm_sites.engine.state import Edge, State
 from fsm_sites.errors import StateGraphTooLarge
@@ -77,38 +78,42 @@ class StateCount:
         return [(name, n) for name, n in ranked if n > 1][:top]
 
 
-class FullGraphMixin:
-    """Breadth-first exploration of the whole graph (``graph``, ``distances``, ``count_states``)."""
+class GraphSource(Protocol):
+    """What ``FullGraph`` reads of its machine (``fsm_sites.engine.machine.Machine``)."""
 
-    # what the mixin reads of ``fsm_sites.engine.machine.Machine`` (set in its ``__init__``)
     spec: SiteSpec
     full: Tables
     layout: tuple[str, ...]
     initial: State
 
-    if TYPE_CHECKING:
-        def canonical(self, state: State) -> State: ...
-        def resolve_goal(self, goal: Callable[[State], bool] | str) -> GoalSpec: ...
+    def canonical(self, state: State) -> State: ...
+    def resolve_goal(self, goal: Callable[[State], bool] | str) -> GoalSpec: ...
 
-    def _init_graphs(self) -> None:
+
+class FullGraph:
+    """Breadth-first exploration of a machine's whole graph (``graph``, ``distances``,
+    ``count_states``), with the graphs and distances it built cached."""
+
+    def __init__(self, machine: GraphSource) -> None:
+        self.machine = machine
         self._graphs: OrderedDict[State, StateGraph] = OrderedDict()
         self._distances: OrderedDict[tuple[Any, State], dict[State, int]] = OrderedDict()
 
     def _bound(self, max_states: int | None) -> int:
         if max_states is not None:
             return max_states
-        return self.spec.max_states or FULL_GRAPH_LIMIT
+        return self.machine.spec.max_states or FULL_GRAPH_LIMIT
 
     def graph(self, *, start: State | None = None, max_states: int | None = None) -> StateGraph:
         """The reachable state graph from ``start`` (default: initial) by BFS; cached per start.
         Raises ``StateGraphTooLarge`` naming the variables that multiply the states."""
-        start = self.canonical(start or self.initial)
+        start = self.machine.canonical(start or self.machine.initial)
         bound = self._bound(max_states)
         cached = self._graphs.get(start)
         if cached is not None and len(cached) <= bound:
             self._graphs.move_to_end(start)
             return cached
-        full, layout = self.full, self.layout
+        full, layout = self.machine.full, self.machine.layout
         root = (start.page, tuple(v for _, v in start.vars))
         states: dict[tuple, State] = {root: start}
         edges: dict[State, list[tuple[Edge, State]]] = {}
@@ -131,12 +136,12 @@ class FullGraphMixin:
 
     def _too_large(self, bound: int) -> StateGraphTooLarge:
         counted = self.count_states(bound)
-        return StateGraphTooLarge(bound, self.spec.name, counted.culprits())
+        return StateGraphTooLarge(bound, self.machine.spec.name, counted.culprits())
 
     def distances(self, goal: Callable[[State], bool] | str, graph: StateGraph | None = None) -> dict[State, int]:
         """Shortest number of steps from each state of ``graph`` to a goal state, by reverse BFS
         over the whole graph (the reference the search is checked against). Cached."""
-        predicate = self.resolve_goal(goal)
+        predicate = self.machine.resolve_goal(goal)
         graph = graph or self.graph()
         key = (predicate.key, graph.start)
         cached = self._distances.get(key)
@@ -144,7 +149,7 @@ class FullGraphMixin:
             self._distances.move_to_end(key)
             return cached
         reverse = graph.reverse_index()
-        test = predicate.compile(self.full)
+        test = predicate.compile(self.machine.full)
         far: list[int | None] = [None] * len(graph.states)
         queue: deque[tuple[int, int]] = deque()  # (state index, its distance)
         nodes = graph.nodes or [(s.page, tuple(v for _, v in s.vars)) for s in graph.states]
@@ -164,8 +169,8 @@ class FullGraphMixin:
 
     def count_states(self, budget: int, *, progress: Callable[[int], None] | None = None) -> StateCount:
         """Reachable states counted by BFS, up to ``budget`` (then a lower bound)."""
-        full = self.full
-        start = self.canonical(self.initial)
+        full = self.machine.full
+        start = self.machine.canonical(self.machine.initial)
         root = (start.page, tuple(v for _, v in start.vars))
         seen = {root}
         queue = deque([root])
@@ -182,7 +187,7 @@ class FullGraphMixin:
                     queue.append(nxt)
                     if progress is not None and len(seen) % 10_000 == 0:
                         progress(len(seen))
-        layout = self.layout
+        layout = self.machine.layout
         values: list[set] = [set() for _ in layout]
         for _, vals in seen:
             for i, v in enumerate(vals):

@@ -16,8 +16,12 @@ Semantics (see docs/fsm_spec.md):
 - Effects apply in order (``fsm_sites.spec.effects``), then the page changes to ``target``
   (with its ``args``). A transition with a ``toast`` shows it until the next one fires.
 - ``distance``, ``shortest_paths`` and ``on_shortest_path`` come from a search from the
-  state asked about (``fsm_sites.engine.search``), never from the whole reachable graph; ``graph``
-  and ``distances`` still build that graph, for small sites and to check the search.
+  state asked about (``fsm_sites.engine.search``), never from the whole reachable graph;
+  ``machine.graphs`` (``fsm_sites.engine.fullgraph``) still builds that graph, for small sites
+  and to check the search.
+
+What a page shows of a state (elements, copies, text, routes, toasts) is ``machine.views``
+(``fsm_sites.engine.views``).
 """
 
 from __future__ import annotations
@@ -27,21 +31,20 @@ from collections.abc import Callable, Iterable
 from threading import Lock
 from typing import Any
 
-from fsm_sites.engine.fullgraph import FullGraphMixin, StateGraph
+from fsm_sites.engine.fullgraph import FullGraph, StateGraph
 from fsm_sites.engine.goals import EXPR_PREFIX, GoalSpec, exact_state_node
 from fsm_sites.engine.projection import relevant_variables
 from fsm_sites.engine.search import GoalSearch
 from fsm_sites.engine.state import Edge, State, UIEvent
 from fsm_sites.engine.tables import Tables
-from fsm_sites.engine.views import PageViewMixin
+from fsm_sites.engine.views import PageViews
 from fsm_sites.errors import SpecInvalid, UnknownGoal
-from fsm_sites.spec.check import Ctx, Fn, compile_bool
+from fsm_sites.spec.check import Ctx, compile_bool
 from fsm_sites.spec.conditions import conditions_node
 from fsm_sites.spec.expr import ExprSyntaxError, parse_expr
 from fsm_sites.spec.model_build import build_model
 from fsm_sites.spec.model_goals import parse_page
 from fsm_sites.spec.site import Condition, Element, SiteSpec
-from fsm_sites.spec.types import VType
 
 Goal = Callable[[State], bool]
 _CACHE_SIZE = 64
@@ -49,8 +52,11 @@ _CACHE_SIZE = 64
 __all__ = ["Edge", "Goal", "GoalSpec", "Machine", "StateGraph", "compile_site", "transition"]
 
 
-class Machine(FullGraphMixin, PageViewMixin):
-    """A compiled site: pure functions of (state, event), and goal-directed verification."""
+class Machine:
+    """A compiled site: pure functions of (state, event), and goal-directed verification.
+    It owns two helpers: what a page shows of a state, ``machine.views``
+    (``fsm_sites.engine.views.PageViews``), and the whole reachable graph by BFS,
+    ``machine.graphs`` (``fsm_sites.engine.fullgraph.FullGraph``)."""
 
     def __init__(self, spec: SiteSpec) -> None:
         model = build_model(spec)
@@ -70,12 +76,12 @@ class Machine(FullGraphMixin, PageViewMixin):
         self._searches: OrderedDict[str, tuple[GoalSearch, Callable[[tuple], tuple]]] = OrderedDict()
         self._projections: dict[frozenset[str], Tables] = {}
         self._conditions: dict[Any, Callable] = {}
-        self._texts: dict[tuple[str, str | None, str], list[str | tuple[Fn, VType]]] = {}
         self._reachable: set[tuple[str, tuple]] = set()
         self._lock = Lock()
         self.report: dict[str, Any] | None = None  # the validation report, once validated
         self._known: dict[str, dict[tuple[str, tuple], int | None]] = {}  # imported exact distances per goal
-        self._init_graphs()
+        self.views = PageViews(self)
+        self.graphs = FullGraph(self)
 
     def import_report(self, report: dict[str, Any]) -> None:
         """Take a validation report (from the cache beside the spec) instead of validating again."""

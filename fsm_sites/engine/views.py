@@ -1,11 +1,12 @@
 """What a page shows of a state: elements shown, copies of repeated ones, disabled
-controls, text with values, routes, toasts. Mixed into ``fsm_sites.engine.machine.Machine``; pure
-(no rendering here, see ``fsm_sites.render``)."""
+controls, text with values, routes, toasts. ``PageViews`` is owned by each
+``fsm_sites.engine.machine.Machine`` as ``machine.views`` (``machine.views.text(state, ...)``,
+``machine.views.visible_elements(state)``, ...); pure (no rendering here, see ``fsm_sites.render``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fsm_sites.engine.state import Edge, State, UIEvent
 from fsm_sites.spec.check import Ctx, Fn, compile_bool, compile_expr
@@ -20,33 +21,41 @@ if TYPE_CHECKING:
     from fsm_sites.spec.site import Page, SiteSpec, Transition
 
 
-class PageViewMixin:
-    """Element visibility, repeated copies, disabled state, templated text, routes, toasts."""
+class PageSource(Protocol):
+    """What ``PageViews`` reads of its machine (``fsm_sites.engine.machine.Machine``)."""
 
-    # what the mixin reads of ``fsm_sites.engine.machine.Machine`` (set in its ``__init__``)
     spec: SiteSpec
     model: SiteModel
     full: Tables
     pages: dict[str, Page]
     transitions: dict[str, Transition]
-    _conditions: dict[Any, Callable]
-    _texts: dict[tuple[str, str | None, str], list[str | tuple[Fn, VType]]]  # a template's parts, compiled
 
-    if TYPE_CHECKING:
-        def node(self, state: State) -> tuple[str, tuple]: ...
-        def step(self, state: State, event: UIEvent) -> tuple[Edge, State] | None: ...
+    def node(self, state: State) -> tuple[str, tuple]: ...
+    def step(self, state: State, event: UIEvent) -> tuple[Edge, State] | None: ...
+
+
+class PageViews:
+    """Element visibility, repeated copies, disabled state, templated text, routes, toasts
+    of a machine's states, with the conditions and templates they need compiled once."""
+
+    def __init__(self, machine: PageSource) -> None:
+        self.machine = machine
+        self.model = machine.model
+        self.full = machine.full
+        self._conditions: dict[Any, Callable] = {}
+        self._texts: dict[tuple[str, str | None, str], list[str | tuple[Fn, VType]]] = {}  # a template's parts, compiled
 
     def visible_elements(self, state: State) -> list[Element]:
         """Elements of ``state.page`` shown in ``state`` (a repeated one: if any copy is)."""
         pid = self.full.page_of(state.page)[0]
-        return [e for e in self.pages[pid].elements if self.element_shown(state, pid, e.id)]
+        return [e for e in self.machine.pages[pid].elements if self.element_shown(state, pid, e.id)]
 
     def element_shown(self, state: State, page: str, element: str, value: str | None = None) -> bool:
         """Whether the element (with ``value``: that copy of a repeated element) is shown."""
         em = self.model.elements.get((page, element))
         if em is None:
             return False
-        node = self.node(state)
+        node = self.machine.node(state)
         vals = self.full.canonical(node[1])
         if em.repeat is None:
             return self.full.visible(em, node[0], vals)
@@ -57,7 +66,7 @@ class PageViewMixin:
 
     def instances(self, state: State, element: str) -> list[tuple[str, Any]]:
         """(event value, item) of each shown copy of a repeated element, in order."""
-        page, vals = self.node(state)
+        page, vals = self.machine.node(state)
         pid, args = self.full.page_of(page)
         em = self.model.elements[(pid, element)]
         if em.repeat is None:
@@ -78,7 +87,7 @@ class PageViewMixin:
 
     def table_pages(self, state: State, element: str) -> tuple[int, int, int] | None:
         """(the page shown, how many pages, how many rows) of a paged table's element (None: not paged)."""
-        page, vals = self.node(state)
+        page, vals = self.machine.node(state)
         pid, args = self.full.page_of(page)
         em = self.model.elements[(pid, element)]
         el = em.element
@@ -89,7 +98,7 @@ class PageViewMixin:
 
     def table_sort(self, page: str, repeat: str) -> str | None:
         """The sort variable of the page's table of ``repeat`` (None: it has none)."""
-        return next((e.sort for e in self.pages[page].elements if e.repeat == repeat and e.sort), None)
+        return next((e.sort for e in self.machine.pages[page].elements if e.repeat == repeat and e.sort), None)
 
     def is_open(self, state: State, element: str) -> bool:
         """Whether a date picker's month grid is open: its ``open_when`` holds."""
@@ -100,7 +109,7 @@ class PageViewMixin:
         return self._holds(state, element, "invalid")
 
     def _holds(self, state: State, element: str, which: str) -> bool:
-        page, vals = self.node(state)
+        page, vals = self.machine.node(state)
         pid, args = self.full.page_of(page)
         em = self.model.elements.get((pid, element))
         node = getattr(em, which) if em is not None else None
@@ -138,7 +147,7 @@ class PageViewMixin:
             env = self.model.env(pid, it=em.item_type if em is not None else None)
             parts = [p if isinstance(p, str) else compile_expr(p, env) for p in template_parts(template)]
             self._texts[key] = parts
-        _, vals = self.node(state)
+        _, vals = self.machine.node(state)
         ctx = Ctx(args, None, item, item)
         if raw:
             from fsm_sites.spec.model_goals import format_arg
@@ -150,12 +159,12 @@ class PageViewMixin:
         """The URL path the page shows: its ``route`` filled in, else ``/<page>/<parameters>``
         (the start page: ``/``)."""
         pid, args = self.full.page_of(state.page)
-        page = self.pages[pid]
+        page = self.machine.pages[pid]
         if page.kind == "modal" and page.parent:
-            page = self.pages[page.parent]
+            page = self.machine.pages[page.parent]
         if page.route:
             return self.text(state, page.route, page=state.page, raw=True)
-        if page.id == self.spec.start_page:
+        if page.id == self.machine.spec.start_page:
             return "/"
         from fsm_sites.spec.model_goals import format_arg
 
@@ -168,7 +177,7 @@ class PageViewMixin:
         tid = dict(state.vars).get(TOAST_VAR)
         if not tid:
             return None
-        return self.text(state, self.transitions[tid].toast)
+        return self.text(state, self.machine.transitions[tid].toast)
 
     def options(self, page: str, element: str) -> tuple[Option, ...]:
         """The choices of a select or radio group (a select bound to an enum: its values)."""
@@ -180,7 +189,7 @@ class PageViewMixin:
         pid = self.full.page_of(state.page)[0]
         em = self.model.elements[(pid, element.id)]
         if em.disabled is not None:
-            page, vals = self.node(state)
+            page, vals = self.machine.node(state)
             key = ("disabled", pid, element.id)
             fn = self._conditions.get(key)
             if fn is None:
@@ -192,4 +201,4 @@ class PageViewMixin:
                 return True
         if element.kind != "button" or not self.full.by_trigger.get((pid, element.id, "click")):
             return False
-        return self.step(state, UIEvent(state.page, element.id, "click", value)) is None
+        return self.machine.step(state, UIEvent(state.page, element.id, "click", value)) is None

@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Any, Protocol
 
 from fsm_sites.engine.state import Edge, State, UIEvent
+from fsm_sites.engine.views import PageViews
 from fsm_sites.render.blocks import Copy, hero_html, record_fields, repeat_html
 from fsm_sites.render.distractors import distractors
 from fsm_sites.render.elements import Ctx, group_of, radio_checked, render_element, render_group
@@ -16,25 +17,16 @@ from fsm_sites.render.icons import icon_for, icon_svg
 from fsm_sites.render.look import Look, choose_look, split_description
 from fsm_sites.render.themes import Layout, Theme, choose_style
 from fsm_sites.render.value_widgets import reading_pane, tab_panel, table_pager
-from fsm_sites.spec.site import Element, Option, Page, SiteSpec, VarValue
+from fsm_sites.spec.site import Element, Page, SiteSpec, VarValue
 
 
 class MachineView(Protocol):
-    """The part of ``fsm_sites.engine.machine.Machine`` the renderer uses."""
+    """The part of ``fsm_sites.engine.machine.Machine`` the renderer uses: what a page shows
+    of a state (``views``) and which transition a click fires (``step``)."""
 
-    def visible_elements(self, state: State) -> list[Element]: ...
-    def element_shown(self, state: State, page: str, element: str, value: str | None = None) -> bool: ...
+    @property
+    def views(self) -> PageViews: ...
     def step(self, state: State, event: UIEvent) -> tuple[Edge, State] | None: ...
-    def text(self, state: State, template: str | None, *, element: str | None = None, item: Any = None,
-             page: str | None = None) -> str: ...
-    def disabled(self, state: State, element: Element, value: str | None = None) -> bool: ...
-    def instances(self, state: State, element: str) -> list[tuple[str, Any]]: ...
-    def options(self, page: str, element: str) -> tuple[Option, ...]: ...
-    def toast(self, state: State) -> str | None: ...
-    def route(self, state: State) -> str: ...
-    def is_open(self, state: State, element: str) -> bool: ...
-    def invalid(self, state: State, element: str) -> bool: ...
-    def table_pages(self, state: State, element: str) -> tuple[int, int, int] | None: ...
 
 
 #: Kinds whose choices are the machine's (a select bound to an enum, a slider's stops, a
@@ -98,31 +90,31 @@ def _make_ctx(state: State, machine: MachineView, look: Look, *, live: bool, pag
         return result is not None and result[1] == state
 
     return Ctx(value_of=value_of, is_active=is_active, live=live, look=look,
-               text=lambda el, s: machine.text(state, s),
-               is_disabled=lambda el: live and machine.disabled(state, el),
-               options=lambda el: machine.options(page, el.id) if el.kind in OPTION_KINDS else el.options,
-               is_open=lambda el: live and el.kind == "date_picker" and machine.is_open(state, el.id),
-               error=lambda el: (machine.text(state, el.error or "Please check this field")
-                                 if live and machine.invalid(state, el.id) else None),
-               show_value=lambda el, v: machine.text(state, "{" + el.bind + "}") if el.bind else "",
-               tally=lambda el: (machine.text(state, "{count(" + el.bind + ")}")
+               text=lambda el, s: machine.views.text(state, s),
+               is_disabled=lambda el: live and machine.views.disabled(state, el),
+               options=lambda el: machine.views.options(page, el.id) if el.kind in OPTION_KINDS else el.options,
+               is_open=lambda el: live and el.kind == "date_picker" and machine.views.is_open(state, el.id),
+               error=lambda el: (machine.views.text(state, el.error or "Please check this field")
+                                 if live and machine.views.invalid(state, el.id) else None),
+               show_value=lambda el, v: machine.views.text(state, "{" + el.bind + "}") if el.bind else "",
+               tally=lambda el: (machine.views.text(state, "{count(" + el.bind + ")}")
                                  if el.bind in collections else None))
 
 
 def _copies(el: Element, ctx: Ctx, state: State, machine: MachineView) -> list[tuple[str, Any, Ctx]]:
     """One context per shown copy of a repeated element: its item in the text, its value on the event."""
     return [(value, item, _copy_ctx(ctx, state, machine, value, item))
-            for value, item in machine.instances(state, el.id)]
+            for value, item in machine.views.instances(state, el.id)]
 
 
 def _copy_ctx(ctx: Ctx, state: State, machine: MachineView, value: str, item: Any) -> Ctx:
     """``ctx`` for the copy of a repeated element whose event value is ``value`` and item ``item``."""
 
     def text(e: Element, s: str | None) -> str:
-        return machine.text(state, s, element=e.id, item=item)
+        return machine.views.text(state, s, element=e.id, item=item)
 
     def is_disabled(e: Element) -> bool:
-        return ctx.live and machine.disabled(state, e, value)
+        return ctx.live and machine.views.disabled(state, e, value)
 
     return replace(ctx, instance=value if ctx.live else None, text=text, is_disabled=is_disabled)
 
@@ -139,12 +131,12 @@ def _repeat_block(block: list[Element], ctx: Ctx, state: State, machine: Machine
     fields = record_fields(spec, block[0].repeat or "")
     sorter = next((el for el in block if el.sort), None)
     heads = None
-    if sorter is not None and sorter.sort is not None:  # the rows come in its order (``machine.instances``)
+    if sorter is not None and sorter.sort is not None:  # the rows come in its order (``machine.views.instances``)
         order = next(v for v in spec.variables if v.name == sorter.sort)
         heads = (sorter, ctx, order.values, state.get(sorter.sort))
     html = repeat_html(rows, fields, ctx.look, heads)
     paged = next((el for el in block if el.per_page), None)
-    pages = machine.table_pages(state, paged.id) if paged is not None else None
+    pages = machine.views.table_pages(state, paged.id) if paged is not None else None
     if paged is None or pages is None:
         return html
     return f'<div class="paged-table">{html}{table_pager(paged, ctx, *pages)}</div>'
@@ -206,16 +198,16 @@ def _nav(spec: SiteSpec, items: list[Element], ctx: Ctx, layout: Layout) -> str:
 def _page_frame(spec: SiteSpec, page: Page | None, sections: dict[str, list[Element]], ctx: Ctx,
                 layout: Layout, extras: dict[str, list[str]], state: State, machine: MachineView) -> str:
     """Navigation, header, main column, sidebar and footer of a full page."""
-    raw_title = machine.text(state, page.title) if page else ""
+    raw_title = machine.views.text(state, page.title) if page else ""
     title = escape(raw_title)
     header = [f'<div class="crumbs">{escape(spec.title)} / {title}</div><h1>{title}</h1>']
     if page and page.body:
-        header.append(f'<p class="body-text">{escape(machine.text(state, page.body))}</p>')
+        header.append(f'<p class="body-text">{escape(machine.views.text(state, page.body))}</p>')
     if sections["header"]:
         header.append('<div class="toolbar">' + "".join(render_element(e, ctx) for e in sections["header"]) + "</div>")
     hero = ""
     if page and page.params:  # a detail page: one item's page shows its picture
-        priced = any(split_description(machine.text(state, e.label)).price for e in sections["main"]
+        priced = any(split_description(machine.views.text(state, e.label)).price for e in sections["main"]
                      if e.kind == "text" and not e.repeat)
         hero = hero_html(raw_title, ctx.look, priced=priced)
     head = f'<div class="page-header">{"".join(header)}</div>'
@@ -264,29 +256,29 @@ def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView
     pages = {p.id: p for p in spec.pages}
     page = pages[state.page_id]
     extras = distractors(seed, spec.name, spec.title, layout.distractors)
-    shown = machine.visible_elements(state)
+    shown = machine.views.visible_elements(state)
     visible = [e for e in shown if e.inside is None]
     collections = frozenset(v.name for v in spec.variables if v.type in ("set", "list"))
     live_ctx = _with_inner(_make_ctx(state, machine, look, live=True, collections=collections), shown)
-    title = machine.text(state, page.title)
+    title = machine.views.text(state, page.title)
     if page.kind == "modal":
         parent = pages.get(page.parent) if page.parent else None
         # the page beneath is drawn as its own page instance in this state (a modal takes its
         # parent's parameters), so its rows, texts and tables are looked up under its own id
         beneath = State(state.page.replace(page.id, parent.id, 1), state.vars) if parent else state
         parent_elements = [e for e in (parent.elements if parent else ())
-                           if e.inside is None and machine.element_shown(beneath, parent.id, e.id)] if parent else []
+                           if e.inside is None and machine.views.element_shown(beneath, parent.id, e.id)] if parent else []
         inert_ctx = _make_ctx(beneath, machine, look, live=False, page=page.parent, collections=collections)
         base = _page_frame(spec, parent, _sections(parent_elements), inert_ctx, layout, extras, beneath, machine)
         body = _main_groups(visible, live_ctx, layout, state, machine, spec)
         overlay = (f'<div class="backdrop"><div class="modal" role="dialog" aria-modal="true">'
                    f'<h2>{escape(title)}</h2>'
-                   + (f'<p class="body-text">{escape(machine.text(state, page.body))}</p>' if page.body else "")
+                   + (f'<p class="body-text">{escape(machine.views.text(state, page.body))}</p>' if page.body else "")
                    + "".join(body) + "</div></div>")
         content = f'<div inert>{base}</div>{overlay}'
     else:
         content = _page_frame(spec, page, _sections(visible), live_ctx, layout, extras, state, machine)
-    toast = machine.toast(state)
+    toast = machine.views.toast(state)
     if toast:
         content += f'<div class="toast" role="status">{escape(toast)}</div>'
     css, script = _static()
@@ -295,6 +287,6 @@ def render_page(spec: SiteSpec, state: State, *, seed: int, machine: MachineView
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)} · {escape(spec.title)}</title>"
         f"<style>{_theme_vars(theme, layout)}</style><style>{css}</style></head>"
-        f'<body data-page="{escape(state.page)}" data-route="{escape(machine.route(state))}"'
+        f'<body data-page="{escape(state.page)}" data-route="{escape(machine.views.route(state))}"'
         f' class="{_body_classes(theme, layout)}">{content}<script>{script}</script></body></html>'
     )

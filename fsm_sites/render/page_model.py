@@ -22,11 +22,11 @@ def describe_page(machine: Any, state: State) -> dict[str, Any]:
     pages = {p.id: p for p in machine.spec.pages}
     page = pages[state.page_id]
     elements: list[dict[str, Any]] = []
-    for el in machine.visible_elements(state):
+    for el in machine.views.visible_elements(state):
         if el.distractor:
             continue
         if el.repeat:
-            for value, item in machine.instances(state, el.id):
+            for value, item in machine.views.instances(state, el.id):
                 elements.append(_element(machine, state, el, value, item))
             if el.sort:  # the table's sortable headings (the orders they ask for now), as one choice
                 order = next(v for v in machine.spec.variables if v.name == el.sort)
@@ -36,14 +36,14 @@ def describe_page(machine: Any, state: State) -> dict[str, Any]:
                                  "text": show(state.get(el.sort)),
                                  "options": [{"value": v, "label": v.lstrip("-").replace("_", " ").capitalize()
                                               + (" (descending)" if v.startswith("-") else "")} for v in values]})
-            paging = machine.table_pages(state, el.id) if el.per_page else None
+            paging = machine.views.table_pages(state, el.id) if el.per_page else None
             if paging is not None:  # the table's pager: Previous, the page numbers, Next
                 elements.append(_pager(el, *paging))
         else:
             elements.append(_element(machine, state, el, None, None))
     return {"page": state.page, "kind": page.kind, "site": machine.spec.title,
-            "title": machine.text(state, page.title), "body": machine.text(state, page.body),
-            "toast": machine.toast(state), "route": machine.route(state), "elements": elements}
+            "title": machine.views.text(state, page.title), "body": machine.views.text(state, page.body),
+            "toast": machine.views.toast(state), "route": machine.views.route(state), "elements": elements}
 
 
 def _pager(el: Element, current: int, pages: int, rows: int) -> dict[str, Any]:
@@ -59,23 +59,23 @@ def _element(machine: Any, state: State, el: Element, value: str | None, item: A
     bound = state.get(el.bind) if el.bind else None
     out: dict[str, Any] = {
         "id": el.id, "kind": el.kind, "value": value, "section": el.section or "main",
-        "label": machine.text(state, el.label, element=el.id, item=item),
-        "description": machine.text(state, el.description, element=el.id, item=item),
+        "label": machine.views.text(state, el.label, element=el.id, item=item),
+        "description": machine.views.text(state, el.description, element=el.id, item=item),
         "placeholder": el.placeholder or "",
-        "disabled": bool(machine.disabled(state, el, value)),
+        "disabled": bool(machine.views.disabled(state, el, value)),
     }
     if el.inside is not None:
         out["inside"] = el.inside
-    if el.invalid_when and machine.invalid(state, el.id):  # shown invalid, with its message
-        out["error"] = machine.text(state, el.error or "Please check this field")
+    if el.invalid_when and machine.views.invalid(state, el.id):  # shown invalid, with its message
+        out["error"] = machine.views.text(state, el.error or "Please check this field")
     if el.kind == "text_input":
         out["text"] = "" if bound is None else show(bound)
     elif el.kind == "checkbox":
         out["checked"] = bound is True
     elif el.kind == "select":
-        options = machine.options(state.page, el.id)
+        options = machine.views.options(state.page, el.id)
         out["options"] = [{"value": o.value, "label": o.label or o.value} for o in options]
-        out["text"] = machine.text(state, "{" + el.bind + "}") if el.bind else ""
+        out["text"] = machine.views.text(state, "{" + el.bind + "}") if el.bind else ""
     elif el.kind in ("menu", "accordion", "tooltip"):
         out["open"] = bound is True
         out["inside"] = el.inside
@@ -86,11 +86,11 @@ def _element(machine: Any, state: State, el: Element, value: str | None, item: A
         out["options"] = [{"value": o.value, "label": o.label or o.value} for o in el.options]
         out["current"] = el.current
     elif el.kind in ("slider", "date_picker"):  # the accepted values: a slider's stops, a picker's days
-        options = machine.options(state.page, el.id)
+        options = machine.views.options(state.page, el.id)
         out["options"] = [{"value": o.value, "label": o.label or o.value} for o in options]
         out["text"] = "" if bound is None else show(bound)
         if el.kind == "date_picker":
-            out["open"] = bool(machine.is_open(state, el.id))
+            out["open"] = bool(machine.views.is_open(state, el.id))
     elif el.kind == "radio":
         out["options"] = [{"value": o.value, "label": o.label or o.value} for o in el.options]
         out["checked"] = [o.value for o in el.options if bound is not None and show(bound) == o.value]

@@ -1,8 +1,10 @@
-"""Per-episode site sessions and their step verdicts (no I/O; the server wraps this).
+"""Per-episode site sessions: their state, their event log, their refusals (no I/O; the
+server wraps this).
 
 Each session owns its state: sibling rollouts of one task never share anything
-mutable. Every accepted UI event is logged with its ``StepVerdict``; a malformed or
-stale event raises a ``SessionError`` (with an HTTP status) and changes nothing.
+mutable. Every accepted UI event is logged with its ``StepVerdict``, which
+``fsm_sites.serving.verdict.judge_step`` computes; a malformed or stale event raises a
+``SessionError`` (with an HTTP status) and changes nothing.
 
     FsmSiteError
     └── SessionError              (status: the HTTP status the server answers with)
@@ -26,7 +28,7 @@ from typing import Any
 from fsm_sites.engine.machine import Machine, compile_site
 from fsm_sites.engine.state import State, UIEvent
 from fsm_sites.errors import FsmSiteError, SearchBudgetExceeded, UnknownGoal
-from fsm_sites.serving.verdict import StepVerdict
+from fsm_sites.serving.verdict import StepVerdict, judge_step
 from fsm_sites.spec.site import EVENTS_BY_KIND, SiteSpec, table_events
 
 
@@ -159,20 +161,12 @@ class SessionStore:
         return [r for r in self.get(session_id).log if r.seq > since]
 
     def apply(self, session_id: str, event: UIEvent) -> EventRecord:
-        """Check ``event`` against the session's page, fire at most one transition, log the verdict."""
+        """Check ``event`` against the session's page, fire at most one transition, log the
+        verdict (computed by ``fsm_sites.serving.verdict.judge_step``)."""
         session = self.get(session_id)
         self._check_event(session, event)
-        before = session.state
-        fired = session.machine.step(before, event)
-        after = fired[1] if fired else before
-        verdict = StepVerdict(
-            state_before=before.key(), state_after=after.key(), transition_fired=fired is not None,
-            transition_id=fired[0].transition_id if fired else None,
-            on_shortest_path=fired is not None and session.machine.on_shortest_path(before, after, session.goal_fn),
-            distance_before=session.distance(before), distance_after=session.distance(after),
-            goal_reached=session.goal_fn(after), control_disabled=fired is None and self._disabled(session, event),
-        )
-        if fired:
+        after, verdict = judge_step(session.machine, session.state, event, session.goal_fn)
+        if verdict.transition_fired:
             session.machine.mark_reachable(after)
         session.state = after
         session.seq += 1
@@ -206,20 +200,8 @@ class SessionStore:
                 f"expected event in {list(allowed)} for {element.kind} {element.id!r}, got {event.event!r}"
             )
         copy = event.value if element.repeat and event.event not in table_events(element) else None  # not a row
-        if not machine.element_shown(state, page_id, element.id, copy):
+        if not machine.views.element_shown(state, page_id, element.id, copy):
             raise StaleEvent(f"element {element.id!r} is not shown in state {state.key()!r}; reload the page")
-
-    @staticmethod
-    def _disabled(session: Session, event: UIEvent) -> bool:
-        """Whether the event's control is drawn disabled (a heading or the pager is not)."""
-        machine = session.machine
-        element = machine.elements[(session.state.page_id, event.element)]
-        if event.event in table_events(element):
-            return False
-        copy = event.value if element.repeat else None
-        if copy is not None and element.kind == "sortable":
-            copy = copy.partition(">")[0]  # a drag names the copy it moved first
-        return machine.disabled(session.state, element, copy)
 
     @staticmethod
     def _reachable(machine: Machine, key: str, name: str) -> State:

@@ -95,7 +95,7 @@ def describe_edge(machine: Machine, edge: Edge, state: State | None = None) -> s
             return f"clear the {_lower(element.label if element else edge.element)} field"
         if value == free.other and free.other == OTHER_TEXT:  # the class of any other text: no text to quote
             text = re.sub(rf"""(['"]?){re.escape(VALUE_PLACEHOLDER)}\1""", "some text of your choice", text)
-    options = machine.options(edge.page, edge.element) if element else ()
+    options = machine.views.options(edge.page, edge.element) if element else ()
     option = next((o for o in options if o.value == value), None)
     shown = option.label if option and option.label else value
     if edge.event == SORT_EVENT and element is not None and element.sort:  # an order, by its label
@@ -104,8 +104,8 @@ def describe_edge(machine: Machine, edge: Edge, state: State | None = None) -> s
     if "{" in text and element is not None and state is not None:
         # a sortable's move "from>to" names the copy it drags before the '>'
         key = value.partition(">")[0] if edge.event == "move" else value
-        item = dict(machine.instances(state, edge.element)).get(key) if element.repeat else None
-        return machine.text(state, text, element=edge.element, item=item)
+        item = dict(machine.views.instances(state, edge.element)).get(key) if element.repeat else None
+        return machine.views.text(state, text, element=edge.element, item=item)
     return text
 
 

@@ -234,7 +234,7 @@ def _distance(machine: Machine, goal, report, what: str, budget: int = SEARCH_BU
 
 def _count(machine: Machine, report, budget: int) -> None:
     bound = machine.spec.max_states
-    counted = machine.count_states(bound + 1 if bound else budget)
+    counted = machine.graphs.count_states(bound + 1 if bound else budget)
     report.states, report.states_exact = counted.count, counted.exact
     if bound and counted.count > bound:
         report.problems.append(SpecProblem("max_states", str(StateGraphTooLarge(bound, machine.spec.name, counted.culprits()))))

@@ -85,7 +85,7 @@ def test_free_text_is_kept_as_typed_and_classified(m: Machine) -> None:
     assert bob.get("who") == "Bob Smith" and m.canonical(bob).get("who") == "something else"
     assert _go(m, m.initial, "who", "input", "ada").get("who") == "Ada"  # a value that matters, in its spelling
     assert sorted(e.value for e, _ in m.enabled(m.initial) if e.element == "who") == ["", "Ada", "something else"]
-    assert m.text(bob, "{who}") == "Bob Smith"
+    assert m.views.text(bob, "{who}") == "Bob Smith"
     assert m.distance(bob, "ada_work") == m.distance(m.canonical(bob), "ada_work")
     data = yaml.safe_load(SPEC)
     data["goals"].append({"id": "bob", "description": "x", "conditions": "who == 'Bob'"})
@@ -108,10 +108,10 @@ def test_sets_of_records_add_remove_update_and_stay_canonical(m: Machine) -> Non
 
 def test_maps_parameter_pages_routes_and_repeated_copies(m: Machine) -> None:
     s = _go(m, _go(m, m.initial, "tag", "select", "fun"), "add")
-    assert m.instances(s, "open") == [("0", Rec.of({"tag": "fun", "star": False}))]
+    assert m.views.instances(s, "open") == [("0", Rec.of({"tag": "fun", "star": False}))]
     fun = _go(m, s, "open", value="0")
-    assert fun.page == "tagged(fun)" and fun.page_id == "tagged" and m.route(fun) == "/tags/fun"
-    assert m.text(fun, m.pages["tagged"].title) == "Fun"
+    assert fun.page == "tagged(fun)" and fun.page_id == "tagged" and m.views.route(fun) == "/tags/fun"
+    assert m.views.text(fun, m.pages["tagged"].title) == "Fun"
     twice = _go(m, _go(m, fun, "bump"), "bump")
     assert twice.get("count_by") == Rec.of({"work": 0, "home": 0, "fun": 2})
     assert m.step(twice, UIEvent("tagged(fun)", "bump", "click")) is None  # guard: at most 2
@@ -123,17 +123,17 @@ def test_maps_parameter_pages_routes_and_repeated_copies(m: Machine) -> None:
 
 def test_toasts_last_until_the_next_transition(m: Machine) -> None:
     s = _go(m, _go(m, m.initial, "tag", "select", "work"), "add")
-    assert m.toast(s) == "Added Work"
-    assert m.step(s, UIEvent("home", "star_all", "check")) is None and m.toast(s) == "Added Work"
-    assert m.toast(_go(m, s, "star_all")) is None
+    assert m.views.toast(s) == "Added Work"
+    assert m.step(s, UIEvent("home", "star_all", "check")) is None and m.views.toast(s) == "Added Work"
+    assert m.views.toast(_go(m, s, "star_all")) is None
 
 
 def test_disabled_controls_from_preconditions_and_disabled_when(m: Machine) -> None:
     star = m.elements[("home", "star_all")]
     add = m.elements[("home", "add")]
-    assert m.disabled(m.initial, star) and not m.disabled(m.initial, add)
+    assert m.views.disabled(m.initial, star) and not m.views.disabled(m.initial, add)
     s = _go(m, m.initial, "add")
-    assert not m.disabled(s, star) and m.disabled(s, add)  # the same note is there: Add cannot fire
+    assert not m.views.disabled(s, star) and m.views.disabled(s, add)  # the same note is there: Add cannot fire
 
 
 def test_state_keys_round_trip_records_maps_and_old_flat_keys(m: Machine) -> None:

@@ -42,7 +42,7 @@ def test_event_on_other_page_or_unknown_element_fires_nothing(machine: Machine) 
 
 def test_invisible_element_gates_event(machine: Machine) -> None:
     cart_empty = machine.initial.with_page("cart")
-    assert [e.id for e in machine.visible_elements(cart_empty)] == ["back"]
+    assert [e.id for e in machine.views.visible_elements(cart_empty)] == ["back"]
     assert machine.step(cart_empty, UIEvent("cart", "checkout", "click")) is None
     full = cart_empty.with_vars({"cart": ("mug",)})
     assert machine.step(full, UIEvent("cart", "checkout", "click")) is not None
@@ -104,7 +104,7 @@ def _shared_trigger_spec() -> SiteSpec:
 @pytest.mark.parametrize("spec", [load_spec(EXAMPLE), _shared_trigger_spec()], ids=["tiny_shop", "shared_trigger"])
 def test_step_agrees_with_enabled_everywhere(spec: SiteSpec) -> None:
     machine = Machine(spec)
-    for state in machine.graph().states:
+    for state in machine.graphs.graph().states:
         for edge, nxt in machine.enabled(state):
             assert machine.step(state, edge.to_event()) == (edge, nxt)
 
@@ -116,7 +116,7 @@ def test_a_later_transition_of_the_same_trigger_takes_its_value() -> None:
 
 
 def test_distances_and_shortest_paths(machine: Machine) -> None:
-    dist = machine.distances("buy_two_express")
+    dist = machine.graphs.distances("buy_two_express")
     assert dist[machine.initial] == 8
     paths = machine.shortest_paths(machine.initial, "buy_two_express")
     # lamp or mug first, then name/shipping in either order
@@ -131,7 +131,7 @@ def test_distances_and_shortest_paths(machine: Machine) -> None:
 
 def test_goal_cache_returns_same_object(machine: Machine) -> None:
     assert machine.goal_predicate("lamp_in_cart") is machine.goal_predicate("lamp_in_cart")
-    assert machine.distances("lamp_in_cart") is machine.distances("lamp_in_cart")
+    assert machine.graphs.distances("lamp_in_cart") is machine.graphs.distances("lamp_in_cart")
     with pytest.raises(UnknownGoal, match="lamp_in_cart"):
         machine.goal_predicate("missing")
 
@@ -144,7 +144,7 @@ def test_state_goal_and_distance(machine: Machine) -> None:
 
 def test_graph_bound_raises(machine: Machine) -> None:
     with pytest.raises(StateGraphTooLarge, match="at most 10"):
-        machine.graph(max_states=10)
+        machine.graphs.graph(max_states=10)
 
 
 def test_remove_and_list_length_conditions() -> None:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fsm_sites.engine.fullgraph import FullGraph
 from fsm_sites.engine.machine import Machine
 from fsm_sites.engine.state import State
 from fsm_sites.library import list_sites, load_site
@@ -26,7 +27,7 @@ def _reference(name: str) -> tuple[Machine, Machine, list[State]]:
     """(a machine whose full graph is the reference, a fresh machine that only searches, the states)."""
     spec = load_site(name)
     full = Machine(spec)
-    states = full.graph().states
+    states = full.graphs.graph().states
     return full, Machine(spec), states
 
 
@@ -60,7 +61,7 @@ def _full_verdict(full: Machine, dist: dict, before: State, after: State, goal) 
 
 def _full_paths(full: Machine, dist: dict, start: State, limit: int) -> list[list]:
     """Every shortest path by DFS over the full graph (the older engine's algorithm)."""
-    graph = full.graph()
+    graph = full.graphs.graph()
     paths: list[list] = []
     stack = [(start, [])]
     while stack and len(paths) < limit:
@@ -80,7 +81,7 @@ def _full_paths(full: Machine, dist: dict, start: State, limit: int) -> list[lis
 def test_search_equals_the_full_graph(name: str, pick) -> None:
     full, searched, states = _reference(name)
     for goal in _goals(full, states, pick):
-        dist = full.distances(goal)
+        dist = full.graphs.distances(goal)
         for state in pick.sample(states, 3):
             assert searched.distance(state, goal) == dist.get(state), (name, goal, state.key())
             if state in dist:
@@ -95,8 +96,8 @@ def test_search_equals_the_full_graph(name: str, pick) -> None:
 def test_the_search_never_builds_the_graph(monkeypatch) -> None:
     _, _, states = _reference("shop")
     machine = Machine(load_site("shop"))
-    monkeypatch.setattr(Machine, "graph", lambda *a, **k: pytest.fail("the search built the full graph"))
-    monkeypatch.setattr(Machine, "distances", lambda *a, **k: pytest.fail("the search used full-graph distances"))
+    monkeypatch.setattr(FullGraph, "graph", lambda *a, **k: pytest.fail("the search built the full graph"))
+    monkeypatch.setattr(FullGraph, "distances", lambda *a, **k: pytest.fail("the search used full-graph distances"))
     for goal in machine.spec.goals:
         assert machine.shortest_paths(machine.initial, goal.id)
     assert machine.is_reachable(states[-1])

@@ -61,7 +61,7 @@ def test_hard_sites_have_a_million_states_and_records_and_their_goals_are_solved
     kinds = {type(t).__name__ for t in machine.schema.variables.values()}
     assert any(isinstance(t, SeqT) and isinstance(t.item, RecordT) for t in machine.schema.variables.values()), kinds
     assert any(p.params for p in spec.pages)
-    counted = machine.count_states(1_000_000)
+    counted = machine.graphs.count_states(1_000_000)
     assert counted.count == 1_000_000 and not counted.exact  # at least a million reachable states
     for goal in spec.goals:  # each goal's oracle path, from the search, reaches it
         path = machine.shortest_paths(machine.initial, goal.id, limit=1)[0]
@@ -108,9 +108,9 @@ _cases = st.tuples(st.integers(0, 5), st.sampled_from(["easy", "easy", "medium"]
 @given(case=_cases, pick=st.randoms(use_true_random=False))
 def test_shortest_paths_reach_goal_and_distance_drops_by_one(case: tuple[int, str], pick) -> None:
     machine = _machine(*case)
-    graph = machine.graph()
+    graph = machine.graphs.graph()
     goal = machine.goal_predicate(pick.choice(machine.spec.goals).id)
-    dist = machine.distances(goal)
+    dist = machine.graphs.distances(goal)
     start = pick.choice(graph.states)
     if start not in dist:
         assert machine.shortest_paths(start, goal) == []
@@ -133,7 +133,7 @@ def test_shortest_paths_reach_goal_and_distance_drops_by_one(case: tuple[int, st
 @given(case=_cases, pick=st.randoms(use_true_random=False))
 def test_step_agrees_with_enabled(case: tuple[int, str], pick) -> None:
     machine = _machine(*case)
-    state = pick.choice(machine.graph().states)
+    state = pick.choice(machine.graphs.graph().states)
     enabled = machine.enabled(state)
     for edge, nxt in enabled:
         assert machine.step(state, edge.to_event()) == (edge, nxt)

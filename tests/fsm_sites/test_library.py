@@ -31,7 +31,7 @@ def _explored(name: str) -> tuple[int, dict[str, int | None]]:
     initial state, None when unreachable), from the engine."""
     machine = load_machine(name)
     spec = machine.spec
-    states = machine.count_states(200_000)
+    states = machine.graphs.count_states(200_000)
     assert states.exact
     return states.count, {g.id: machine.distance(machine.initial, g.id) for g in spec.goals}
 

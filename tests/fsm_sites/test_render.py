@@ -14,7 +14,7 @@ from tests.fsm_sites.widgets_spec import tiny_shop, widgets_spec
 def test_same_state_and_seed_give_identical_html() -> None:
     spec = tiny_shop()
     machine = Machine(spec)
-    for state in machine.graph().states[:60]:
+    for state in machine.graphs.graph().states[:60]:
         first = render_page(spec, state, seed=7, machine=machine)
         again = render_page(spec, state, seed=7, machine=Machine(spec))
         assert first == again
@@ -39,7 +39,7 @@ def test_only_visible_elements_carry_data_el() -> None:
     items = machine.step(machine.initial, UIEvent("general", "tab_items", "click"))[1]
     html = render_page(spec, items, seed=0, machine=machine)
     drawn = set(re.findall(r'data-el="([^"]+)"', html))
-    assert drawn == {e.id for e in machine.visible_elements(items)}
+    assert drawn == {e.id for e in machine.views.visible_elements(items)}
     assert "alpha" in drawn and "beta" not in drawn
 
 

@@ -35,7 +35,7 @@ async def _screenshot(browser, url: str, viewport: tuple[int, int] = (1024, 720)
 @pytest.mark.parametrize("viewport", [(1024, 720), (390, 844)])
 async def test_same_state_and_seed_give_identical_screenshots(browser, server, viewport) -> None:
     machine = Machine(tiny_shop())
-    target = next(s for s in machine.graph().states if s.page == "checkout")
+    target = next(s for s in machine.graphs.graph().states if s.page == "checkout")
     shots = []
     for seed in (5, 5, 6):
         session = server.create_session("tiny_shop", goal="lamp_in_cart", seed=seed)
@@ -186,7 +186,7 @@ async def test_a_prefetched_page_the_server_refuses_is_replaced(browser, server)
     """The session moved behind the page's back: the prefetched page shown at the click is
     wrong, the server refuses the stale event, and the page shows the session's state."""
     session = server.create_session("widgets", goal="see_beta", seed=4)
-    details = next(s for s in Machine(widgets_spec()).graph().states if s.page == "details")
+    details = next(s for s in Machine(widgets_spec()).graphs.graph().states if s.page == "details")
     context = await browser.new_context(viewport={"width": 1280, "height": 800})
     try:
         page = await context.new_page()

@@ -70,17 +70,17 @@ def test_a_rows_action_updates_its_own_row_only() -> None:
     m = Machine(tasks())
     _, after = m.step(m.initial, UIEvent("list", "done", "click", "1"))
     assert _done(after) == ["bob"]  # `row` is bob's row; `it` in `where` scanned every row
-    assert [v for v, _ in m.instances(after, "done")] == ["0"]  # bob's Done is gone, ann's is there
+    assert [v for v, _ in m.views.instances(after, "done")] == ["0"]  # bob's Done is gone, ann's is there
     _, both = m.step(after, UIEvent("list", "done", "click", "0"))
     assert _done(both) == ["ann", "bob"]
 
 
 def test_on_another_page_a_rows_button_is_not_shown_and_its_event_is_refused() -> None:
     m = Machine(tasks())
-    assert [v for v, _ in m.instances(m.initial, "done")] == ["0", "1"]
+    assert [v for v, _ in m.views.instances(m.initial, "done")] == ["0", "1"]
     assert m.step(m.initial, UIEvent("list", "done", "click", "3")) is None  # dee: page 2
     second = _page(m, m.initial, 2)
-    assert [v for v, _ in m.instances(second, "done")] == ["2", "3"]
+    assert [v for v, _ in m.views.instances(second, "done")] == ["2", "3"]
     assert m.step(second, UIEvent("list", "done", "click", "0")) is None  # ann: page 1
     _, after = m.step(second, UIEvent("list", "done", "click", "3"))
     assert _done(after) == ["dee"]
@@ -91,10 +91,10 @@ def test_on_another_page_a_rows_button_is_not_shown_and_its_event_is_refused() -
 def test_removing_the_last_pages_rows_brings_the_pager_back_onto_the_last_page() -> None:
     m = Machine(tasks())
     third = _page(m, m.initial, 3)
-    assert [item.get("who") for _, item in m.instances(third, "drop")] == ["eve"]
+    assert [item.get("who") for _, item in m.views.instances(third, "drop")] == ["eve"]
     _, after = m.step(third, UIEvent("list", "drop", "click", "4"))
     assert after.get("tpage") == 2  # four rows: two pages; not an empty third page
-    assert [item.get("who") for _, item in m.instances(after, "drop")] == ["cy", "dee"]
+    assert [item.get("who") for _, item in m.views.instances(after, "drop")] == ["cy", "dee"]
     assert [e.value for e, _ in m.enabled(after) if e.event == "page"] == ["1"]
 
 
@@ -106,14 +106,14 @@ def test_a_removal_elsewhere_than_the_table_clamps_its_pager_too() -> None:
     third = _page(m, state, 3)
     _, purged = m.step(third, UIEvent("list", "purge", "click", None))
     assert [item.get("who") for item in purged.get("tasks")] == ["cy", "dee", "eve"]
-    assert purged.get("tpage") == 2 and len(m.instances(purged, "drop")) == 1
+    assert purged.get("tpage") == 2 and len(m.views.instances(purged, "drop")) == 1
 
 
 def test_the_clamp_is_part_of_the_model_so_goal_searches_agree_with_the_full_graph() -> None:
     m = Machine(tasks())
-    graph = m.graph()
+    graph = m.graphs.graph()
     assert all(s.get("tpage") <= max(1, -(-len(s.get("tasks")) // 2)) for s in graph.states)
-    dist = m.distances(m.goal_predicate("on_page_three"))
+    dist = m.graphs.distances(m.goal_predicate("on_page_three"))
     for state in graph.states[:40]:
         assert m.distance(state, "on_page_three") == dist.get(state)
 
@@ -141,14 +141,14 @@ def test_the_bank_flags_the_largest_payment_after_paging_or_sorting() -> None:
     paths = m.shortest_paths(m.initial, "activity_flag")
     assert paths and all(len(p) == 3 and p[1].event in ("page", "sort") and p[2].element == "flag" for p in paths)
     _, page = m.step(m.initial, UIEvent("home", "go_activity", "click", None))
-    assert m.instances(page, "flag") == []  # newest first: neither payment over $500 is on page 1
+    assert m.views.instances(page, "flag") == []  # newest first: neither payment over $500 is on page 1
     second = m.step(page, UIEvent("activity", "row", "page", "2"))[1]
-    assert [item.get("ref") for _, item in m.instances(second, "flag")] == ["t6", "t4"]
+    assert [item.get("ref") for _, item in m.views.instances(second, "flag")] == ["t6", "t4"]
     _, flagged = m.step(second, UIEvent("activity", "flag", "click", "3"))  # t4, stored 4th
     assert [i.get("ref") for i in flagged.get("activity") if i.get("flagged")] == ["t4"]
     assert m.goal_predicate("activity_flag")(flagged)
-    assert [item.get("ref") for _, item in m.instances(flagged, "unflag")] == ["t4"]
+    assert [item.get("ref") for _, item in m.views.instances(flagged, "unflag")] == ["t4"]
     _, unflagged = m.step(flagged, UIEvent("activity", "unflag", "click", "3"))
     assert unflagged.get("activity") == m.initial.get("activity")
-    counted = m.count_states(50_000)
+    counted = m.graphs.count_states(50_000)
     assert counted.exact and counted.count < 30_000  # two flaggable rows: four flag states

@@ -78,7 +78,7 @@ async def test_control_api_round_trip(server, http) -> None:
 
 async def test_create_accepts_target_state_and_start_state(server, http) -> None:
     machine = Machine(tiny_shop())
-    target = machine.graph().states[5]
+    target = machine.graphs.graph().states[5]
     created = await _create(http, server, site="tiny_shop", goal=target.key(), start_state=target.key())
     assert created["goal_reached"] and created["distance"] == 0
 
@@ -87,7 +87,7 @@ async def test_a_state_key_from_before_the_site_gained_a_variable_still_names_it
     """A tasks file written before the site had ``shipping``: its keys lack the variable,
     which then takes its initial value; a variable the site lacks is refused."""
     machine = Machine(tiny_shop())
-    target = next(s for s in machine.graph().states if s.page == "cart" and dict(s.vars)["cart"])
+    target = next(s for s in machine.graphs.graph().states if s.page == "cart" and dict(s.vars)["cart"])
     assert dict(target.vars)["shipping"] == "standard"  # the initial value
     old = State(target.page, tuple(v for v in target.vars if v[0] != "shipping"))
     created = await _create(http, server, site="tiny_shop", goal=old.key(), start_state=old.key())

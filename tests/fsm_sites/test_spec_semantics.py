@@ -16,6 +16,7 @@ from fsm_sites.library import EXAMPLES_DIR as EXAMPLES
 from fsm_sites.render.page import render_page
 from fsm_sites.render.page_model import describe_page
 from fsm_sites.serving.sessions import SessionStore
+from fsm_sites.serving.verdict import judge_step
 from fsm_sites.spec.site import SiteSpec
 from fsm_sites.validation.validate import check_spec
 
@@ -54,7 +55,7 @@ def _data() -> dict[str, Any]:
 def test_a_disabled_control_fires_nothing_and_its_verdict_says_so() -> None:
     m = Machine(SiteSpec.model_validate(_data()))
     next_el = m.elements[("pick", "next")]
-    assert m.disabled(m.initial, next_el)
+    assert m.views.disabled(m.initial, next_el)
     assert m.step(m.initial, UIEvent("pick", "next", "click")) is None
     assert all(e.element != "next" for e, _ in m.enabled(m.initial))
     paths = m.shortest_paths(m.initial, "booked")
@@ -73,6 +74,20 @@ def test_a_disabled_control_fires_nothing_and_its_verdict_says_so() -> None:
     record = store.apply(session.id, UIEvent("pick", "day", "select", "mon"))
     assert record.verdict.transition_fired and not record.verdict.control_disabled
     assert store.apply(session.id, UIEvent("pick", "next", "click")).verdict.goal_reached
+
+
+def test_judge_step_computes_each_verdict_the_session_logs() -> None:
+    m = Machine(SiteSpec.model_validate(_data()))
+    goal = m.goal_predicate("booked")
+    after, verdict = judge_step(m, m.initial, UIEvent("pick", "next", "click"), goal)
+    assert after == m.initial and verdict.control_disabled and not verdict.transition_fired
+    after, verdict = judge_step(m, m.initial, UIEvent("pick", "day", "select", "mon"), goal)
+    assert after.get("day") == "mon" and verdict.transition_id == "pick_day" and verdict.on_shortest_path
+    assert (verdict.distance_before, verdict.distance_after, verdict.goal_reached) == (2, 1, False)
+    store = SessionStore()
+    store.add_site(m.spec)
+    session = store.create("booking", goal="booked")
+    assert store.apply(session.id, UIEvent("pick", "day", "select", "mon")).verdict == verdict
 
 
 def test_validation_warns_where_disabled_when_and_when_disagree(tmp_path) -> None:
@@ -130,7 +145,7 @@ def test_page_parameters_work_in_any_declared_order() -> None:
     m = Machine(SiteSpec.model_validate(data))
     fired = m.step(m.initial, UIEvent("home", "go", "click"))
     assert fired is not None and fired[1].page == "trip(paris,rome,tue)"
-    assert m.text(fired[1], m.pages["trip"].title) == "paris to rome, tue"
+    assert m.views.text(fired[1], m.pages["trip"].title) == "paris to rome, tue"
     swapped = m.step(fired[1], UIEvent(fired[1].page, "swap", "click"))
     assert swapped is not None and swapped[1].page == "trip(rome,paris,tue)"
     assert m.distance(m.initial, "back_trip") == 2
@@ -258,7 +273,7 @@ def test_copied_free_text_keeps_what_was_typed() -> None:
         assert fired is not None, (state.key(), element)
         state = fired[1]
     assert state.get("saved_phone") == "(555) 867-5309" and state.get("phone") == ""
-    assert m.text(state, m.pages["home"].title) == "Your phone: (555) 867-5309"
+    assert m.views.text(state, m.pages["home"].title) == "Your phone: (555) 867-5309"
     assert m.canonical(state).get("saved_phone") == "5550199"  # the class the machine tells apart
     reopened = m.step(state, UIEvent("home", "edit", "click"))
     assert reopened is not None and reopened[1].get("phone") == "(555) 867-5309"

@@ -79,10 +79,10 @@ def test_the_pager_offers_every_page_the_table_has_but_the_one_shown() -> None:
 
 def test_a_rows_button_fires_only_while_its_row_is_on_the_page_shown() -> None:
     m = ledger()
-    assert [v for v, _ in m.instances(m.initial, "open")] == ["0", "1"]  # payee order: acme, blue | city, dell | echo
+    assert [v for v, _ in m.views.instances(m.initial, "open")] == ["0", "1"]  # payee order: acme, blue | city, dell | echo
     assert m.step(m.initial, UIEvent("list", "open", "click", "3")) is None  # dell: page 2
     _, second = m.step(m.initial, UIEvent("list", "row", "page", "2"))
-    assert [v for v, _ in m.instances(second, "open")] == ["2", "3"]
+    assert [v for v, _ in m.views.instances(second, "open")] == ["2", "3"]
     _, detail = m.step(second, UIEvent("list", "open", "click", "3"))
     assert detail.page == "detail" and detail.get("opened") == "dell"
 
@@ -92,7 +92,7 @@ def test_sorting_orders_the_rows_before_they_are_paged_and_goes_back_to_page_one
     _, third = m.step(m.initial, UIEvent("list", "row", "page", "3"))
     _, by_amount = m.step(third, UIEvent("list", "row", "sort", "amount"))
     assert by_amount.get("tpage") == 1 and by_amount.get("order") == "amount"
-    shown = [item.get("payee") for _, item in m.instances(by_amount, "open")]
+    shown = [item.get("payee") for _, item in m.views.instances(by_amount, "open")]
     assert shown == ["blue", "dell"]  # 10, 20 | 30, 40 | 50
     assert _offered(m, by_amount, "sort") == ["payee", "-amount"]  # what the headings ask for now
 
@@ -126,7 +126,7 @@ def test_a_session_records_a_click_on_the_page_shown_as_a_step_that_fired_nothin
 def test_the_bank_activity_sorts_pages_and_opens_rows() -> None:
     m = load_machine("bank")
     _, page = m.step(m.initial, UIEvent("home", "go_activity", "click", None))
-    refs = [item.get("ref") for _, item in m.instances(page, "open")]
+    refs = [item.get("ref") for _, item in m.views.instances(page, "open")]
     assert refs == ["t9", "t8", "t7"] and _offered(m, page, "page") == ["2", "3"]  # newest first, 3 a page
     goals = {g.id: g for g in load_site("bank").goals}
     assert {"activity_top", "activity_city", "activity_payee"} <= set(goals)

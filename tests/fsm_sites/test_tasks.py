@@ -77,7 +77,7 @@ def test_a_step_names_an_option_by_the_label_the_page_shows() -> None:
     from tests.fsm_sites.widgets_spec import widgets_spec
 
     machine = Machine(widgets_spec())
-    edges = [e for s in machine.graph().states for e, _ in machine.enabled(s)]
+    edges = [e for s in machine.graphs.graph().states for e, _ in machine.enabled(s)]
     large = next(e for e in edges if e.element == "size" and e.value == "l")
     assert describe_edge(machine, large) == "choose size Large"  # the spec says "choose size $value"
     typed = next(e for e in edges if e.element == "city")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from fsm_sites.engine.fullgraph import FullGraph
 from fsm_sites.engine.machine import Machine, compile_site
 from fsm_sites.errors import SpecInvalid
 from fsm_sites.serving.sessions import SessionStore
@@ -206,7 +207,7 @@ def test_load_and_validate_lists_every_problem(data: dict[str, Any], tmp_path: P
 
 def test_a_spec_file_is_parsed_and_compiled_once_and_never_explored(monkeypatch, tmp_path: Path) -> None:
     parsed, explored, built = [], [], []
-    parse, explore, init = SiteSpec.model_validate, Machine.graph, Machine.__init__
+    parse, explore, init = SiteSpec.model_validate, FullGraph.graph, Machine.__init__
 
     def counted_parse(cls, *args, **kwargs):
         parsed.append(args)
@@ -218,7 +219,7 @@ def test_a_spec_file_is_parsed_and_compiled_once_and_never_explored(monkeypatch,
 
     monkeypatch.setattr(SiteSpec, "model_validate", classmethod(counted_parse))
     monkeypatch.setattr(Machine, "__init__", counted_init)
-    monkeypatch.setattr(Machine, "graph", lambda self, **kw: explored.append(self) or explore(self, **kw))
+    monkeypatch.setattr(FullGraph, "graph", lambda self, **kw: explored.append(self) or explore(self, **kw))
     path = tmp_path / "shop.yaml"
     path.write_text(EXAMPLE.read_text().replace("Tiny Shop", "Once Shop"))  # a spec no test compiled yet
     spec = load_and_validate(path, use_cache=False)

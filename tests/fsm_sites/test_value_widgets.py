@@ -42,12 +42,12 @@ def test_a_slider_sends_change_with_each_int_of_its_range_or_its_stops(machine) 
 def test_a_date_picker_opens_then_picks_a_day_which_closes_it(machine) -> None:
     start = machine.initial
     assert _values(machine, start, "pick_day") == []  # the grid is closed: no day to pick
-    assert not machine.is_open(start, "day")
+    assert not machine.views.is_open(start, "day")
     _, opened = machine.step(start, UIEvent("plan", "day", "open", None))
-    assert machine.is_open(opened, "day")
+    assert machine.views.is_open(opened, "day")
     assert _values(machine, opened, "pick_day") == ["2026-06-12", "2026-06-13", "2026-06-20"]
     _, picked = machine.step(opened, UIEvent("plan", "day", "pick", "2026-06-13"))
-    assert picked.get("day") == "2026-06-13" and not machine.is_open(picked, "day")
+    assert picked.get("day") == "2026-06-13" and not machine.views.is_open(picked, "day")
     assert machine.step(opened, UIEvent("plan", "day", "pick", "2026-06-14")) is None  # not offered
     _, back = machine.step(start, UIEvent("plan", "back", "open", None))
     assert _values(machine, back, "pick_back") == [str(d) for d in range(1, 31)]  # July's days 1-30 (max 30)
@@ -140,19 +140,19 @@ def test_a_submit_with_a_required_field_empty_shows_its_message_beside_it() -> N
 
     crm = load_machine("crm")
     form = next(n for e, n in crm.enabled(crm.initial) if n.page == "newcontact")
-    assert not crm.invalid(form, "cname") and 'class="field invalid' not in _html(crm, form, render_page)
+    assert not crm.views.invalid(form, "cname") and 'class="field invalid' not in _html(crm, form, render_page)
     _, form = crm.step(form, UIEvent("newcontact", "cname", "input", "Eva Stone"))
     edge, tried = crm.step(form, UIEvent("newcontact", "submit", "click", None))
     assert edge.transition_id.startswith("newcontact__submit") and tried.page == "newcontact"
     assert tried.get("newcontact_tried") is True
-    assert not crm.invalid(tried, "cname") and crm.invalid(tried, "company")
+    assert not crm.views.invalid(tried, "cname") and crm.views.invalid(tried, "company")
     html = _html(crm, tried, render_page)
     assert html.count('class="field invalid"') == 1
     assert 'aria-invalid="true" aria-describedby="err-company"' in html
     assert '<span class="field-error" id="err-company" role="alert">Enter the company</span>' in html
     assert _view(crm, tried, "company")["error"] == "Enter the company" and "error" not in _view(crm, tried, "cname")
     _, filled = crm.step(tried, UIEvent("newcontact", "company", "input", "Hooli"))
-    assert not crm.invalid(filled, "company") and 'class="field invalid' not in _html(crm, filled, render_page)
+    assert not crm.views.invalid(filled, "company") and 'class="field invalid' not in _html(crm, filled, render_page)
     assert crm.distance(form, "newcontact") == crm.distance(tried, "newcontact")  # a try never helps
 
 

@@ -84,7 +84,7 @@ async def test_wide_viewports_show_the_navigation_links(browser, server, viewpor
 
 async def test_phone_controls_are_touch_targets(browser, server) -> None:
     machine = Machine(widgets_spec())
-    items = next(s for s in machine.graph().states if s.page == "items")
+    items = next(s for s in machine.graphs.graph().states if s.page == "items")
     for seed in range(6):  # several families and layouts
         for state in (None, items.key()):
             _, context, page = await _open(browser, server, "widgets", seed, "phone", state)
@@ -119,4 +119,4 @@ async def test_card_grids_have_one_column_on_a_phone_and_stacked_sidebars(browse
 
 def _products_key() -> str:
     machine = Machine(load_site("shop"))
-    return next(s for s in machine.graph().states if s.page == "products").key()
+    return next(s for s in machine.graphs.graph().states if s.page == "products").key()

@@ -29,10 +29,10 @@ def _element(data: dict[str, Any], page: str, eid: str) -> dict[str, Any]:
 
 def test_widget_events_are_transitions_and_inside_follows_the_container() -> None:
     m = compile_site(load_site("account_center"))
-    shown = [e.id for e in m.visible_elements(m.initial)]
+    shown = [e.id for e in m.views.visible_elements(m.initial)]
     assert "sign_out" not in shown and "upgrade" not in shown and "account" in shown
     edge, opened = m.step(m.initial, UIEvent("home", "account", "click"))
-    assert edge.transition_id == "account_toggle" and "sign_out" in [e.id for e in m.visible_elements(opened)]
+    assert edge.transition_id == "account_toggle" and "sign_out" in [e.id for e in m.views.visible_elements(opened)]
     assert m.step(opened, UIEvent("home", "account", "close"))[1] == m.initial
     assert m.step(m.initial, UIEvent("home", "account", "close")) is None  # Escape with nothing open
     edge, tip = m.step(m.initial, UIEvent("home", "fee", "hover"))

@@ -79,7 +79,7 @@ async def test_a_stale_taken_event_is_refused_and_the_page_shows_the_current_sta
         await env.reset(seed=4)
         sid = env.task.session_id
         assert sid is not None
-        details = next(s for s in Machine(widgets_spec()).graph().states if s.page == "details")
+        details = next(s for s in Machine(widgets_spec()).graphs.graph().states if s.page == "details")
         site_server.jump(sid, details.key())
         box = await sandbox.page.locator('[data-el="tab_items"]').bounding_box()
         assert box is not None

@@ -22,7 +22,7 @@ def test_main_states_are_the_initial_state_then_new_pages_on_goal_paths() -> Non
     states = main_states(machine, 4)
     assert states[0] == machine.initial and len(states) == 4
     assert len({s.page for s in states}) == 4  # each shows another page
-    reachable = set(machine.graph().states)
+    reachable = set(machine.graphs.graph().states)
     assert all(state in reachable for state in states)  # real states, not made-up ones
 
 
