@@ -1,4 +1,7 @@
-"""``cua train sft|dpo|grpo --config FILE.yaml [--set path.to.field=value] [--resume]``."""
+"""``cua train sft|dpo|grpo|heldout --config FILE.yaml [--set path.to.field=value] [--resume]``.
+
+One command group over SFT/DPO (``trainers.training``) and GRPO (``trainers.grpo``), so it
+lives above both: ``trainers.training`` imports nothing of ``trainers.grpo``."""
 
 from __future__ import annotations
 
