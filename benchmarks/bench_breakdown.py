@@ -33,7 +33,7 @@ from benchmarks.common import capture, console, fmt, median, print_table, ratio,
 from harness.actions import Click
 from harness.env import AsyncEnv
 from harness.resources import TaskResources
-from harness.tasks.miniwob import _STATE_JS, MiniWoBTask
+from harness.tasks.miniwob import STATE_JS, MiniWoBTask
 from sandboxes.browser.actions import perform
 from sandboxes.browser.config import BrowserConfig
 from sandboxes.browser.context import EpisodeContext
@@ -87,7 +87,7 @@ async def step_parts(env: AsyncEnv, points: list[tuple[int, int]], rounds: int) 
         start = time.perf_counter()
         await episode.page.mouse.click(x, y)
         if judged:
-            await episode.page.evaluate(_STATE_JS)
+            await episode.page.evaluate(STATE_JS)
         await capture(episode.cdp, sandbox.config)
         name = "floor + reward read" if judged else "floor: click + capture"
         times.setdefault(name, []).append(time.perf_counter() - start)

@@ -41,11 +41,11 @@ PROMPT = {"codec": "json", "observation": "elements", "system_prompt": False}
 def split(max_difficulty: int = MAX_DIFFICULTY) -> tuple[list[str], list[str]]:
     """(training task ids, held-out task ids) over the curated library (see the docstring)."""
     from fsm_sites.library import list_sites
-    from harness.tasks.fsm import _library_tasks
+    from harness.tasks.fsm import library_tasks
 
     train, held_out = [], []
     for i, site in enumerate(list_sites()):
-        tasks = [t for t in _library_tasks(site) if t.difficulty <= max_difficulty]
+        tasks = [t for t in library_tasks(site) if t.difficulty <= max_difficulty]
         single = [t for t in tasks if t.instruction.startswith("Make sure ") and " both " not in t.instruction]
         opened = [t for t in tasks if t.id.startswith("open_")]
         pick = (opened if i % 2 == 0 else single) or opened or single

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ConfigDict, Field, field_validator
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.agents.base import Agent
+from harness.agents.base import Agent, wants_elements
 from harness.env_providers import (
     EnvOptions,
     EnvPlacement,
@@ -138,11 +138,6 @@ def episode_specs(task_ids: Iterable[str], episodes: int, seed: int, *, first_in
     ``first_index + i``, decided at ``temperature`` (None: the agent's own)."""
     return [EpisodeSpec(task_id=t, seed=seed + i, index=first_index + i, temperature=temperature)
             for t in task_ids for i in range(episodes)]
-
-
-def wants_elements(agent: Agent) -> bool:
-    """Whether an agent's prompt shows the element list (a model agent in an element mode)."""
-    return bool(getattr(getattr(agent, "prompts", None), "with_elements", False))
 
 
 async def _maybe_await(value: Any) -> None:

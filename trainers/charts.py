@@ -1,5 +1,8 @@
 """The charts of the training reports and benchmarks: matplotlib figures as inline SVG.
 
+The SFT/DPO and the GRPO reports share ``curve`` (one logged metric) and ``eval_chart``
+(success and progress before and after training), so both packages import them from here.
+
 Every chart is drawn by matplotlib on the Agg backend (no display, no network) and comes
 back as an ``<svg>`` element to embed in a page, self-contained: text stays text
 (``svg.fonttype: none``), so tick labels and legends are readable and searchable in the
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import matplotlib
+from markupsafe import Markup
 
 matplotlib.use("Agg")  # before pyplot: never a display
 import matplotlib.pyplot as plt  # noqa: E402
@@ -109,6 +113,20 @@ def bar_chart(title: str, bars: Sequence[Bar], *, percent: bool = True) -> str:
         _draw_bars(ax, bars, percent)
         _finish(ax, title, "", "", percent)
         return to_svg(fig)
+
+
+def eval_chart(evals: dict[str, dict[str, Any]]) -> Markup:
+    """Bars of success rate (with its 95% Wilson interval where logged) and progress, before
+    and after training."""
+    bars = [Bar(metric, phase, float(e[metric]), tuple(e["success_ci"])
+                if metric == "success_rate" and "success_ci" in e else None)
+            for metric in ("success_rate", "progress") for phase, e in evals.items()]
+    return Markup(bar_chart("Evaluation (95% CI on success)", bars))
+
+
+def curve(title: str, points: Sequence[tuple[float, float]], x_label: str = "step") -> Markup:
+    """A line chart of one logged metric."""
+    return Markup(line_chart(title, Series(title, [points]), x_label=x_label))
 
 
 def _draw_bars(ax: Any, bars: Sequence[Bar], percent: bool) -> None:

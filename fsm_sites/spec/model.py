@@ -9,7 +9,6 @@ behavioural checks (``fsm_sites.validation.validate``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from fsm_sites.errors import SpecProblem
@@ -29,8 +28,6 @@ from fsm_sites.spec.expr import (
 from fsm_sites.spec.schema import Schema
 from fsm_sites.spec.site import Element, Option, Page, SiteSpec, Transition, When
 from fsm_sites.spec.types import EnumT, IntT, MapT, SeqT, TextT, VType
-
-_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
 
 @dataclass

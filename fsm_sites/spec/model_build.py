@@ -6,6 +6,8 @@ with every problem found (``build_model``). The model's data and shared helpers 
 
 from __future__ import annotations
 
+import re
+
 from fsm_sites.errors import SpecProblem
 from fsm_sites.spec.check import CheckError, Env, compile_expr
 from fsm_sites.spec.expr import (
@@ -16,7 +18,6 @@ from fsm_sites.spec.expr import (
     parse_expr,
 )
 from fsm_sites.spec.model import (
-    _ID,
     ElementModel,
     SiteModel,
     check_template,
@@ -31,6 +32,8 @@ from fsm_sites.spec.schema import build_schema
 from fsm_sites.spec.site import Element, Option, Page, SiteSpec, Transition
 from fsm_sites.spec.types import EnumT, MapT, RecordT, SeqT, VType
 from fsm_sites.spec.value_widgets import WIDGET_KINDS, WidgetError, widget_options
+
+_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
 
 def build_model(spec: SiteSpec) -> SiteModel:

@@ -140,6 +140,22 @@ class Agent(Protocol):
 
 
 @runtime_checkable
+class ElementsAgent(Agent, Protocol):
+    """An agent that declares whether its prompt shows the page's element list (model agents
+    do, through their prompt config): the env then reads the elements into every observation."""
+
+    @property
+    def wants_elements(self) -> bool:
+        """Whether this agent's prompt shows the element list (an element observation mode)."""
+
+
+def wants_elements(agent: Agent) -> bool:
+    """Whether ``agent`` asks for the element list in its observations; an agent that
+    declares nothing (scripted, oracle, random) does not."""
+    return isinstance(agent, ElementsAgent) and agent.wants_elements
+
+
+@runtime_checkable
 class SamplingAgent(Agent, Protocol):
     """An agent that can also decide by sampling at a temperature (model agents), which is
     what sampled evaluation (``cua eval --samples K``) asks of it."""

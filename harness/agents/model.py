@@ -56,6 +56,11 @@ class ModelAgent(ABC):
         """The codec the model speaks; the env decodes this agent's text with it."""
         return self.prompts.codec
 
+    @property
+    def wants_elements(self) -> bool:
+        """Whether the prompt shows the element list (``ElementsAgent``): the env then reads it."""
+        return self.prompts.with_elements
+
     @abstractmethod
     async def generate(self, prompt: Prompt[bytes]) -> Completion | str:
         """The model's reply to ``prompt`` (its messages, and the encoded screenshots its

@@ -84,8 +84,8 @@ async def collect_async(config: CollectConfig, *, envs: EnvProvider | None = Non
     ``progress`` takes the env steps spent as they are spent; without it the collection
     shows its own progress bar (a caller with a bar of its own passes it)."""
 
+    from harness.agents.base import wants_elements
     from harness.agents.registry import make_agent
-    from harness.runner import wants_elements
     from harness.store.sink import env_key
 
     task = task_for(config.suite)

@@ -2,8 +2,8 @@
 
 The page is ``harness/templates/viewer.html.jinja`` (with ``viewer.css`` and ``viewer.js``
 inlined). Each distinct screenshot is copied once, as ``img/<hash>.<ext>``; the action that
-led to a node is an SVG overlay (``harness.evaluation.report.action_svg``) on its parent's
-image, and its verdict is also given in words (``verdict_words``).
+led to a node is an SVG overlay (``harness.step_display.action_svg``, as in the eval report)
+on its parent's image, and its verdict is also given in words (``verdict_words``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.evaluation.report import action_svg, verdict_words
+from harness.step_display import action_svg, verdict_words
 from harness.store.index import TreeIndex
 from harness.store.models import Node
 from harness.store.store import TrajectoryStore

@@ -196,10 +196,10 @@ class DesktopSuite:
 
 def _known_goal(site_goal: str) -> bool:
     from fsm_sites.library import list_sites
-    from harness.tasks.fsm import _library_tasks
+    from harness.tasks.fsm import library_tasks
 
     site, _, goal = site_goal.partition("/")
-    return site in list_sites() and any(t.id == goal for t in _library_tasks(site))
+    return site in list_sites() and any(t.id == goal for t in library_tasks(site))
 
 
 def suite() -> DesktopSuite:

@@ -30,10 +30,10 @@ from fsm_sites.serving.client import SessionView, SiteClient
 from harness.actions import Action, Click, Drag, Key, Move, TypeText, Wait
 from harness.errors import PageLeft, TaskError
 from harness.tasks.base import Task, TaskSetup, Validation, require_desktop
-from harness.tasks.fsm import FSMTask, _library_tasks, step_budget
+from harness.tasks.fsm import FSMTask, library_tasks, step_budget
 from harness.tasks.fsm_oracle import next_action, probe_expression
 from harness.tasks.fsm_settle import site_call
-from harness.tasks.miniwob import _ORACLE_TARGETS, _STATE_JS, MiniWoBTask, left_page
+from harness.tasks.miniwob import ORACLE_TARGETS, STATE_JS, MiniWoBTask, left_page
 from sandboxes.actions import POINTER_ACTIONS
 from sandboxes.base import Sandbox, SandboxRequest
 from sandboxes.desktop.chromium import DesktopChromium
@@ -59,7 +59,7 @@ class _DesktopFSMTask(FSMTask):
     jump = None  # type: ignore[assignment]
 
     def __init__(self, site: str, goal: str, *, name: str) -> None:
-        tasks = [t for t in _library_tasks(site) if t.id == goal]
+        tasks = [t for t in library_tasks(site) if t.id == goal]
         if not tasks:
             raise TaskError(f"expected goal {goal!r} of library site {site!r}, got none")
         super().__init__(tasks, name=name)
@@ -292,7 +292,7 @@ class ChromiumMiniWoBTask(Task):
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
         chromium = self._require()
         try:
-            state = None if self._left(chromium) else await chromium.evaluate(_STATE_JS)
+            state = None if self._left(chromium) else await chromium.evaluate(STATE_JS)
         except SandboxEvaluationError:
             # the page went away under the read: wait for the browser's word on it
             loop = asyncio.get_running_loop()
@@ -313,7 +313,7 @@ class ChromiumMiniWoBTask(Task):
         return chromium.closed or chromium.documents != self._documents
 
     async def cheat(self, sandbox: Sandbox) -> Action | None:
-        target = _ORACLE_TARGETS.get(self.page_task.name)
+        target = ORACLE_TARGETS.get(self.page_task.name)
         if target is None:
             return None
         chromium = self._require()

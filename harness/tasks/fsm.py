@@ -270,7 +270,8 @@ def goal_tasks(spec: SiteSpec, machine: Machine | None = None) -> list[GoalTask]
 
 
 @cache
-def _library_tasks(site: str) -> tuple[GoalTask, ...]:
+def library_tasks(site: str) -> tuple[GoalTask, ...]:
+    """The goal tasks of the library site ``site``, easiest first (loaded once per site)."""
     from fsm_sites.library import load_machine, load_site
 
     return tuple(goal_tasks(load_site(site), load_machine(site)))
@@ -302,7 +303,7 @@ class FSMSuite:
         site, slash, goal = name.partition("/")
         if site not in list_sites():
             return False
-        return not slash or any(t.id == goal for t in _library_tasks(site))
+        return not slash or any(t.id == goal for t in library_tasks(site))
 
     def candidates(self, name: str) -> list[str]:
         """What a mistyped ``name`` is matched against: the tasks of the file or site it
@@ -315,7 +316,7 @@ class FSMSuite:
             return [f"{path}{TASK_FILE_SEP}{task_id}" for task_id in _file_tasks(path)]
         site, slash, _ = name.partition("/")
         if slash and site in list_sites():
-            return [f"{site}/{t.id}" for t in _library_tasks(site)]
+            return [f"{site}/{t.id}" for t in library_tasks(site)]
         return list_sites()
 
     def expand(self, name: str) -> list[str] | None:
@@ -329,7 +330,7 @@ class FSMSuite:
         from fsm_sites.library import list_sites
 
         sites = list(list_sites())
-        return sites + [f"{s}/{t.id}" for s in sites for t in _library_tasks(s)]
+        return sites + [f"{s}/{t.id}" for s in sites for t in library_tasks(s)]
 
     def make(self, name: str) -> FSMTask:
         base, viewport = split_viewport(name)
@@ -339,7 +340,7 @@ class FSMSuite:
             return FSMTask(task, site_spec=_site_for_tasks_file(path, task.site), name=name,
                            viewport=viewport)
         site, _, goal = base.partition("/")
-        tasks = _library_tasks(site)
+        tasks = library_tasks(site)
         if goal:
             return FSMTask([t for t in tasks if t.id == goal], name=name, viewport=viewport)
         return FSMTask(list(tasks), name=name, viewport=viewport)

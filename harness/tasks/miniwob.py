@@ -97,7 +97,8 @@ _START_JS = """(async () => {{
   }}
   return {{started: true, ready: true, utterance: {utterance}}};
 }})()"""
-_STATE_JS = (
+#: a JS expression of the episode's state in the page's WOB_* globals (done, reward, reason)
+STATE_JS = (
     "({done: WOB_DONE_GLOBAL, reward: WOB_REWARD_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL,"
     " reason: WOB_REWARD_REASON == null ? null : String(WOB_REWARD_REASON)})"
 )
@@ -107,7 +108,7 @@ _UTTERANCE_JS = (
 )
 
 #: JS expressions that find the element an oracle clicks, for the tasks that have one.
-_ORACLE_TARGETS: dict[str, str] = {
+ORACLE_TARGETS: dict[str, str] = {
     "click-test": "document.getElementById('subbtn')",
     "click-test-2": "document.getElementById('subbtn')",
     "click-button": (
@@ -138,7 +139,7 @@ class MiniWoBTask(Task):
 
     @property
     def has_oracle(self) -> bool:
-        return self.name in _ORACLE_TARGETS
+        return self.name in ORACLE_TARGETS
 
     async def setup(self, sandbox: Sandbox, *, seed: int | None,
                     resources: TaskResources) -> TaskSetup:
@@ -149,7 +150,7 @@ class MiniWoBTask(Task):
         self._start_url = browser.url.partition("#")[0]
         read_after_actions = getattr(browser, "read_after_actions", None)
         if read_after_actions is not None:  # validate's read rides on each action's last trip
-            read_after_actions(_STATE_JS)
+            read_after_actions(STATE_JS)
         origin = origin_of(url)
         return TaskSetup(instruction=instruction, start_url=url,
                          allowed_origins=(origin,) if origin else ())
@@ -183,10 +184,10 @@ class MiniWoBTask(Task):
         browser = require_browser(sandbox, self.id)
         if self._start_url is not None and browser.url.partition("#")[0] != self._start_url:
             return left_page(f"the page left the task for {browser.url}")
-        return self.judge(await browser.evaluate(_STATE_JS))
+        return self.judge(await browser.evaluate(STATE_JS))
 
     def judge(self, state: object) -> Validation:
-        """The step's judgement from the page's WOB_* globals (``_STATE_JS``)."""
+        """The step's judgement from the page's WOB_* globals (``STATE_JS``)."""
         if not isinstance(state, dict):
             raise TaskError(f"expected the WOB_* globals as an object, got {state!r}")
         done = bool(state["done"])
@@ -201,7 +202,7 @@ class MiniWoBTask(Task):
         )
 
     async def cheat(self, sandbox: Sandbox) -> Action | None:
-        target = _ORACLE_TARGETS.get(self.name)
+        target = ORACLE_TARGETS.get(self.name)
         if target is None:
             return None
         center = await require_browser(sandbox, self.id).evaluate(

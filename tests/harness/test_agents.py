@@ -26,9 +26,10 @@ from harness.agents import (
     register_agent,
     registry,
 )
+from harness.agents.base import ElementsAgent, wants_elements
 from harness.errors import ConfigError, UnknownAgentError
 from harness.observation import Observation
-from harness.prompts import PromptConfig
+from harness.prompts import ObservationMode, PromptConfig
 
 
 def _obs(**kw) -> Observation:
@@ -82,13 +83,21 @@ def test_agent_step_holds_exactly_one_decision() -> None:
 class CannedModel(ModelAgent):
     """A fake at the model seam: records the prompts, answers with fixed text and tokens."""
 
-    def __init__(self) -> None:
-        super().__init__(PromptConfig(codec="json", history_images=2), policy_version=7)
+    def __init__(self, observation: ObservationMode = "screenshot") -> None:
+        super().__init__(PromptConfig(codec="json", history_images=2, observation=observation),
+                         policy_version=7)
         self.prompts_seen: list = []
 
     async def generate(self, prompt):
         self.prompts_seen.append(prompt)
         return Completion('{"type": "click", "x": 5, "y": 6}', token_ids=[1, 2], logprobs=[-0.1, -0.2])
+
+
+def test_an_agent_declares_whether_its_observations_need_the_element_list() -> None:
+    """The runner, `cua collect` and GRPO ask the agent (ElementsAgent), not its attributes."""
+    assert wants_elements(CannedModel("screenshot+elements")) and wants_elements(CannedModel("elements"))
+    assert not wants_elements(CannedModel()) and not isinstance(OracleAgent(), ElementsAgent)
+    assert not wants_elements(OracleAgent())
 
 
 async def test_model_agent_sends_the_one_prompt_and_returns_a_training_step() -> None:

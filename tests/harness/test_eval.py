@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from harness.evaluation import SUMMARY_KEYS, summarize
 from harness.evaluation.cli import register
-from harness.evaluation.report import action_svg
 from harness.records import EpisodeRecord
+from harness.step_display import action_svg
 
 
 def _app() -> typer.Typer:

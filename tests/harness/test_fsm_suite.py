@@ -17,13 +17,13 @@ from harness.tasks.registry import make_task
 @pytest.fixture
 def loaded_sites(monkeypatch):
     """The library sites loaded or compiled while the test runs."""
-    fsm._library_tasks.cache_clear()
+    fsm.library_tasks.cache_clear()
     seen: list[str] = []
     for name in ("load_site", "load_machine"):
         real = getattr(library, name)
         monkeypatch.setattr(library, name, lambda site, real=real: seen.append(site) or real(site))
     yield seen
-    fsm._library_tasks.cache_clear()
+    fsm.library_tasks.cache_clear()
 
 
 def test_a_site_goal_id_loads_only_that_site(loaded_sites) -> None:

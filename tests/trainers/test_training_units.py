@@ -10,12 +10,13 @@ import pytest
 from pydantic import ValidationError
 
 from harness.prompts import Prompt, PromptConfig
+from trainers.charts import eval_chart
 from trainers.errors import TrainingDataError, TrainingSignalError
 from trainers.training.config import DPOConfig, DPOOptions, EvalSpec, SFTConfig
 from trainers.training.data import preference_examples
 from trainers.training.evaluate import agent_spec, eval_command
 from trainers.training.metrics import check_signal
-from trainers.training.report import eval_chart, latest_by_step
+from trainers.training.report import latest_by_step
 
 
 def test_check_signal_refuses_a_dead_loss_and_accepts_a_fitted_one() -> None:

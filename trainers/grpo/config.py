@@ -29,7 +29,7 @@ from harness.prompts import PromptConfig
 from harness.rewards import RewardMode
 from trainers.grpo.advantages import Normalize
 from trainers.models.policy import PolicyConfig
-from trainers.training.config import HeldoutSpec, _known_tasks, task_ids
+from trainers.training.config import HeldoutSpec, known_tasks, task_ids
 from trainers.training.loggers import ReportTo, report_to_field
 
 
@@ -167,7 +167,7 @@ class EvalSpec(_Strict):
     every: int = Field(default=2, ge=1, description="evaluate every N updates (and before the first, after the last)")
     max_steps: int = Field(default=8, ge=1, description="steps per episode")
 
-    _tasks = field_validator("tasks")(_known_tasks)
+    _tasks = field_validator("tasks")(known_tasks)
 
 
 class SignalSpec(_Strict):
@@ -222,7 +222,7 @@ class GRPOConfig(_Strict):
     resume: bool = Field(default=False, description="continue from the last checkpoint in OUT/checkpoints")
     report_to: ReportTo = report_to_field()  # TensorBoard / W&B (trainers.training.loggers)
 
-    _tasks = field_validator("tasks")(_known_tasks)
+    _tasks = field_validator("tasks")(known_tasks)
 
     @field_validator("model")
     @classmethod

@@ -21,11 +21,10 @@ from typing import Any
 import yaml
 from markupsafe import Markup
 
-from harness.evaluation.report import verdict_words
 from harness.evaluation.stats import format_rate
+from harness.step_display import verdict_words
 from harness.templating import render as render_template
-from trainers.charts import Series, line_chart
-from trainers.training.report import curve, eval_chart
+from trainers.charts import Series, curve, eval_chart, line_chart
 
 CURVES = ("reward", "success", "heldout_success", "heldout_exact_match", "heldout_token_accuracy",
           "progress", "loss", "kl", "entropy",

@@ -144,8 +144,8 @@ class Trainer:
     def __init__(self, config: GRPOConfig, agent_class: type | None = None, ranks: Ranks | None = None) -> None:
         import torch
 
+        from harness.agents.base import wants_elements
         from harness.env_providers import EnvOptions, make_env_provider
-        from harness.runner import wants_elements
         from harness.store.store import TrajectoryStore
         from trainers.agents.hf import HFAgent
         from trainers.models.policy import PolicyConfig, load_policy

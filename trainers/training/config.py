@@ -42,7 +42,9 @@ def task_ids(tasks: list[str]) -> list[str]:
         raise ValueError(str(exc)) from None
 
 
-def _known_tasks(tasks: list[str]) -> list[str]:
+def known_tasks(tasks: list[str]) -> list[str]:
+    """A config's ``tasks`` field validator: ``tasks`` unchanged when each names a task
+    (``task_ids`` raises the ValueError pydantic reports otherwise)."""
     task_ids(tasks)
     return tasks
 
@@ -109,7 +111,7 @@ class CollectSpec(_Strict):
                             "node (explore=tree): the oracle's, then random ones")
     concurrency: int = Field(default=2, ge=1, description="episodes at once (explore=episodes)")
 
-    _tasks = field_validator("tasks")(_known_tasks)
+    _tasks = field_validator("tasks")(known_tasks)
 
 
 class EvalSpec(_Strict):
@@ -133,7 +135,7 @@ class EvalSpec(_Strict):
     before: bool = Field(default=True, description="evaluate the starting model")
     after: bool = Field(default=True, description="evaluate the trained model")
 
-    _tasks = field_validator("tasks")(_known_tasks)
+    _tasks = field_validator("tasks")(known_tasks)
 
 
 class HeldoutSpec(_Strict):

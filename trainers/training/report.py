@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from markupsafe import Markup
 
 from harness.evaluation.stats import format_rate
 from harness.templating import render as render_template
-from trainers.charts import Bar, Series, bar_chart, line_chart
+from trainers.charts import curve, eval_chart
 
 #: the training metrics drawn, in this order, where the run logged them
 CURVES = ("loss", "mean_token_accuracy", "rewards/accuracies", "rewards/margins", "learning_rate",
@@ -35,20 +34,6 @@ def latest_by_step(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if record.get("event") == "train":
             by_step[int(record["step"])] = record
     return [by_step[s] for s in sorted(by_step)]
-
-
-def eval_chart(evals: dict[str, dict[str, Any]]) -> Markup:
-    """Bars of success rate (with its 95% Wilson interval where logged) and progress, before
-    and after training."""
-    bars = [Bar(metric, phase, float(e[metric]), tuple(e["success_ci"])
-                if metric == "success_rate" and "success_ci" in e else None)
-            for metric in ("success_rate", "progress") for phase, e in evals.items()]
-    return Markup(bar_chart("Evaluation (95% CI on success)", bars))
-
-
-def curve(title: str, points: Sequence[tuple[float, float]], x_label: str = "step") -> Markup:
-    """A line chart of one logged metric."""
-    return Markup(line_chart(title, Series(title, [points]), x_label=x_label))
 
 
 def _success(evaluation: dict[str, Any]) -> str:

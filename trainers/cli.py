@@ -1,4 +1,7 @@
-"""``cua train sft|dpo|grpo --config FILE.yaml [--set path.to.field=value] [--resume]``."""
+"""``cua train sft|dpo|grpo|heldout --config FILE.yaml [--set path.to.field=value] [--resume]``.
+
+One command group over SFT/DPO (``trainers.training``) and GRPO (``trainers.grpo``), so it
+lives above both: ``trainers.training`` imports nothing of ``trainers.grpo``."""
 
 from __future__ import annotations
 
@@ -67,7 +70,7 @@ _DOC = ("{what} Reads the store's {fmt} export (collecting oracle data into an e
 
 
 def register(app: typer.Typer) -> None:
-    """Add `cua train sft` and `cua train dpo` to the CLI."""
+    """Add `cua train sft|dpo|grpo|heldout` to the CLI."""
     train_app = typer.Typer(help="Train a policy: on the store's exports (sft, dpo: TRL) or online (grpo).", no_args_is_help=True)
     train_app.command("sft")(config_command(SFTConfig, run_sft, name="train sft", doc=_DOC.format(
         what="Supervised fine-tuning on TRL's SFTTrainer.", fmt="SFT", kind="sft")))
