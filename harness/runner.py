@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ConfigDict, Field, field_validator
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.agents.base import Agent
+from harness.agents.base import Agent, PromptedAgent
 from harness.env_providers import (
     EnvOptions,
     EnvPlacement,
@@ -142,7 +142,7 @@ def episode_specs(task_ids: Iterable[str], episodes: int, seed: int, *, first_in
 
 def wants_elements(agent: Agent) -> bool:
     """Whether an agent's prompt shows the element list (a model agent in an element mode)."""
-    return bool(getattr(getattr(agent, "prompts", None), "with_elements", False))
+    return isinstance(agent, PromptedAgent) and agent.prompts.with_elements
 
 
 async def _maybe_await(value: Any) -> None:

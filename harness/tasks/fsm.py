@@ -212,6 +212,11 @@ class FSMTask(Task):
         return sites
 
     @property
+    def site_spec(self) -> SiteSpec | None:
+        """The spec of a site outside the library this task runs on (None: a library site)."""
+        return self._site_spec
+
+    @property
     def session_id(self) -> str | None:
         """The site-server session of the current episode (None before setup)."""
         return self._session
