@@ -18,7 +18,8 @@ import asyncio
 import itertools
 import json
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from fsm_sites.serving.client import LocalSiteClient, SiteClient, SiteUnavailable
@@ -27,6 +28,8 @@ from harness.tasks.base import ClosablePage, PageReader
 from sandboxes.base import ReadsAfterActions, ReportsAddress
 from sandboxes.errors import SandboxError, SandboxEvaluationError
 from sandboxes.origins import origin_of
+
+T = TypeVar("T")
 
 SETTLE_TIMEOUT_S = 5.0
 # What the harness reads of the page (site.js's window.__fsm): `swapped` says the page shows
@@ -229,7 +232,7 @@ def _report_address(browser: PageReader, address: object) -> None:
         browser.show_address(address)
 
 
-async def site_call(call: Any) -> Any:
+async def site_call(call: Awaitable[T]) -> T:
     """Await a site-client call; a server that cannot be reached is an infrastructure error."""
     try:
         return await call

@@ -85,7 +85,7 @@ def make_variants(task_id: str, *, seed: int = 0) -> list[TaskSpec]:
         if fired is None:
             return []
         middle = fired[1]
-    kind: Literal["named", "state", "expr"] = getattr(base, "goal_kind", "named")
+    kind: Literal["named", "state", "expr"] = base.goal_kind if isinstance(base, TaskSpec) else "named"
     variants = []
     if machine.distance(middle, goal) == len(path) - half:
         variants.append(TaskSpec(
