@@ -33,6 +33,7 @@ import aiohttp
 from harness.agents.base import Agent
 from trainers.errors import ConfigError, EndpointError, MissingExtraError
 from trainers.grpo.config import GRPOConfig
+from trainers.models.policy import AdaptedModel
 
 if TYPE_CHECKING:
     from harness.agents.model import ModelAgent
@@ -77,7 +78,7 @@ class OpenAIBackend:
         if target.exists():
             shutil.rmtree(target)
 
-        if hasattr(policy.model, "get_base_model"):
+        if isinstance(policy.model, AdaptedModel):
             raise ConfigError("rollout.backend: expected finetune: full with the openai backend (the "
                               "server reloads whole checkpoints), got LoRA adapters; use backend: hf")
 
@@ -153,7 +154,7 @@ def engine_weights(model: Any) -> dict[str, Any]:
     """``model``'s current weights under the names its checkpoint files use (what an engine's
     ``load_weights`` reads: transformers' own save-time renaming); a peft model's LoRA deltas
     are added to their base weights in new tensors, the policy's own left as they are."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = model.get_base_model() if isinstance(model, AdaptedModel) else model
     lora_layers = {name: module for name, module in base.named_modules()
                    if hasattr(module, "base_layer") and hasattr(module, "get_delta_weight")}
     weights: dict[str, Any] = {}

@@ -27,6 +27,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from trainers.models.policy import AdaptedModel
+
 if TYPE_CHECKING:
     import torch
 
@@ -49,7 +51,7 @@ def shard(model: Any, device_type: str, world: int) -> None:
 
 
 def _no_split(model: Any) -> list[str]:
-    for candidate in (model, getattr(model, "get_base_model", lambda: None)()):
+    for candidate in (model, model.get_base_model() if isinstance(model, AdaptedModel) else None):
         names = getattr(candidate, "_no_split_modules", None)
         if names:
             return list(names)
