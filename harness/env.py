@@ -36,12 +36,13 @@ from harness.actions import (
     replace_surrogates,
     short_repr,
 )
+from harness.codecs.base import ActionCodec, CodecLike
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
 from harness.prompts import named_element
 from harness.resources import TaskResources
 from harness.rewards import REWARD_MODES, RewardMode, step_reward
-from harness.tasks.base import Task, TaskSetup, Validation
+from harness.tasks.base import JumpableTask, Task, TaskSetup, Validation
 from sandboxes.base import Browser, Sandbox, Screenshot, UIElement
 
 T = TypeVar("T")
@@ -57,7 +58,7 @@ def dict_error(action: object, exc: ValidationError) -> str:
     return f"expected an action dict, got {short_repr(action, 200)}: {exc.errors()[0]['msg']}"
 
 
-def resolve_codec(codec: Any) -> Any:
+def resolve_codec(codec: CodecLike) -> ActionCodec:
     """A codec object from a name ("qwen", "uitars", "pyautogui", "json") or an object."""
     if codec is None or isinstance(codec, str):
         from harness.codecs import get_codec
@@ -86,7 +87,7 @@ class Env(Protocol):
                     options: dict[str, Any] | None = None) -> tuple[Observation, ResetInfo]:
         """Start an episode."""
 
-    async def step(self, action: AgentAction | str | dict, *, codec: Any = None) -> StepResult:
+    async def step(self, action: AgentAction | str | dict, *, codec: CodecLike = None) -> StepResult:
         """Act, judge, observe."""
 
     async def oracle_action(self) -> Action | None:
@@ -102,6 +103,16 @@ class Env(Protocol):
         """End the episode and release what the env holds for it."""
 
 
+@runtime_checkable
+class DecodingEnv(Env, Protocol):
+    """An env that decodes the agent's text here, with a codec it shows (``AsyncEnv``); a
+    served env's text is decoded by its server."""
+
+    @property
+    def codec(self) -> ActionCodec:
+        """The codec that decodes text actions when the step names none."""
+
+
 class AsyncEnv:
     """One task in one sandbox. ``reset`` starts an episode; ``step`` acts and judges.
 
@@ -115,7 +126,7 @@ class AsyncEnv:
         sandbox: Sandbox,
         *,
         resources: TaskResources | None = None,
-        codec: Any = None,
+        codec: CodecLike = None,
         max_steps: int | None = None,
         reward: RewardMode = "outcome",
         elements: bool = False,
@@ -146,7 +157,7 @@ class AsyncEnv:
         self.step_timeout_s = step_timeout_s
         self.reset_timeout_s = reset_timeout_s
         self._codec_spec = codec
-        self._codec: Any = None
+        self._codec: ActionCodec | None = None
         self._setup: TaskSetup | None = None
         self._episode_id = ""
         self._steps = 0
@@ -159,7 +170,7 @@ class AsyncEnv:
         return self.task.id
 
     @property
-    def codec(self) -> Any:
+    def codec(self) -> ActionCodec:
         """The codec that decodes text actions (resolved on first use; default "json")."""
         if self._codec is None:
             self._codec = resolve_codec(self._codec_spec)
@@ -208,7 +219,7 @@ class AsyncEnv:
         )
         return obs, info
 
-    async def step(self, action: AgentAction | str | dict, *, codec: Any = None) -> StepResult:
+    async def step(self, action: AgentAction | str | dict, *, codec: CodecLike = None) -> StepResult:
         """Act, judge, observe. Text is decoded with ``codec`` (default: the env's codec);
         an element action is resolved to a click at its element's centre; agent errors
         don't raise."""
@@ -257,15 +268,15 @@ class AsyncEnv:
     @property
     def can_jump(self) -> bool:
         """Whether the task can move its live episode straight to a state (FSM sites)."""
-        return self._setup is not None and callable(getattr(self.task, "jump", None))
+        return self._setup is not None and isinstance(self.task, JumpableTask)
 
     async def jump(self, state_key: str, *, steps: int) -> tuple[Observation, str]:
         """Move the live episode straight to ``state_key`` (no replay) as if ``steps`` steps
         had been taken; returns the new observation and the state key reached."""
-        if not self.can_jump:
+        if not self.can_jump or not isinstance(self.task, JumpableTask):
             raise ConfigError(f"expected a task that can jump (an FSM task after reset), got "
                               f"{self.task.id!r}; restore by replay instead")
-        reached = await self._timed(self.task.jump(self.sandbox, state_key),  # type: ignore[attr-defined]
+        reached = await self._timed(self.task.jump(self.sandbox, state_key),
                                     self.reset_timeout_s, "jump")
         self._steps = steps
         return await self.observe(), reached
@@ -312,7 +323,7 @@ class AsyncEnv:
         return _Capture(shot, tuple(await self.sandbox.elements()))
 
     def _decode(self, action: AgentAction | str | dict,
-                codec: Any) -> tuple[AgentAction | None, str | None, str | None]:
+                codec: ActionCodec) -> tuple[AgentAction | None, str | None, str | None]:
         """(action, source text, agent error) for whatever the agent handed over."""
         assert self._last_obs is not None
         size = (self._last_obs.width, self._last_obs.height)

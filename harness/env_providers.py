@@ -160,7 +160,7 @@ def sandbox_request(request: SandboxRequest, kind: SandboxKind | None,
         request = request.model_copy(update={"viewport": viewport})
     if kind is None or kind == request.kind:
         return request
-    kinds = tuple(getattr(sandboxes, "kinds", ()))
+    kinds = tuple(sandboxes.kinds)
     if kinds and kind not in kinds:
         raise ConfigError(f"--sandbox: expected a kind {type(sandboxes).__name__} makes "
                           f"({', '.join(kinds)}), got {kind!r}; pick one of those or a provider "

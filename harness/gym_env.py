@@ -14,6 +14,7 @@ import numpy as np
 from gymnasium import spaces
 
 from harness.actions import Action
+from harness.codecs.base import CodecLike
 from harness.env import DEFAULT_STEP_TIMEOUT_S, AsyncEnv
 from harness.observation import Observation, ResetInfo, StepInfo
 from harness.resources import TaskResources
@@ -67,7 +68,7 @@ class GymEnv(gymnasium.Env):
         task: Task | str,
         *,
         provider: SandboxProvider | None = None,
-        codec: Any = None,
+        codec: CodecLike = None,
         max_steps: int | None = None,
         reward: RewardMode = "outcome",
         step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,

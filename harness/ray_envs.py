@@ -29,6 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.actions import Action, AgentAction
+from harness.codecs.base import CodecLike
 from harness.env import Env, StepResult
 from harness.env_providers import EnvOptions, EnvProvider, ProviderContext, make_env_provider
 from harness.errors import ConfigError, EnvHostLost, InfrastructureError
@@ -172,10 +174,10 @@ class RayEnv:
                     options: dict[str, Any] | None = None) -> tuple[Observation, ResetInfo]:
         return await self._call("reset", seed=seed, options=options)
 
-    async def step(self, action: Any, *, codec: Any = None) -> StepResult:
+    async def step(self, action: AgentAction | str | dict, *, codec: CodecLike = None) -> StepResult:
         return await self._call("step", action, codec=codec)
 
-    async def oracle_action(self) -> Any:
+    async def oracle_action(self) -> Action | None:
         return await self._call("oracle_action")
 
     async def jump(self, state_key: str, *, steps: int) -> tuple[Observation, str]:

@@ -24,16 +24,15 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.actions import duration_s, parse_action
-from harness.agents.base import Agent, AgentContext, AgentStep, Turn
+from harness.actions import ClickElement, duration_s, parse_action
+from harness.agents.base import Agent, AgentContext, AgentStep, CodecAgent, Turn
+from harness.codecs.base import ActionCodec
+from harness.env import DecodingEnv, Env, resolve_codec
 from harness.errors import EpisodeTimeout, InfrastructureError
 from harness.observation import Observation, ResetInfo, StepInfo
 from harness.rewards import episode_progress
-
-if TYPE_CHECKING:
-    from harness.env import Env
 
 
 @dataclass(frozen=True)
@@ -157,16 +156,17 @@ async def rollout(env: Env, agent: Agent, sinks: Sequence[RolloutSink] = (), *,
     return episode
 
 
-def _planned_seconds(decision: AgentStep, codec: Any, obs: Observation) -> float | None:
+def _planned_seconds(decision: AgentStep, codec: ActionCodec | None, obs: Observation) -> float | None:
     """The time the decided action takes by design, known before it runs (None: unknown)."""
     action = decision.action
     if action is None:
         if decision.text is None or codec is None:
             return None
         try:
-            action = codec.decode(decision.text, size=(obs.width, obs.height))
+            decoded = codec.decode(decision.text, size=(obs.width, obs.height))
         except Exception:  # noqa: BLE001 - the env reports the agent's mistake, not us
             return 0.0
+        return 0.0 if isinstance(decoded, ClickElement) else duration_s(decoded)
     return duration_s(action)
 
 
@@ -186,7 +186,8 @@ async def _run(env: Env, agent: Agent, sinks: Sequence[RolloutSink], seed: int |
     episode = state["episode"] = Episode(env.task_id, seed, index, env, start, reset_info, history)
     ctx = AgentContext.for_episode(env.task_id, seed, index, env=env)
     ctx.history = list(history)
-    codec = getattr(agent, "codec", None)
+    codec = agent.codec if isinstance(agent, CodecAgent) else None
+    decoder = resolve_codec(codec) if codec is not None else env.codec if isinstance(env, DecodingEnv) else None
     for sink in sinks:
         await sink.on_start(episode)
     obs, ended = start, False
@@ -201,7 +202,7 @@ async def _run(env: Env, agent: Agent, sinks: Sequence[RolloutSink], seed: int |
         act = decision.action if decision.action is not None else decision.text
         # A wait's (or typing's) time is not a hang: the limit moves by it before the step
         # runs, or after it where only the env could decode the text.
-        planned = _planned_seconds(decision, codec or getattr(env, "codec", None), obs)
+        planned = _planned_seconds(decision, decoder, obs)
         _extend(limit, planned or 0.0)
         after, reward, terminated, truncated, info = await env.step(
             act if act is not None else "", codec=codec)

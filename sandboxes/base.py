@@ -136,6 +136,24 @@ class Browser(Sandbox, Protocol):
 
 
 @runtime_checkable
+class ReadsAfterActions(Protocol):
+    """A browser that can answer a task's read from the round trip that ends each action
+    (``BrowserSandbox``), which saves the task a round trip per step."""
+
+    def read_after_actions(self, expression: str | None) -> None:
+        """Evaluate ``expression`` at the end of every action (None: stop)."""
+
+
+@runtime_checkable
+class ReportsAddress(Protocol):
+    """A browser whose page may report its address itself while its URL stays behind
+    (``BrowserSandbox``; an FSM site showing its pages in place)."""
+
+    def show_address(self, url: str) -> None:
+        """Take ``url`` as the page's URL until the page's own URL changes."""
+
+
+@runtime_checkable
 class SandboxProvider(Protocol):
     """Makes sandboxes and owns what they share; whoever made the provider closes it."""
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-from typing import Any, Literal
+from typing import Literal
 
 from sandboxes.actions import Action
 from sandboxes.base import Sandbox, SandboxKind, SandboxRequest, Screenshot, UIElement
@@ -77,6 +77,12 @@ class IsolatedBrowser:
     async def elements(self) -> list[UIElement]:
         return await self.inner.elements()
 
+    def read_after_actions(self, expression: str | None) -> None:
+        self.inner.read_after_actions(expression)
+
+    def show_address(self, url: str) -> None:
+        self.inner.show_address(url)
+
     @property
     def url(self) -> str:
         return self.inner.url
@@ -94,7 +100,7 @@ class IsolatedBrowser:
             if self._on_close is not None:
                 self._on_close(self)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
 
 
@@ -153,12 +159,12 @@ class IsolatedProvider:
                               f"{request.kind!r}; use a provider that has it")
         if request.kind == "desktop":
             return await self.new_desktop(request)
-        overrides: dict[str, Any] = {}
+        overrides: dict[str, object] = {}
         if request.viewport is not None:
             overrides = {"viewport_width": request.viewport[0], "viewport_height": request.viewport[1]}
         return await self.new_browser(**overrides)
 
-    async def new_browser(self, **overrides: Any) -> IsolatedBrowser:
+    async def new_browser(self, **overrides: object) -> IsolatedBrowser:
         """A new isolated browser sandbox (its Chromium started); ``overrides`` are
         per-sandbox ``BrowserConfig`` fields. Call ``reset`` before using it."""
         await self.start()

@@ -13,8 +13,6 @@ it, and one provider can serve many runs::
 
 from __future__ import annotations
 
-from typing import Any
-
 from sandboxes.base import Sandbox, SandboxKind, SandboxRequest
 from sandboxes.browser.config import BrowserConfig
 from sandboxes.browser.host import BrowserHost
@@ -57,12 +55,12 @@ class LocalProvider:
             )
         if request.kind == "desktop":
             return await self.new_desktop(request)
-        overrides: dict[str, Any] = {}
+        overrides: dict[str, int] = {}
         if request.viewport is not None:
             overrides = {"viewport_width": request.viewport[0], "viewport_height": request.viewport[1]}
-        return await self.new_browser(**overrides)
+        return await self.new_browser(None, **overrides)
 
-    async def new_browser(self, config: BrowserConfig | None = None, **overrides: Any) -> BrowserSandbox:
+    async def new_browser(self, config: BrowserConfig | None = None, **overrides: object) -> BrowserSandbox:
         """A new browser sandbox; per-sandbox ``overrides`` (e.g. image_format="jpeg") are
         validated against ``BrowserConfig``. Call ``reset`` before using it."""
         if self._closed:

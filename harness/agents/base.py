@@ -17,11 +17,12 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.actions import Action
+from harness.codecs.base import CodecLike
 from harness.observation import Observation
 from harness.prompts import Message, Prompt, PromptBuilder
 
@@ -66,7 +67,7 @@ class AgentStep(BaseModel):
         """A step holding only an action or only model text."""
         return cls(text=decision) if isinstance(decision, str) else cls(action=decision)
 
-    def training_fields(self) -> dict[str, Any]:
+    def training_fields(self) -> dict[str, object]:
         """The fields beyond the decision that are set (for step records)."""
         return self.model_dump(exclude={"action", "text"}, exclude_none=True)
 
@@ -77,7 +78,7 @@ class Turn:
 
     observation: Observation  # what the agent saw when it decided
     step: AgentStep  # what it decided
-    action: dict[str, Any] | None  # what the env executed (None: the text did not parse)
+    action: dict[str, object] | None  # what the env executed (None: the text did not parse)
 
 
 def episode_rng(task_id: str, seed: int | None, index: int) -> random.Random:
@@ -101,7 +102,7 @@ class AgentContext:
     env: Env | None = None
     history: list[Turn] = field(default_factory=list)
     rng: random.Random = field(default_factory=random.Random)
-    memory: dict[str, Any] = field(default_factory=dict)
+    memory: dict[str, object] = field(default_factory=dict)
 
     @classmethod
     def for_episode(cls, task_id: str, seed: int | None, index: int = 0,
@@ -129,8 +130,8 @@ def episode_prompt(builder: PromptBuilder, obs: Observation, history: list[Turn]
 class Agent(Protocol):
     """Anything that maps an observation to an :class:`AgentStep`.
 
-    An agent that answers in text may carry a ``codec`` attribute (model agents do): the
-    runner then has the env decode its text with that codec, whatever its config says.
+    An agent that answers in text may carry a ``codec`` (a :class:`CodecAgent`; model agents
+    do): the runner then has the env decode its text with that codec, whatever its config says.
     """
 
     name: str
@@ -153,6 +154,16 @@ def wants_elements(agent: Agent) -> bool:
     """Whether ``agent`` asks for the element list in its observations; an agent that
     declares nothing (scripted, oracle, random) does not."""
     return isinstance(agent, ElementsAgent) and agent.wants_elements
+
+
+@runtime_checkable
+class CodecAgent(Agent, Protocol):
+    """An agent that answers in text in a codec of its own (model agents): the rollout has
+    the env decode its text with that codec, whatever the env's config says."""
+
+    @property
+    def codec(self) -> CodecLike:
+        """The codec (or its name) the agent's text is in; None: the env's."""
 
 
 @runtime_checkable

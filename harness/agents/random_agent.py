@@ -69,8 +69,9 @@ class RandomAgent:
         kind = rng.choices(self._types, self._weights)[0]
         x, y = rng.randrange(width), rng.randrange(height)
         if kind in ("click", "double_click", "right_click", "move"):
-            cls = {"click": Click, "double_click": DoubleClick, "right_click": RightClick,
-                   "move": Move}[kind]
+            points: dict[str, type[Click | DoubleClick | RightClick | Move]] = {
+                "click": Click, "double_click": DoubleClick, "right_click": RightClick, "move": Move}
+            cls = points[kind]
             return cls(x=x, y=y)
         if kind == "drag":
             return Drag(x=x, y=y, to_x=rng.randrange(width), to_y=rng.randrange(height))

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.actions import Action
-from harness.agents.base import Agent, AgentContext, AgentStep
+from harness.agents.base import Agent, AgentContext, AgentStep, CodecAgent
+from harness.codecs.base import CodecLike
 from harness.observation import Observation
 
 _POSITION = "scripted.position"
@@ -21,16 +22,16 @@ class ScriptedAgent:
         self.steps = [s if isinstance(s, AgentStep) else AgentStep(action=s) for s in steps]
         self.then = then
         if then is not None:
-            self.name = getattr(then, "name", "scripted")
+            self.name = then.name
 
     @property
-    def codec(self) -> object:
+    def codec(self) -> CodecLike:
         """The codec of the agent handed over to (the env decodes its text with it)."""
-        return getattr(self.then, "codec", None)
+        return self.then.codec if isinstance(self.then, CodecAgent) else None
 
     async def act(self, obs: Observation, ctx: AgentContext) -> AgentStep:
         position = ctx.memory.get(_POSITION, 0)
-        if position < len(self.steps):
+        if isinstance(position, int) and position < len(self.steps):
             ctx.memory[_POSITION] = position + 1
             return self.steps[position]
         if self.then is None:

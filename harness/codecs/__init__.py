@@ -12,7 +12,6 @@ Decoders parse (JSON or ``ast``); nothing a model writes is ever executed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -32,7 +31,7 @@ _FACTORIES: dict[str, Callable[[CodecOptions], ActionCodec]] = {
 CODECS: tuple[str, ...] = tuple(_FACTORIES)
 
 
-def get_codec(name: str, **options: Any) -> ActionCodec:
+def get_codec(name: str, **options: object) -> ActionCodec:
     """The codec called ``name``; ``options`` are :class:`CodecOptions` fields."""
     if name not in _FACTORIES:
         raise ConfigError(

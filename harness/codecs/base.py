@@ -13,7 +13,7 @@ validation and errors the same way:
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -72,6 +72,11 @@ class ActionCodec(Protocol):
     def decode(self, text: str, *, size: Size | None = None) -> AgentAction: ...
 
     def prompt(self) -> str: ...
+
+
+#: What a codec parameter takes: a codec, a codec's name ("qwen", "uitars", ...), or None
+#: for the default (``harness.env.resolve_codec`` makes the object).
+CodecLike: TypeAlias = ActionCodec | str | None
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:

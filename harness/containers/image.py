@@ -15,11 +15,14 @@ import argparse
 import hashlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TextIO
 
 from harness.errors import ConfigError
 from sandboxes.errors import InfrastructureError
 from sandboxes.extras import import_extra
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 REPO = "cua-harness"
 INPUTS_LABEL = "cua.inputs"
@@ -56,8 +59,8 @@ def inputs_hash(root: Path, base_image: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def ensure_image(client: Any, base_image: str = DEFAULT_BASE_IMAGE, *,
-                 root: Path | None = None, log: Any = None) -> str:
+def ensure_image(client: DockerClient, base_image: str = DEFAULT_BASE_IMAGE, *,
+                 root: Path | None = None, log: TextIO | None = None) -> str:
     """The tag of the harness image for these inputs; built (with ``client``) when missing."""
     import docker.errors
 
@@ -88,7 +91,7 @@ def ensure_image(client: Any, base_image: str = DEFAULT_BASE_IMAGE, *,
     return tag
 
 
-def docker_client(timeout_s: float = 600.0) -> Any:
+def docker_client(timeout_s: float = 600.0) -> DockerClient:
     """A Docker SDK client from the environment (``DOCKER_HOST``), or a clear error."""
     docker = import_extra("docker", "docker", "the Docker engine (the Docker SDK for Python)")
     try:

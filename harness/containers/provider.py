@@ -29,7 +29,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -39,6 +39,10 @@ from harness.env_providers import EnvOptions, ProviderContext
 from harness.errors import ConfigError
 from harness.server.client import RemoteEnv, RemoteEnvs
 from sandboxes.errors import InfrastructureError
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+    from docker.models.containers import Container
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +98,7 @@ class Slot:
 
     def __init__(self, index: int) -> None:
         self.index = index
-        self.container: Any = None
+        self.container: Container | None = None
         self.remote: RemoteEnvs | None = None
         self.socket_dir: Path | None = None
         self.busy = 0
@@ -110,7 +114,7 @@ class Slot:
 class DockerEnvs:
     """Envs in containers of the harness image (see the module docstring)."""
 
-    def __init__(self, config: DockerConfig | None = None, *, client: Any = None) -> None:
+    def __init__(self, config: DockerConfig | None = None, *, client: DockerClient | None = None) -> None:
         self.config = config or DockerConfig()
         self._client = client
         self._token = secrets.token_urlsafe(24)
@@ -123,7 +127,7 @@ class DockerEnvs:
         self._started = False
 
     @property
-    def client(self) -> Any:
+    def client(self) -> DockerClient:
         if self._client is None:
             self._client = docker_client()
         return self._client
@@ -262,7 +266,7 @@ class DockerEnvs:
             raise
         slot.misses = 0
 
-    async def _wait_ready(self, container: Any, socket_dir: Path) -> RemoteEnvs:
+    async def _wait_ready(self, container: Container, socket_dir: Path) -> RemoteEnvs:
         remote = RemoteEnvs(f"unix:{socket_dir / 'env.sock'}", self._token)
         deadline = time.monotonic() + self.config.start_timeout_s
         try:
@@ -287,7 +291,7 @@ class DockerEnvs:
             await remote.close()
             raise
 
-    def _run_container(self, socket_dir: Path) -> Any:
+    def _run_container(self, socket_dir: Path) -> Container:
         """Start a container (in a thread); one the engine made but could not start is
         removed, and the engine's refusal raised as ours."""
         import docker.errors

@@ -28,7 +28,8 @@ from typing import Any
 import aiohttp
 from pydantic import ValidationError
 
-from harness.actions import Action, duration_s, parse_action, parse_agent_action
+from harness.actions import Action, AgentAction, duration_s, parse_action, parse_agent_action
+from harness.codecs.base import CodecLike
 from harness.env import Env, StepResult, dict_error, resolve_codec
 from harness.env_providers import EnvOptions, ProviderContext
 from harness.errors import ActionParseError, ConfigError
@@ -143,7 +144,7 @@ class RemoteEnv:
         self.session_id = meta.session_id
         return self._keep(envelope), meta.reset_info
 
-    async def step(self, action: Any, *, codec: Any = None) -> StepResult:
+    async def step(self, action: AgentAction | str | dict, *, codec: CodecLike = None) -> StepResult:
         payload, allowance = self._payload(action, codec)
         envelope = await self._observation("step", payload, self.options.step_timeout_s + allowance)
         meta = envelope.observation.metadata
@@ -176,7 +177,7 @@ class RemoteEnv:
 
     # ---- internals -----------------------------------------------------------------------
 
-    def _payload(self, action: Any, codec: Any) -> tuple[dict[str, Any], float]:
+    def _payload(self, action: AgentAction | str | dict, codec: CodecLike) -> tuple[dict[str, Any], float]:
         """(the step's action payload, its time allowance beyond the step timeout)."""
         if isinstance(action, str):
             if codec is None:

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.agents.base import Agent, AgentContext, AgentStep, Turn
+from harness.agents.base import Agent, AgentContext, AgentStep, CodecAgent, Turn
 from harness.agents.random_agent import RandomAgent
 from harness.agents.registry import check_agent
 from harness.agents.scripted import ScriptedAgent
+from harness.codecs.base import ActionCodec
 from harness.errors import InfrastructureError, RestoreMismatch
 from harness.rollout import Episode, RolloutSink, Transition, rollout
 from harness.store.index import TreeIndex
@@ -269,11 +270,12 @@ class Explorer:
             if len(path) > node.depth + 1:
                 self.store.add_flag(path[node.depth + 1].id, FLAG_OFF_PATH)
 
-    def _codec(self) -> Any:
+    def _codec(self) -> ActionCodec:
         """The codec that decodes the agent's text in this env (the env's, by default)."""
-        from harness.env import resolve_codec
+        from harness.env import DecodingEnv, resolve_codec
 
-        return resolve_codec(getattr(self.agent, "codec", None) or getattr(self.env, "codec", None))
+        own = self.agent.codec if isinstance(self.agent, CodecAgent) else None
+        return resolve_codec(own or (self.env.codec if isinstance(self.env, DecodingEnv) else None))
 
     def _out_of_steps(self) -> bool:
         """Step or time budget spent: ends a branch mid-way (unlike the episode budget, which

@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.actions import Click, ClickElement
 from harness.agents.base import AgentStep
+from harness.codecs.base import ActionCodec
 from harness.observation import Observation
 from harness.prompts import shown_labels
 
@@ -31,7 +32,7 @@ COMMON_NAMES = ("Next page", "Next", "Submit", "Continue", "Back", "Home", "Save
 
 
 def wrong_element_step(obs: Observation, rng: random.Random, taken: Collection[dict[str, Any]],
-                       codec: Any) -> tuple[AgentStep, ClickElement] | None:
+                       codec: ActionCodec) -> tuple[AgentStep, ClickElement] | None:
     """A wrong element-mode step at ``obs`` (see the module docstring) and the element action
     it holds, or None where the observation lists no element. ``taken``: the actions already
     tried at this node (clicks, and element actions drawn here before), which are not drawn

@@ -88,7 +88,7 @@ class StoreSink(RolloutSink):
         if not fields:
             return None
         steps = fields.pop("image_steps", None)
-        if steps is not None:
+        if isinstance(steps, list):
             fields["images"] = [self._blobs.get(step) for step in steps]
         return fields
 

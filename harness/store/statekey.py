@@ -7,8 +7,11 @@ from typing import Protocol
 
 
 class _HasScreenshot(Protocol):
-    screenshot: bytes
-    url: str | None
+    @property
+    def screenshot(self) -> bytes: ...
+
+    @property
+    def url(self) -> str | None: ...
 
 
 def state_key_for(obs: _HasScreenshot, fsm_state: str | None = None) -> str:

@@ -87,6 +87,26 @@ class Task(ABC):
         return None
 
 
+@runtime_checkable
+class JumpableTask(Protocol):
+    """A task that can move its live episode straight to a state, with no replay (FSM
+    tasks): what ``Env.jump`` (tree branches, restore) asks of a task."""
+
+    async def jump(self, sandbox: Sandbox, state_key: str) -> str:
+        """Show ``state_key`` in ``sandbox``'s page; returns the state key reached."""
+
+
+@runtime_checkable
+class DeclaresOracle(Protocol):
+    """A task that says whether it has an oracle (a suite where only some tasks do, or
+    whose ``cheat`` is always defined), rather than leaving it to whether it overrides
+    ``cheat``."""
+
+    @property
+    def has_oracle(self) -> bool:
+        """Whether ``cheat`` knows the next action."""
+
+
 class PageReader(Protocol):
     """What a task reads of a web page: a browser sandbox, or a desktop's windowed Chromium."""
 
@@ -108,7 +128,7 @@ def require_browser(sandbox: Sandbox, task_id: str) -> Browser:
     """``sandbox`` as a browser, or a ConfigError naming the task that needs one."""
     if not isinstance(sandbox, Browser):
         raise ConfigError(
-            f"expected a browser sandbox for task {task_id}, got a {getattr(sandbox, 'kind', type(sandbox).__name__)} "
+            f"expected a browser sandbox for task {task_id}, got a {sandbox.kind} "
             "sandbox; run it with --sandbox browser"
         )
     return sandbox
@@ -120,6 +140,6 @@ def require_desktop(sandbox: Sandbox, task_id: str) -> DesktopSandbox:
 
     if not isinstance(sandbox, DesktopSandbox):
         raise ConfigError(f"expected a desktop sandbox for task {task_id}, got a "
-                          f"{getattr(sandbox, 'kind', type(sandbox).__name__)} sandbox; "
+                          f"{sandbox.kind} sandbox; "
                           "run it with --sandbox desktop")
     return sandbox

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fsm_sites.engine.machine import Edge, Machine
 from fsm_sites.engine.state import State
@@ -44,12 +44,13 @@ from sandboxes.base import Sandbox, SandboxRequest
 from sandboxes.viewports import VIEWPORTS, parse_viewport
 
 if TYPE_CHECKING:
+    from fsm_sites.synthesis.tasks import TaskSpec
     from harness.resources import TaskResources
 
-def step_budget(task: Any) -> int:
+def step_budget(task: GoalTask | TaskSpec) -> int:
     """Steps an FSM task gets unless the caller sets a limit: room for the oracle's several
     actions per event (focus, select, type, Enter; scrolling) plus slack for an agent."""
-    difficulty = int(getattr(task, "difficulty", 0) or 8)
+    difficulty = task.difficulty or 8
     return 6 * difficulty + 6
 
 
@@ -73,11 +74,11 @@ class FSMTask(Task):
     #: the desktop viewport unless the task was given another (``viewport=``)
     sandbox_request = SandboxRequest(kind="browser", viewport=VIEWPORTS["desktop"])
 
-    def __init__(self, task: Any | Sequence[Any], sites: SiteClient | None = None, *,
+    def __init__(self, task: GoalTask | TaskSpec | Sequence[GoalTask | TaskSpec], sites: SiteClient | None = None, *,
                  name: str | None = None, site_spec: SiteSpec | None = None,
                  reuse_page: bool = True, viewport: tuple[int, int] | None = None,
                  prefetch: bool = False, take_events: bool = True) -> None:
-        self.choices: list[Any] = list(task) if isinstance(task, (list, tuple)) else [task]
+        self.choices: list[GoalTask | TaskSpec] = list(task) if isinstance(task, Sequence) else [task]
         if not self.choices:
             raise TaskError("expected at least one FSM task spec, got none")
         first = self.choices[0]
@@ -94,7 +95,7 @@ class FSMTask(Task):
         #: the settle instead of letting the page post them (``fsm_settle.hand_back``; it measured
         #: faster, see BENCHMARKS.md, issue 12). A remote server's page always posts them.
         self.take_events = take_events
-        self.task: Any = first
+        self.task: GoalTask | TaskSpec = first
         self.step_events: list[int] = []  # events each step sent (0 = a preparatory action)
         self._given_sites = sites  # None: the run's TaskResources.sites(), fetched per setup
         self._sites: SiteClient | None = sites
@@ -210,6 +211,11 @@ class FSMTask(Task):
 
                 await site_call(sites.add_site(load_site(self.task.site)))
         return sites
+
+    @property
+    def site_spec(self) -> SiteSpec | None:
+        """The spec of a site outside the library this task runs on (None: a library site)."""
+        return self._site_spec
 
     @property
     def session_id(self) -> str | None:
@@ -355,7 +361,7 @@ TASK_FILE_SEP = "#"
 VIEWPORT_SEP = "@"
 
 
-def _file_tasks(path: str) -> dict[str, Any]:
+def _file_tasks(path: str) -> dict[str, TaskSpec]:
     """The tasks of a `cua tasks synth` JSONL file by id; a clear error if it is missing."""
     if not Path(path).is_file():
         raise TaskError(f"expected a tasks file written by `cua tasks synth`, got {path!r}, "
@@ -364,7 +370,7 @@ def _file_tasks(path: str) -> dict[str, Any]:
 
 
 @cache
-def _read_tasks(path: str, mtime_ns: int) -> dict[str, Any]:
+def _read_tasks(path: str, mtime_ns: int) -> dict[str, TaskSpec]:
     """Parsed once per file version: the registry asks for every task id of the file."""
     from fsm_sites.synthesis.tasks import load_tasks
 

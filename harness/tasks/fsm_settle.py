@@ -18,14 +18,18 @@ import asyncio
 import itertools
 import json
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from fsm_sites.serving.client import LocalSiteClient, SiteClient, SiteUnavailable
 from harness.errors import PageLeft, TaskError
 from harness.tasks.base import ClosablePage, PageReader
+from sandboxes.base import ReadsAfterActions, ReportsAddress
 from sandboxes.errors import SandboxError, SandboxEvaluationError
 from sandboxes.origins import origin_of
+
+T = TypeVar("T")
 
 SETTLE_TIMEOUT_S = 5.0
 # What the harness reads of the page (site.js's window.__fsm): `swapped` says the page shows
@@ -74,11 +78,10 @@ async def prepare_page(browser: PageReader, sites: SiteClient, *, take_events: b
     prefetches as asked, and a page swapped in leaves the browser's URL as it is when the
     sandbox reports the page's address itself (``show_address``). A kept page keeps what
     it had, so all are set every time."""
-    read_after_actions = getattr(browser, "read_after_actions", None)
-    if read_after_actions is not None:
-        read_after_actions(_NOW)
+    if isinstance(browser, ReadsAfterActions):
+        browser.read_after_actions(_NOW)
     take = "true" if take_events and isinstance(sites, LocalSiteClient) else "false"
-    addressing = "false" if callable(getattr(browser, "show_address", None)) else "true"
+    addressing = "false" if isinstance(browser, ReportsAddress) else "true"
     also = " window.__fsm.setPrefetch(true);" if prefetch else ""
     await _read(browser, "(() => { const f = window.__fsm; if (!f) return false;"
                          f" if (f.handOver) f.handOver({take}); if (f.setAddressing) f.setAddressing({addressing});"
@@ -225,12 +228,11 @@ def _with_marker(address: str, marker: str) -> str:
 def _report_address(browser: PageReader, address: object) -> None:
     """Tell a sandbox that reports the page's address itself (``show_address``) what the
     page shows, since the browser's own URL stays behind (``prepare_page``)."""
-    show_address = getattr(browser, "show_address", None)
-    if callable(show_address) and isinstance(address, str):
-        show_address(address)
+    if isinstance(browser, ReportsAddress) and isinstance(address, str):
+        browser.show_address(address)
 
 
-async def site_call(call: Any) -> Any:
+async def site_call(call: Awaitable[T]) -> T:
     """Await a site-client call; a server that cannot be reached is an infrastructure error."""
     try:
         return await call

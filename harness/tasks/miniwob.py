@@ -34,7 +34,7 @@ from harness.actions import Action, Click
 from harness.errors import TaskError
 from harness.resources import miniwob_html
 from harness.tasks.base import PageReader, Task, TaskSetup, Validation, require_browser
-from sandboxes.base import Sandbox, SandboxRequest
+from sandboxes.base import ReadsAfterActions, Sandbox, SandboxRequest
 from sandboxes.origins import origin_of
 
 if TYPE_CHECKING:
@@ -148,9 +148,8 @@ class MiniWoBTask(Task):
         await browser.reset(url)  # the start URL's origin is allowed, and no other
         instruction = await self.start_episode(browser, seed=seed)
         self._start_url = browser.url.partition("#")[0]
-        read_after_actions = getattr(browser, "read_after_actions", None)
-        if read_after_actions is not None:  # validate's read rides on each action's last trip
-            read_after_actions(STATE_JS)
+        if isinstance(browser, ReadsAfterActions):  # validate's read rides on each action's last trip
+            browser.read_after_actions(STATE_JS)
         origin = origin_of(url)
         return TaskSetup(instruction=instruction, start_url=url,
                          allowed_origins=(origin,) if origin else ())

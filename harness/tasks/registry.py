@@ -18,7 +18,7 @@ from functools import cache
 from typing import Protocol, runtime_checkable
 
 from harness.errors import UnknownTaskError, did_you_mean
-from harness.tasks.base import Task
+from harness.tasks.base import DeclaresOracle, Task
 from sandboxes.extras import require_extra
 
 
@@ -31,6 +31,26 @@ class TaskSuite(Protocol):
 
     def make(self, name: str) -> Task:
         """A fresh task object for ``name`` (one per episode is fine: they are cheap)."""
+
+
+@runtime_checkable
+class ExpandingSuite(TaskSuite, Protocol):
+    """A suite where one name may stand for several tasks (e.g. a tasks file)."""
+
+    def expand(self, name: str) -> Sequence[str] | None:
+        """The task names ``name`` stands for, or None where it names one task."""
+
+
+@runtime_checkable
+class CheckingSuite(TaskSuite, Protocol):
+    """A suite whose names are too many or too costly to list (every goal of every site):
+    it checks a name itself and says what a mistyped one is matched against."""
+
+    def accepts(self, name: str) -> bool:
+        """Whether ``name`` is one of the suite's tasks."""
+
+    def candidates(self, name: str) -> Sequence[str]:
+        """The names a mistyped ``name`` is matched against for a "did you mean"."""
 
 
 #: prefix -> "module:function"; the function takes no argument and returns a TaskSuite.
@@ -132,29 +152,25 @@ def suite_tasks(spec: str) -> list[Task]:
 
 def task_has_oracle(task: Task) -> bool:
     """True when the task defines an oracle (overrides ``cheat`` or says so)."""
-    declared = getattr(task, "has_oracle", None)
-    if isinstance(declared, bool):
-        return declared
+    if isinstance(task, DeclaresOracle):
+        return task.has_oracle
     return type(task).cheat is not Task.cheat
 
 
 def _expand(suite: TaskSuite, name: str) -> list[str]:
     """A suite may let one name stand for several tasks (e.g. a tasks file) via ``expand``."""
-    expand = getattr(suite, "expand", None)
-    expanded = expand(name) if expand is not None else None
+    expanded = suite.expand(name) if isinstance(suite, ExpandingSuite) else None
     return list(expanded) if expanded else [name]
 
 
 def _check_names(names: list[str], suite: TaskSuite, prefix: str) -> None:
-    accepts = getattr(suite, "accepts", None)
-    if accepts is not None:
-        unknown = [n for n in names if not accepts(n)]
+    if isinstance(suite, CheckingSuite):
+        unknown = [n for n in names if not suite.accepts(n)]
     else:
         known = set(suite.names())
         unknown = [n for n in names if n not in known]
     if unknown:
-        candidates = getattr(suite, "candidates", None)
-        near = candidates(unknown[0]) if candidates is not None else suite.names()
+        near = suite.candidates(unknown[0]) if isinstance(suite, CheckingSuite) else suite.names()
         raise UnknownTaskError(
             f"expected a task of suite {prefix!r}, got {unknown[0]!r}{did_you_mean(unknown[0], near)}; "
             f"list the suite's tasks with `cua tasks list {prefix}`"

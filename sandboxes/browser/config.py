@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -64,7 +64,7 @@ class BrowserConfig(BaseModel):
         description="extra sleep after each action, for pages that animate before they settle",
     )
 
-    def with_overrides(self, overrides: dict[str, Any]) -> BrowserConfig:
+    def with_overrides(self, overrides: dict[str, object]) -> BrowserConfig:
         """A copy with per-sandbox ``overrides`` validated; host fields may not change."""
         host_keys = sorted(HOST_FIELDS & overrides.keys())
         if host_keys:
@@ -75,7 +75,7 @@ class BrowserConfig(BaseModel):
         return load_browser_config({**self.model_dump(), **overrides})
 
 
-def load_browser_config(data: dict[str, Any]) -> BrowserConfig:
+def load_browser_config(data: dict[str, object]) -> BrowserConfig:
     """Validate ``data`` into a BrowserConfig, naming every bad field in one error."""
     try:
         return BrowserConfig.model_validate(data)

@@ -13,7 +13,7 @@ import asyncio
 import os
 import uuid
 import weakref
-from typing import Any, Protocol
+from typing import Protocol
 
 from playwright.async_api import Browser, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
@@ -62,7 +62,7 @@ class BrowserHost:
         """Track a sandbox made on this host, so that ``close`` closes it too."""
         self._sandboxes.add(sandbox)
 
-    def sandbox_config(self, config: BrowserConfig | None, overrides: dict[str, Any]) -> BrowserConfig:
+    def sandbox_config(self, config: BrowserConfig | None, overrides: dict[str, object]) -> BrowserConfig:
         """The config of a new sandbox: ``config`` (default: the host's) with per-sandbox
         ``overrides`` validated; host fields must match the host's."""
         base = config or self.config

@@ -25,7 +25,6 @@ trip; the value counts only when nothing (a javascript: URL, a navigation) ran a
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from playwright.async_api import CDPSession
 from playwright.async_api import Error as PlaywrightError
@@ -35,7 +34,7 @@ from sandboxes.origins import is_allowed
 #: Action types that cannot start a navigation and so skip the CDP round trip.
 NON_NAVIGATING = frozenset({"done", "wait", "move", "scroll"})
 #: The cheapest round trip to the renderer's main thread: a flush of the events before it.
-_FLUSH = {"expression": "0"}
+_FLUSH: dict[str, object] = {"expression": "0"}
 #: Settles once the page has run the tasks queued before it (a javascript: URL's among them).
 _NEXT_TASK = {"expression": "new Promise(resolve => setTimeout(resolve, 0))", "awaitPromise": True}
 #: What ``after_action`` returns when it read nothing that still holds.
@@ -108,7 +107,7 @@ class NavigationWatcher:
             await self._settled.wait()
         return value
 
-    async def _round_trip(self, params: dict[str, Any]) -> dict[str, Any] | None:
+    async def _round_trip(self, params: dict[str, object]) -> dict[str, object] | None:
         try:
             return await self._cdp.send("Runtime.evaluate", params)
         except PlaywrightError as exc:
@@ -126,13 +125,13 @@ class NavigationWatcher:
         opened, self.opened = self.opened, []
         return opened
 
-    def _on_requested(self, params: dict[str, Any]) -> None:
+    def _on_requested(self, params: dict[str, object]) -> None:
         if (
             params.get("frameId") != self._main_frame_id
             or params.get("disposition") != "currentTab"
         ):
             return
-        url = params.get("url", "")
+        url = str(params.get("url", ""))
         if url.lower().startswith("javascript:"):
             self._script_url_queued = True  # runs script in place; no document load follows
             return
@@ -142,22 +141,24 @@ class NavigationWatcher:
         else:
             self.note_blocked(url)
 
-    def _on_scheduled(self, params: dict[str, Any]) -> None:
+    def _on_scheduled(self, params: dict[str, object]) -> None:
         url = str(params.get("url", ""))
         if params.get("frameId") == self._main_frame_id and url.lower().startswith("javascript:"):
             self._script_url_queued = True
 
-    def _on_settled(self, params: dict[str, Any]) -> None:
+    def _on_settled(self, params: dict[str, object]) -> None:
         frame = params.get("frameId")
         if frame is None or frame == self._main_frame_id:
             self._settled.set()
 
 
-def _json_value(answer: dict[str, Any] | None) -> object:
+def _json_value(answer: dict[str, object] | None) -> object:
     """The value of a ``Runtime.evaluate`` answer made with ``returnByValue``, or NOT_READ."""
     if answer is None or "exceptionDetails" in answer:
         return NOT_READ
     result = answer["result"]
+    if not isinstance(result, dict):
+        return NOT_READ
     if result.get("type") == "undefined":
         return None
     return result["value"] if "value" in result else NOT_READ  # NaN, Infinity, -0, bigint

@@ -19,13 +19,24 @@ from __future__ import annotations
 import asyncio
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sandboxes.browser.chromium import CHROMIUM_FLAGS, find_chromium
 from sandboxes.browser.policy import locked_down, policy_root
 from sandboxes.desktop.sandbox import DesktopSandbox
 from sandboxes.errors import SandboxEvaluationError, SandboxStartError
 from sandboxes.origins import origin_of
+
+if TYPE_CHECKING:
+    from playwright.async_api import (
+        Browser,
+        BrowserContext,
+        Frame,
+        Page,
+        Playwright,
+        Route,
+        WebSocketRoute,
+    )
 
 # Where the page's viewport lies on the screen (the window's frame may have no border).
 _ORIGIN_JS = ("[window.screenX, window.screenY, window.outerWidth, window.outerHeight,"
@@ -35,7 +46,7 @@ _ORIGIN_JS = ("[window.screenX, window.screenY, window.outerWidth, window.outerH
 class DesktopChromium:
     """One headed Chromium on a desktop sandbox; ``launch`` it, the sandbox ends it."""
 
-    def __init__(self, sandbox: DesktopSandbox, playwright: Any, browser: Any, page: Any) -> None:
+    def __init__(self, sandbox: DesktopSandbox, playwright: Playwright, browser: Browser, page: Page) -> None:
         self.sandbox = sandbox
         self._playwright, self._browser, self.page = playwright, browser, page
         #: documents the tab committed since launch (a reload, a navigation, a blocked one's
@@ -44,7 +55,7 @@ class DesktopChromium:
         self._address = str(page.url)
         page.on("framenavigated", self._navigated)
 
-    def _navigated(self, frame: Any) -> None:
+    def _navigated(self, frame: Frame) -> None:
         if frame != self.page.main_frame:
             return
         before, self._address = self._address, str(frame.url)
@@ -136,7 +147,7 @@ async def _debugging_port(path: Path, timeout_s: float, proc: subprocess.Popen[b
         await asyncio.sleep(0.01)
 
 
-async def _first_page(context: Any, allowed: set[str], timeout_s: float) -> Any:
+async def _first_page(context: BrowserContext, allowed: set[str], timeout_s: float) -> Page:
     """The tab at the start URL (the browser's own UI, e.g. the omnibox popup, is a page too)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -148,7 +159,7 @@ async def _first_page(context: Any, allowed: set[str], timeout_s: float) -> Any:
     return pages[0]
 
 
-async def _require_policy(context: Any, chromium: str, timeout_s: float) -> None:
+async def _require_policy(context: BrowserContext, chromium: str, timeout_s: float) -> None:
     """Fail closed unless the managed policy is in force: a ``data:`` URL must be refused in a
     tab opened and closed for the check (a Chromium build that reads its policies elsewhere
     would run unlocked, and MiniWoB's reward would be forgeable)."""
@@ -172,11 +183,11 @@ def _ws_origin(url: str) -> str | None:
     return origin_of("http" + url[2:] if url.startswith("ws") else url)
 
 
-async def _refuse_socket(ws: Any) -> None:
+async def _refuse_socket(ws: WebSocketRoute) -> None:
     await ws.close(code=1008, reason="outside the episode's origins")
 
 
-async def _confine(route: Any, allowed: set[str]) -> None:
+async def _confine(route: Route, allowed: set[str]) -> None:
     if origin_of(route.request.url) in allowed:
         await route.continue_()
     else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -43,12 +43,12 @@ class DesktopConfig(BaseModel):
     )
     xvfb_path: str = Field(default="Xvfb", description="the X server binary (on PATH or a path)")
 
-    def with_overrides(self, overrides: dict[str, Any]) -> DesktopConfig:
+    def with_overrides(self, overrides: dict[str, object]) -> DesktopConfig:
         """A copy with ``overrides`` validated."""
         return load_desktop_config({**self.model_dump(), **overrides})
 
 
-def load_desktop_config(data: dict[str, Any]) -> DesktopConfig:
+def load_desktop_config(data: dict[str, object]) -> DesktopConfig:
     """Validate ``data`` into a DesktopConfig, naming every bad field in one error."""
     try:
         return DesktopConfig.model_validate(data)

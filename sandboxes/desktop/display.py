@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 #: How often conditions are polled while waiting.
 POLL_S = 0.005
 _PR_SET_PDEATHSIG = 1
-_prctl: Callable[..., int] | None
+_prctl: Callable[[int, int, int, int, int], int] | None
 try:  # looked up now: the child between fork and exec must not import or load anything
     _prctl = ctypes.CDLL(None, use_errno=True).prctl
 except (OSError, AttributeError):  # not Linux

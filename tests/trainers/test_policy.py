@@ -9,7 +9,7 @@ import torch
 
 from trainers.errors import ModelDirError
 from trainers.models.inputs import completion_ids, completion_logprobs
-from trainers.models.policy import LoraOptions, PolicyConfig, load_policy
+from trainers.models.policy import AdaptedModel, LoraOptions, PolicyConfig, load_policy
 
 TARGET = '{"type": "click", "x": 12, "y": 40}'
 
@@ -25,6 +25,7 @@ def test_lora_with_gradient_checkpointing_learns_a_target_and_reloads(tiny_dir, 
                                       gradient_checkpointing=True, lora=LoraOptions(r=4, alpha=8, dropout=0.0)))
     trainable = [n for n, p in policy.model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n and "language_model" in n for n in trainable)
+    assert isinstance(policy.model, AdaptedModel)  # what the GRPO backends and generation ask
     target = completion_ids(policy, TARGET)
     # Plain SGD: each small step must lower the loss if the adapters' gradients are right.
     optimizer = torch.optim.SGD([p for p in policy.model.parameters() if p.requires_grad], lr=1.0)
@@ -51,6 +52,7 @@ def test_full_finetuning_keeps_the_vision_tower_frozen_unless_asked(tiny_dir) ->
     frozen = load_policy(PolicyConfig(path=tiny_dir, device="cpu", finetune="full"))
     grads = {n: p.requires_grad for n, p in frozen.model.named_parameters()}
     assert not any(g for n, g in grads.items() if ".visual." in f".{n}")
+    assert not isinstance(frozen.model, AdaptedModel)
     assert all(g for n, g in grads.items() if ".visual." not in f".{n}")
     everything = load_policy(PolicyConfig(path=tiny_dir, device="cpu", finetune="full", freeze_vision=False))
     assert everything.trainable_parameters() == sum(p.numel() for p in everything.model.parameters())

@@ -26,50 +26,59 @@ import asyncio
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
 
 from harness.agents.base import Agent
 from trainers.errors import ConfigError, EndpointError, MissingExtraError
 from trainers.grpo.config import GRPOConfig
+from trainers.models.policy import AdaptedModel
+
+if TYPE_CHECKING:
+    from harness.agents.model import ModelAgent
+    from trainers.agents.openai_agent import OpenAIAgent
+    from trainers.agents.vllm_agent import VLLMAgent
+    from trainers.models.policy import Policy
 
 
 class RolloutBackend(Protocol):
     """What the GRPO loop needs of a rollout backend."""
 
-    agent: Agent  # samples the rollouts (records prompts, token ids, log-probabilities)
+    @property
+    def agent(self) -> Agent:
+        """Samples the rollouts (records prompts, token ids, log-probabilities)."""
 
-    async def sync(self, policy: Any, version: int) -> None:
+    async def sync(self, policy: Policy, version: int) -> None:
         """Make ``agent`` sample from ``policy``'s current weights, as ``version``."""
 
 
 class HFBackend:
     """Rollouts from the trained policy in this process (see the module docstring)."""
 
-    def __init__(self, agent: Any) -> None:
+    def __init__(self, agent: ModelAgent) -> None:
         self.agent = agent
 
-    async def sync(self, policy: Any, version: int) -> None:
+    async def sync(self, policy: Policy, version: int) -> None:
         self.agent.policy_version = version
 
 
 class OpenAIBackend:
     """Rollouts from an OpenAI-compatible server with a weight-update call."""
 
-    def __init__(self, agent: Any, weights_dir: Path, *, keep: int = 2) -> None:
+    def __init__(self, agent: OpenAIAgent, weights_dir: Path, *, keep: int = 2) -> None:
         self.agent = agent
         self.weights_dir = Path(weights_dir)
         self.keep = keep
 
-    async def sync(self, policy: Any, version: int) -> None:
+    async def sync(self, policy: Policy, version: int) -> None:
         from trainers.models.processor import save_processor
 
         target = self.weights_dir / f"v{version}"
         if target.exists():
             shutil.rmtree(target)
 
-        if hasattr(policy.model, "get_base_model"):
+        if isinstance(policy.model, AdaptedModel):
             raise ConfigError("rollout.backend: expected finetune: full with the openai backend (the "
                               "server reloads whole checkpoints), got LoRA adapters; use backend: hf")
 
@@ -99,10 +108,10 @@ class VLLMBackend:
     """Rollouts from vLLM's engine in this process, given the policy's weights before every
     update (see the module docstring)."""
 
-    def __init__(self, agent: Any) -> None:
-        self.agent = agent  # a VLLMAgent: .llm is the engine
+    def __init__(self, agent: VLLMAgent) -> None:
+        self.agent = agent
 
-    async def sync(self, policy: Any, version: int) -> None:
+    async def sync(self, policy: Policy, version: int) -> None:
         await asyncio.to_thread(push_weights, self.agent.llm, policy.model)
         self.agent.policy_version = version
 
@@ -145,7 +154,7 @@ def engine_weights(model: Any) -> dict[str, Any]:
     """``model``'s current weights under the names its checkpoint files use (what an engine's
     ``load_weights`` reads: transformers' own save-time renaming); a peft model's LoRA deltas
     are added to their base weights in new tensors, the policy's own left as they are."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = model.get_base_model() if isinstance(model, AdaptedModel) else model
     lora_layers = {name: module for name, module in base.named_modules()
                    if hasattr(module, "base_layer") and hasattr(module, "get_delta_weight")}
     weights: dict[str, Any] = {}
@@ -169,7 +178,7 @@ def engine_weights(model: Any) -> dict[str, Any]:
     return dict(revert_weight_conversion(base, weights))
 
 
-def make_backend(config: GRPOConfig, policy: Any, agent_class: type | None) -> Any:
+def make_backend(config: GRPOConfig, policy: Policy, agent_class: type | None) -> RolloutBackend:
     """The rollout backend the config names, with its agent."""
     from trainers.agents.hf import HFAgent
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.prompts import Prompt
 from trainers.grpo.advantages import StepSample, combined_advantages, zero_variance_groups
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import torch
 
     from harness.store.store import TrajectoryStore
+    from trainers.models.policy import Policy
 
 REPLAY_NUMBER = 1_000_000  # replayed episodes' numbers in their group (after any branch)
 
@@ -172,7 +173,7 @@ class Scored:
     entropy: torch.Tensor
 
 
-def score(model: Any, policy: Any, steps: Sequence[TrainStep]) -> Scored:
+def score(model: torch.nn.Module, policy: Policy, steps: Sequence[TrainStep]) -> Scored:
     """One forward pass of ``model`` (the policy's, or the frozen reference) over ``steps``;
     differentiable when the model's parameters require grad."""
     import torch

@@ -19,9 +19,15 @@ import random
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainers.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+    from torch.optim.lr_scheduler import LRScheduler
+
+    from trainers.grpo.curriculum import Curriculum
 
 CHECKPOINTS = "checkpoints"
 
@@ -45,7 +51,8 @@ def checkpoints(out: Path) -> list[Path]:
 
 
 def save(out: Path, loop: LoopState, *, model_state: dict[str, Any], optimizer_state: dict[str, Any],
-         scheduler: Any, sampler: random.Random, shuffle: Any, curriculum: Any, strategy: str = "ddp",
+         scheduler: LRScheduler, sampler: random.Random, shuffle: torch.Generator, curriculum: Curriculum,
+         strategy: str = "ddp",
          keep: int = 2) -> Path:
     """Write the checkpoint of ``loop.update`` (keeping the newest ``keep``). ``model_state``
     and ``optimizer_state``: the full state dicts (``Ranks.state``); ``strategy``: the layout
@@ -73,7 +80,8 @@ def _layout(strategy: str) -> str:
     return "by-name" if strategy == "fsdp" else "by-index"
 
 
-def load(path: Path, *, scheduler: Any, sampler: random.Random, shuffle: Any, curriculum: Any,
+def load(path: Path, *, scheduler: LRScheduler, sampler: random.Random, shuffle: torch.Generator,
+         curriculum: Curriculum,
          strategy: str = "ddp") -> tuple[LoopState, dict[str, Any], dict[str, Any]]:
     """Restore a checkpoint into the given objects; returns the loop state and the model's and
     the optimizer's full state dicts (for ``Ranks.load_state``)."""

@@ -43,7 +43,7 @@ class VariantSuite:
     def make(self, name: str) -> FSMTask:
         spec, parent = VARIANTS[name]
         base = make_task(parent)
-        site_spec = getattr(base, "_site_spec", None)
+        site_spec = base.site_spec if isinstance(base, FSMTask) else None
         task = FSMTask(spec, site_spec=site_spec, name=name)
         task.id = f"{PREFIX}:{name}"
         return task
@@ -85,7 +85,7 @@ def make_variants(task_id: str, *, seed: int = 0) -> list[TaskSpec]:
         if fired is None:
             return []
         middle = fired[1]
-    kind: Literal["named", "state", "expr"] = getattr(base, "goal_kind", "named")
+    kind: Literal["named", "state", "expr"] = base.goal_kind if isinstance(base, TaskSpec) else "named"
     variants = []
     if machine.distance(middle, goal) == len(path) - half:
         variants.append(TaskSpec(
@@ -104,7 +104,7 @@ def _machine(task: FSMTask) -> Any:
     from fsm_sites.engine.machine import compile_site
     from fsm_sites.library import load_machine
 
-    spec = getattr(task, "_site_spec", None)
+    spec = task.site_spec
     return compile_site(spec) if spec is not None else load_machine(task.choices[0].site)
 
 

@@ -26,11 +26,16 @@ import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainers.errors import ConfigError
 from trainers.grpo.batch import BatchStats
 from trainers.grpo.config import GRPOConfig
+
+if TYPE_CHECKING:
+    import torch
+
+T = TypeVar("T")
 
 
 class Ranks:
@@ -60,7 +65,7 @@ class Ranks:
             return list(range(count))
         return list(range(self.rank, max(count, self.world), self.world))
 
-    def wrap(self, model: Any) -> None:
+    def wrap(self, model: torch.nn.Module) -> None:
         """Wrap the policy's model for gradient all-reduce (DDP through accelerate; the wrapper
         shares the parameters, so generation keeps using the bare model), or shard it in
         place (FSDP; build the optimizer after this)."""
@@ -72,7 +77,7 @@ class Ranks:
         elif self.accelerator is not None:
             self.train_model = self.accelerator.prepare_model(model)
 
-    def wrap_frozen(self, model: Any) -> None:
+    def wrap_frozen(self, model: torch.nn.Module) -> None:
         """The frozen reference model: sharded like the policy under FSDP, else as it is."""
         if self.sharded:
             from trainers.grpo.fsdp import shard
@@ -84,7 +89,7 @@ class Ranks:
         return self.accelerator.device.type if self.accelerator is not None else "cpu"
 
     @contextlib.contextmanager
-    def full_params(self, model: Any) -> Iterator[None]:
+    def full_params(self, model: torch.nn.Module) -> Iterator[None]:
         """Rollouts and evaluation: under FSDP the sharded ``model`` gathered whole for the
         block (each rank may then call it any number of times); else nothing to do."""
         if not self.sharded:
@@ -105,7 +110,8 @@ class Ranks:
 
         return float(torch.nn.utils.clip_grad_norm_(parameters, max_norm))
 
-    def state(self, model: Any, optimizer: Any | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def state(self, model: torch.nn.Module,
+              optimizer: torch.optim.Optimizer | None) -> tuple[dict[str, Any], dict[str, Any]]:
         """The model's and the optimizer's full state dicts on the main process (empty dicts
         elsewhere). Under FSDP every rank must call it (the shards are gathered); the
         optimizer's state is then keyed by parameter name, not by index."""
@@ -117,7 +123,8 @@ class Ranks:
             return {}, {}
         return model.state_dict(), optimizer.state_dict() if optimizer is not None else {}
 
-    def load_state(self, model: Any, optimizer: Any, weights: dict[str, Any], optim: dict[str, Any]) -> None:
+    def load_state(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, weights: dict[str, Any],
+                   optim: dict[str, Any]) -> None:
         """Load full state dicts (as :meth:`state` returns them) on this rank."""
         if self.sharded:
             from trainers.grpo.fsdp import load_full_state
@@ -127,13 +134,13 @@ class Ranks:
         model.load_state_dict(weights)
         optimizer.load_state_dict(optim)
 
-    def backward(self, loss: Any) -> None:
+    def backward(self, loss: torch.Tensor) -> None:
         if self.accelerator is not None:
             self.accelerator.backward(loss)
         else:
             loss.backward()
 
-    def gather(self, value: Any) -> list[Any]:
+    def gather(self, value: T) -> list[T]:
         """Every rank's ``value``, in rank order, on every rank (picklable objects)."""
         if self.world == 1:
             return [value]
@@ -143,7 +150,7 @@ class Ranks:
         dist.all_gather_object(out, value)
         return out
 
-    def gather_to_main(self, value: Any) -> list[Any]:
+    def gather_to_main(self, value: T) -> list[T]:
         """Every rank's ``value`` on the main process (an empty list elsewhere)."""
         if self.world == 1:
             return [value]

@@ -25,7 +25,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from trainers.models.policy import AdaptedModel
+
+if TYPE_CHECKING:
+    import torch
 
 
 def shard(model: Any, device_type: str, world: int) -> None:
@@ -46,7 +51,7 @@ def shard(model: Any, device_type: str, world: int) -> None:
 
 
 def _no_split(model: Any) -> list[str]:
-    for candidate in (model, getattr(model, "get_base_model", lambda: None)()):
+    for candidate in (model, model.get_base_model() if isinstance(model, AdaptedModel) else None):
         names = getattr(candidate, "_no_split_modules", None)
         if names:
             return list(names)
@@ -84,7 +89,8 @@ def clip_grad_norm(parameters: list[Any], max_norm: float) -> float:
     return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
 
 
-def full_state(model: Any, optimizer: Any | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def full_state(model: torch.nn.Module,
+               optimizer: torch.optim.Optimizer | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The full model and optimizer state dicts on the main process's CPU (empty elsewhere);
     every rank must call it."""
     from torch.distributed.checkpoint.state_dict import (
@@ -99,7 +105,8 @@ def full_state(model: Any, optimizer: Any | None) -> tuple[dict[str, Any], dict[
     return weights, optim
 
 
-def load_full_state(model: Any, optimizer: Any, weights: dict[str, Any], optim: dict[str, Any]) -> None:
+def load_full_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer, weights: dict[str, Any],
+                    optim: dict[str, Any]) -> None:
     """Load full state dicts (as :func:`full_state` gathers them) into this rank's shards."""
     from torch.distributed.checkpoint.state_dict import (
         StateDictOptions,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainers.errors import TrainingSignalError
 from trainers.grpo.batch import TrainStep, padded, score
@@ -28,8 +28,13 @@ from trainers.grpo.config import LossSpec
 from trainers.grpo.distributed import Ranks
 from trainers.grpo.losses import aggregate, episode_token_weights, grpo_loss
 
+if TYPE_CHECKING:
+    import torch
 
-def reference_logprobs(reference: Any, policy: Any, steps: Sequence[TrainStep], size: int,
+    from trainers.models.policy import Policy
+
+
+def reference_logprobs(reference: torch.nn.Module, policy: Policy, steps: Sequence[TrainStep], size: int,
                        passes: int | None = None) -> list[Any]:
     """The frozen reference's per-token log-probabilities of each step (1-D tensors).
     ``passes``: forwards to run in all (a sharded reference: the same count on every rank;
@@ -46,8 +51,9 @@ def reference_logprobs(reference: Any, policy: Any, steps: Sequence[TrainStep], 
     return out
 
 
-def optimize(policy: Any, reference: Any | None, steps: Sequence[TrainStep], spec: LossSpec,
-             optimizer: Any, shuffle: Any, *, update: int, ranks: Ranks | None = None) -> dict[str, float]:
+def optimize(policy: Policy, reference: torch.nn.Module | None, steps: Sequence[TrainStep], spec: LossSpec,
+             optimizer: torch.optim.Optimizer, shuffle: torch.Generator, *, update: int,
+             ranks: Ranks | None = None) -> dict[str, float]:
     """Train on ``steps``; returns the means of the logged figures over this rank's minibatches."""
     import torch
     from torch.nn.utils.rnn import pad_sequence

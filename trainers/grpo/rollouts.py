@@ -35,6 +35,7 @@ from trainers.grpo.config import NoOpSpec
 if TYPE_CHECKING:
     from harness.env import Env
     from harness.observation import Observation
+    from harness.store.sink import StoreSink
     from harness.store.store import TrajectoryStore
 
 ATTEMPTS = 3  # tries of one episode on infrastructure errors (a fresh env each)
@@ -139,7 +140,7 @@ class Rollouts:
                 for transition in r.episode.transitions:
                     await each.on_step(r.episode, transition)
                 await each.on_end(r.episode)
-            r.stored = getattr(sink, "committed", None)
+            r.stored = sink.committed if sink is not None else None
             done[(r.group, r.number)] = r
 
     async def _episode(self, task_id: str, seed: int | None, index: int, *, parent: Rollout | None = None,
@@ -166,12 +167,12 @@ class Rollouts:
                 raise
             await self.envs.release(env)
             self.env_steps += episode.steps
-            return episode, getattr(store_sink, "committed", None)
+            return episode, store_sink.committed if store_sink is not None else None
         assert error is not None
         raise error
 
     def _sinks(self, task_id: str, seed: int | None, parent: Rollout | None,
-               step: int) -> tuple[list[RolloutSink], RolloutSink | None]:
+               step: int) -> tuple[list[RolloutSink], StoreSink | None]:
         if self.store is None:
             return [], None
         from harness.store.sink import StoreSink, env_key

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from harness.agents.model import Completion
 from harness.prompts import Prompt
 from trainers.models.inputs import encode_prompts
+from trainers.models.policy import AdaptedModel
 
 if TYPE_CHECKING:
     import torch
@@ -268,7 +269,7 @@ class RowSampler:
 
 def _hf_model(model: Any) -> Any:
     """The transformers model (a peft model's base, whose layers carry the adapters)."""
-    return model.get_base_model() if hasattr(model, "get_base_model") else model
+    return model.get_base_model() if isinstance(model, AdaptedModel) else model
 
 
 def _stop_ids(model: Any, tokenizer: Any) -> list[int]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,6 +69,15 @@ class PolicyConfig(BaseModel):
     pointer_head: bool = Field(default=False, description="attach a pointer head (trainers.models.pointer): "
                                "the reply's first state scores the screenshot's tokens; loaded from "
                                "pointer_head.safetensors when the directory has one")
+
+
+@runtime_checkable
+class AdaptedModel(Protocol):
+    """A model wrapped with adapters (peft's ``PeftModel``, under ``finetune: lora``): its base
+    model is the transformers model, whose layers carry the adapters."""
+
+    def get_base_model(self) -> Any:
+        """The wrapped transformers model."""
 
 
 @dataclass

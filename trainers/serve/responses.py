@@ -189,7 +189,7 @@ class TextChunks:
             else None
         ids = _ids(self.request, gen) if gen is not None else {}
         # finish_reason is null until the last chunk, which OpenAI's type does not allow: not validated
-        return self._chunk([CompletionChoice.model_construct(index=index, text=text, finish_reason=None,
+        return self._chunk([CompletionChoice.model_construct(index=index, text=text, finish_reason=None,  # type: ignore[arg-type]
                                                              logprobs=logprobs, **ids)])
 
     def finish(self, index: int, gen: Generation) -> dict[str, Any]:
