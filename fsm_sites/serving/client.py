@@ -29,8 +29,8 @@ from fsm_sites.serving.sessions import (
     BadRequest,
     EventRecord,
     Forbidden,
-    Session,
     SessionError,
+    SiteSession,
     StaleEvent,
     Unauthorized,
     UnknownSession,
@@ -67,7 +67,7 @@ class SessionView:
                    goal_reached=data["goal_reached"])
 
 
-def session_view(session: Session, url: str) -> SessionView:
+def session_view(session: SiteSession, url: str) -> SessionView:
     """The view of a live session (what the control API's session description says)."""
     return SessionView.from_dict({**session.describe(), "url": url})
 
@@ -188,7 +188,7 @@ class LocalSiteClient:
         In-process only: a remote server's page posts its events."""
         return self.server.page_event(session_id, body)
 
-    def _view(self, session: Session) -> SessionView:
+    def _view(self, session: SiteSession) -> SessionView:
         return session_view(session, self.server.session_url(session.id))
 
 

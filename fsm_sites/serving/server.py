@@ -40,9 +40,9 @@ from fsm_sites.serving.control import control_app, error_body, error_response
 from fsm_sites.serving.sessions import (
     BadRequest,
     EventRecord,
-    Session,
     SessionError,
     SessionStore,
+    SiteSession,
     parse_event,
 )
 from fsm_sites.spec.site import SiteSpec
@@ -123,7 +123,7 @@ class SiteServer:
     def sites(self) -> list[SiteSpec]:
         return [m.spec for m in self.store.machines.values()]
 
-    def create_session(self, site: str, *, goal: str, start_state: str | None = None, seed: int = 0) -> Session:
+    def create_session(self, site: str, *, goal: str, start_state: str | None = None, seed: int = 0) -> SiteSession:
         """A new session at ``start_state`` (default: the site's initial state)."""
         return self.store.create(site, goal=goal, start_state=start_state, seed=seed)
 
@@ -170,7 +170,7 @@ class SiteServer:
         return {"seq": session.seq, "state": session.state.key(),
                 "view": describe_page(session.machine, session.state)}
 
-    def render(self, session: Session) -> str:
+    def render(self, session: SiteSession) -> str:
         """The session's current page (cached by machine, state and seed: a site replaced by
         ``add_site`` has a new machine, so its pages are rendered anew)."""
         return self._page(session.machine, session.state, session.seed)[0]

@@ -36,7 +36,7 @@ from harness.agents.random_agent import RandomAgent
 from harness.agents.registry import check_agent
 from harness.agents.scripted import ScriptedAgent
 from harness.errors import InfrastructureError, RestoreMismatch
-from harness.rollout import Episode, RolloutSink, Transition, rollout
+from harness.rollout import Episode, RolloutSink, RolloutStep, rollout
 from harness.store.index import TreeIndex
 from harness.store.models import (
     FLAG_OFF_PATH,
@@ -295,7 +295,7 @@ class _BranchLimits(RolloutSink):
     def __init__(self, explorer: Explorer, depth: int) -> None:
         self.explorer, self.depth, self.failures = explorer, depth, 0
 
-    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+    async def on_step(self, episode: Episode, transition: RolloutStep) -> str | None:
         explorer, config = self.explorer, self.explorer.config
         explorer._spend(1)
         self.depth += 1

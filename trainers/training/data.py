@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import StoreError
 from harness.prompts import Message, Prompt, PromptConfig
 from trainers.errors import TrainingDataError
-from trainers.models.inputs import Policy, completion_ids, encode_completions
+from trainers.models.inputs import PolicyParts, completion_ids, encode_completions
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -149,7 +149,7 @@ class SFTCollator:
     """Batches for SFT: prompt tokens as the agent encodes them, then the target's tokens;
     labels are the target's tokens, -100 elsewhere."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: PolicyParts) -> None:
         self.policy = policy
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, Any]:
@@ -165,7 +165,7 @@ class PreferenceCollator:
     """Batches for TRL's DPOTrainer: every prompt with its chosen reply, then every prompt
     with its rejected reply, and the mask of the reply tokens."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: PolicyParts) -> None:
         self.policy = policy
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, Any]:
