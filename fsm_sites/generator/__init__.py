@@ -34,6 +34,7 @@ from fsm_sites.generator.templates import FormField, Item, option_label
 from fsm_sites.generator.vocab import VOCABS, DomainVocab
 from fsm_sites.generator.widgets import FaqPart, MenuPart
 from fsm_sites.spec.site import SiteSpec
+from fsm_sites.validation.validate import validate_spec
 
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
@@ -55,8 +56,6 @@ def slug(text: str) -> str:
 
 def synthesize_site(seed: int, difficulty: Difficulty = "medium") -> SiteSpec:
     """A new valid site for ``seed`` at ``difficulty``; the same arguments give the same site."""
-    from fsm_sites.validation.validate import validate_spec
-
     if difficulty not in _SIZES:
         raise ValueError(f"expected difficulty in {DIFFICULTIES}, got {difficulty!r}")
     rng = random.Random(f"fsm-site-{seed}-{difficulty}")

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+import aiohttp
+
 from fsm_sites.engine.machine import Edge
 from fsm_sites.engine.state import UIEvent
 from fsm_sites.errors import FsmSiteError
@@ -202,8 +204,6 @@ async def _request(http: aiohttp.ClientSession, method: str, url: str, *, what: 
                    body: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Any:
     """One JSON call; a 4xx answer raises its ``SessionError``, no answer or a 5xx
     ``SiteUnavailable`` (``what`` names the API in its message)."""
-    import aiohttp
-
     try:
         async with http.request(method, url, json=body, headers=headers) as response:
             data = await response.json(content_type=None)
@@ -221,8 +221,6 @@ async def _request(http: aiohttp.ClientSession, method: str, url: str, *, what: 
 
 
 def _new_http(timeout_s: float) -> aiohttp.ClientSession:
-    import aiohttp
-
     return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s))
 
 

@@ -33,9 +33,11 @@ from typing import Any
 
 from aiohttp import web
 
+from fsm_sites import library
 from fsm_sites.engine.machine import Edge, Machine
 from fsm_sites.engine.state import State, UIEvent
 from fsm_sites.render import render_page
+from fsm_sites.render.page_model import describe_page
 from fsm_sites.serving.control import control_app, error_body, error_response
 from fsm_sites.serving.sessions import (
     BadRequest,
@@ -164,8 +166,6 @@ class SiteServer:
 
     def page_view(self, session_id: str) -> dict[str, Any]:
         """The session's current page as data, for native renderers (the Tk app)."""
-        from fsm_sites.render.page_model import describe_page
-
         session = self.store.get(session_id)
         return {"seq": session.seq, "state": session.state.key(),
                 "view": describe_page(session.machine, session.state)}
@@ -376,8 +376,6 @@ def resolve_sites(names: Iterable[str | Path | SiteSpec]) -> list[SiteSpec]:
     """Specs from SiteSpec objects, spec file paths (validated: ``SpecInvalid`` lists every
     problem), or library site names (empty: the whole library)."""
     names = list(names)
-    from fsm_sites import library
-
     if not names:
         return [library.load_site(n) for n in library.list_sites()]
     out: list[SiteSpec] = []

@@ -15,7 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fsm_sites.spec.check import CheckError, Ctx, TypeEnv, compile_bool, compile_expr, converter
+from fsm_sites.spec.check import (
+    CheckError,
+    Ctx,
+    TypeEnv,
+    compatible,
+    compile_bool,
+    compile_expr,
+    converter,
+)
 from fsm_sites.spec.expr import Attr, Binary, ExprSyntaxError, Index, Lit, Name, Node, parse_expr
 from fsm_sites.spec.site import VALUE_PLACEHOLDER, Effect
 from fsm_sites.spec.types import IntT, MapT, RecordT, SeqT, VType
@@ -214,8 +222,6 @@ def _slot(target: Node, env: TypeEnv, vtype: VType) -> tuple[Callable[[list, Ctx
     if isinstance(vtype, MapT):
         key: Node = Lit(target.name) if isinstance(target, Attr) else target.key  # type: ignore[attr-defined]
         kfn, ktype = compile_expr(key, env)
-        from fsm_sites.spec.check import compatible
-
         problem = compatible(ktype, vtype.keys)
         if problem:
             raise CheckError(f"expected a key of {list(vtype.keys.values)}, got {problem}", at=".set")
