@@ -36,6 +36,7 @@ from harness.actions import (
     replace_surrogates,
     short_repr,
 )
+from harness.codecs import get_codec
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
 from harness.prompts import named_element
@@ -60,8 +61,6 @@ def dict_error(action: object, exc: ValidationError) -> str:
 def resolve_codec(codec: Any) -> Any:
     """A codec object from a name ("qwen", "uitars", "pyautogui", "json") or an object."""
     if codec is None or isinstance(codec, str):
-        from harness.codecs import get_codec
-
         return get_codec(codec or "json")
     return codec
 

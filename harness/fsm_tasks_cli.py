@@ -34,6 +34,7 @@ from harness.env import AsyncEnv
 from harness.errors import ConfigError, InfrastructureError
 from harness.rollout import Episode, RolloutSink, RolloutStep, rollout
 from harness.tasks.fsm import FSMTask
+from harness.tasks.registry import suite_task_ids
 from sandboxes.base import Sandbox, SandboxProvider, SandboxRequest
 from sandboxes.errors import SandboxError
 
@@ -143,8 +144,6 @@ def register(app: typer.Typer) -> None:
                                              "several joined with '+'")],
     ) -> None:
         """Print the task ids a suite names, one per line (what --suite and tasks: accept)."""
-        from harness.tasks.registry import suite_task_ids
-
         with cli_errors():
             for task_id in suite_task_ids(suite):
                 typer.echo(task_id)

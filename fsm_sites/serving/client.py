@@ -40,8 +40,6 @@ from fsm_sites.serving.sessions import (
 from fsm_sites.spec.site import SiteSpec
 
 if TYPE_CHECKING:
-    import aiohttp
-
     from fsm_sites.serving.server import SiteServer
 
 

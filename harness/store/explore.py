@@ -33,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.agents.base import Agent, AgentContext, AgentStep, Turn
 from harness.agents.random_agent import RandomAgent
-from harness.agents.registry import check_agent
+from harness.agents.registry import check_agent, make_agent
 from harness.agents.scripted import ScriptedAgent
+from harness.env import resolve_codec
 from harness.errors import InfrastructureError, RestoreMismatch
 from harness.rollout import Episode, RolloutSink, RolloutStep, rollout
 from harness.store.index import TreeIndex
@@ -133,8 +134,6 @@ class Explorer:
     def __init__(self, store: TrajectoryStore, env: Env, config: ExploreConfig, *,
                  env_key: str, agent: Agent | None = None,
                  progress: Any = None) -> None:  # a callback taking the steps spent
-        from harness.agents.registry import make_agent
-
         self.store, self.env, self.config, self.env_key = store, env, config, env_key
         self.agent = agent or make_agent(config.agent)
         self.rng = random.Random(config.seed)
@@ -271,8 +270,6 @@ class Explorer:
 
     def _codec(self) -> Any:
         """The codec that decodes the agent's text in this env (the env's, by default)."""
-        from harness.env import resolve_codec
-
         return resolve_codec(getattr(self.agent, "codec", None) or getattr(self.env, "codec", None))
 
     def _out_of_steps(self) -> bool:
