@@ -30,6 +30,7 @@ from harness.agents.base import Agent, Turn
 from harness.env_providers import EnvOptions, EnvProvider
 from harness.errors import InfrastructureError
 from harness.rollout import Episode, RolloutSink, RolloutStep, rollout
+from harness.store.sink import StoreSink, env_key
 from trainers.grpo.config import NoOpSpec
 
 if TYPE_CHECKING:
@@ -174,8 +175,6 @@ class Rollouts:
                step: int) -> tuple[list[RolloutSink], RolloutSink | None]:
         if self.store is None:
             return [], None
-        from harness.store.sink import StoreSink, env_key
-
         from_node = None
         if parent is not None and parent.stored is not None:
             path = self.store.path_to(parent.stored.leaf_id)  # type: ignore[attr-defined]
