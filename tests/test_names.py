@@ -19,7 +19,7 @@ SHARED = {
     # node (harness.store.models): the fsm_sites engine also names its search states Node
     "Node",
     # an expression's evaluation context (fsm_sites.spec.check) and an element's drawing
-    # context (fsm_sites.render.elements); a function takes one or the other, never both
+    # context (fsm_sites.render.base); a function takes one or the other, never both
     "Ctx",
 }
 
