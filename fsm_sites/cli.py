@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import json
+import random
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from fsm_sites.engine import cache
+from fsm_sites.engine.machine import compile_site
+from fsm_sites.errors import FsmSiteError, SpecInvalid
+from fsm_sites.generator import DIFFICULTIES, synthesize_site
+from fsm_sites.library import list_sites, load_machine
+from fsm_sites.serving import server
+from fsm_sites.serving.server import resolve_sites
+from fsm_sites.spec.site import dump_spec
+from fsm_sites.synthesis.tasks import describe_edge, resolve_start
+from fsm_sites.validation.validate import check_spec, read_spec_data
 
 sites_app = typer.Typer(help="FSM-synthesized websites: list, validate, path, synth, serve, gallery.",
                         no_args_is_help=True)
@@ -19,8 +34,6 @@ def register(app: typer.Typer) -> None:
 @sites_app.command("list")
 def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="print a JSON list")] = False) -> None:
     """The curated library's sites with their page, goal and state counts."""
-    from fsm_sites.library import list_sites, load_machine
-
     rows = []
     for name in list_sites():
         machine = load_machine(name)
@@ -35,9 +48,6 @@ def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="print a JSON 
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    from rich.console import Console
-    from rich.table import Table
-
     table = Table("name", "title", "domain", "pages", "goals", "states", "goal depths")
     for r in rows:
         states = f'{r["states"]}' if r["states_exact"] else f'>= {r["states"]}'
@@ -56,12 +66,6 @@ def validate_cmd(
 ) -> None:
     """Validate a spec file; prints every problem and exits 1 if there is any, and which goals are
     proved reachable, proved unreachable or undecided."""
-    from rich.console import Console
-
-    from fsm_sites.engine import cache
-    from fsm_sites.errors import SpecInvalid
-    from fsm_sites.validation.validate import check_spec, read_spec_data
-
     if not path.is_file():
         typer.echo(f"error: expected a spec file (.yaml/.yml/.json), got {path}, which "
                    f"{'is a folder' if path.is_dir() else 'does not exist'}", err=True)
@@ -121,14 +125,6 @@ def path_cmd(
 ) -> None:
     """Print a site's oracle path to a goal (one shortest path), its length and how long the
     search took; exits 1 when no reachable state meets the goal."""
-    import random
-    import time
-
-    from fsm_sites.engine.machine import compile_site
-    from fsm_sites.errors import FsmSiteError
-    from fsm_sites.serving.server import resolve_sites
-    from fsm_sites.synthesis.tasks import describe_edge, resolve_start
-
     try:
         machine = compile_site(resolve_sites([site])[0])
         first = (resolve_start(machine, start, random.Random(0)) if start is not None
@@ -168,9 +164,6 @@ def synth_cmd(
     out: Annotated[Path, typer.Option(help="where to write the spec (.yaml or .json)")] = Path("site.yaml"),
 ) -> None:
     """Synthesize a new valid site from the domain templates and write it."""
-    from fsm_sites.generator import DIFFICULTIES, synthesize_site
-    from fsm_sites.spec.site import dump_spec
-
     if difficulty not in DIFFICULTIES:
         typer.echo(f"error: expected --difficulty in {list(DIFFICULTIES)}, got {difficulty!r}", err=True)
         raise typer.Exit(2)
@@ -187,8 +180,4 @@ def serve_cmd(
     port: Annotated[int, typer.Option(min=1, max=65534, help="TCP port of the pages; the control API listens on port + 1")] = 8900,
 ) -> None:
     """Serve sites over HTTP (the site server lives in fsm_sites.serving.server)."""
-    from fsm_sites.serving import (
-        server,  # imported lazily: the server pulls in aiohttp and the renderer
-    )
-
     server.serve(list(sites or []), host, port)

@@ -8,9 +8,12 @@ function takes the typer app, as the modules below do.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
+import sys
+from importlib.metadata import PackageNotFoundError, entry_points, version
 
 import typer
+
+from harness.cli_config import cli_errors, one_line
 
 app = typer.Typer(
     name="cua",
@@ -24,8 +27,6 @@ app = typer.Typer(
 
 def _version(shown: bool) -> None:
     if shown:
-        from importlib.metadata import PackageNotFoundError, version
-
         try:
             typer.echo(f"cua {version('cua-harness')}")
         except PackageNotFoundError:  # run from a checkout that pip never installed
@@ -60,10 +61,6 @@ for _entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
 def main() -> None:
     """Run ``cua``. A user's mistake in any command (a bad option, name, path or store) is
     one line on stderr, ``error: ...``, and a non-zero exit: never a traceback or a box."""
-    import sys
-
-    from harness.cli_config import cli_errors, one_line
-
     try:
         with cli_errors():
             code = app(standalone_mode=False)

@@ -33,6 +33,7 @@ import typer
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from fsm_sites.errors import FsmSiteError
 from harness.errors import ConfigError, HarnessError
 
 M = TypeVar("M", bound=BaseModel)
@@ -56,8 +57,6 @@ def cli_errors() -> Iterator[None]:
     """Report a user's mistake as one line (exit 2) instead of a traceback: a bad config
     value or name, a damaged store, an FSM site that does not exist or validate, a path
     that cannot be used (a file where a folder belongs, a place that cannot be written)."""
-    from fsm_sites.errors import FsmSiteError
-
     try:
         yield
     except (ConfigError, HarnessError, FsmSiteError) as exc:

@@ -8,6 +8,7 @@ report it produced.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -16,9 +17,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 from rich.console import Console
 from rich.rule import Rule
 
+from harness.cli_config import check_output_dir, cli_errors
 from harness.evaluation.stats import summary_rate
 from harness.templating import render
 from sandboxes.extras import require_extra
@@ -118,10 +121,6 @@ def training_stages(out: Path, tasks: Path) -> list[Stage]:
 
 def write_sft_config(out: Path, *, quick: bool) -> Path:
     """The demo's `cua train sft` config (a fresh run each time the demo runs)."""
-    import shutil
-
-    import yaml
-
     for stale in ("sft", "sft_store"):
         shutil.rmtree(out / stale, ignore_errors=True)
     config = {
@@ -139,10 +138,6 @@ def write_sft_config(out: Path, *, quick: bool) -> Path:
 def write_grpo_config(out: Path, *, quick: bool) -> Path:
     """The demo's `cua train grpo` config: from the SFT model, on the same verified tasks
     (layouts 0-2), evaluated before and after on the unseen layouts."""
-    import shutil
-
-    import yaml
-
     shutil.rmtree(out / "grpo", ignore_errors=True)
     tasks = [f"fsm:{out / 'synth_tasks.jsonl'}"]
     config = {
@@ -200,8 +195,6 @@ def demo_command(
     quick: Annotated[bool, typer.Option("--quick/--full", help="fewer episodes and a smaller budget")] = True,
 ) -> None:
     """Run the pipeline end to end on embedded defaults and print where its report is."""
-    from harness.cli_config import check_output_dir, cli_errors
-
     with cli_errors():
         check_output_dir(out, "--out")
         for extra in DEMO_EXTRAS:  # up front, not after minutes of earlier stages

@@ -36,6 +36,7 @@ from harness.actions import (
     replace_surrogates,
     short_repr,
 )
+from harness.codecs import get_codec
 from harness.codecs.base import ActionCodec, CodecLike
 from harness.errors import ActionParseError, ConfigError, EpisodeTimeout
 from harness.observation import Observation, ResetInfo, StepInfo
@@ -61,8 +62,6 @@ def dict_error(action: object, exc: ValidationError) -> str:
 def resolve_codec(codec: CodecLike) -> ActionCodec:
     """A codec object from a name ("qwen", "uitars", "pyautogui", "json") or an object."""
     if codec is None or isinstance(codec, str):
-        from harness.codecs import get_codec
-
         return get_codec(codec or "json")
     return codec
 

@@ -30,6 +30,8 @@ runner retries them.
 
 from __future__ import annotations
 
+import difflib
+
 from sandboxes.errors import ConfigError, InfrastructureError, MissingExtraError, SandboxCrashed
 
 
@@ -70,8 +72,6 @@ class UnknownAgentError(UnknownNameError):
 
 def did_you_mean(name: str, candidates: object) -> str:
     """`` (did you mean 'a', 'b'?)`` for the candidates close to ``name``, else ``""``."""
-    import difflib
-
     matches = difflib.get_close_matches(name, list(candidates), n=5, cutoff=0.5)  # type: ignore[call-overload]
     return f" (did you mean {', '.join(repr(m) for m in matches)}?)" if matches else ""
 

@@ -32,8 +32,9 @@ from harness.agents.oracle import OracleAgent
 from harness.cli_config import check_output_file, cli_errors
 from harness.env import AsyncEnv
 from harness.errors import ConfigError, InfrastructureError
-from harness.rollout import Episode, RolloutSink, Transition, rollout
+from harness.rollout import Episode, RolloutSink, RolloutStep, rollout
 from harness.tasks.fsm import FSMTask
+from harness.tasks.registry import suite_task_ids
 from sandboxes.base import Sandbox, SandboxProvider, SandboxRequest
 from sandboxes.errors import SandboxError
 
@@ -58,7 +59,7 @@ class _StaysOnShortestPath(RolloutSink):
     def __init__(self, task: FSMTask) -> None:
         self.task = task
 
-    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+    async def on_step(self, episode: Episode, transition: RolloutStep) -> str | None:
         verdict = transition.info.verdict
         if self.task.step_events[-1] and verdict is not None and not verdict.on_shortest_path:
             return (f"step {transition.step} left the shortest path "
@@ -143,8 +144,6 @@ def register(app: typer.Typer) -> None:
                                              "several joined with '+'")],
     ) -> None:
         """Print the task ids a suite names, one per line (what --suite and tasks: accept)."""
-        from harness.tasks.registry import suite_task_ids
-
         with cli_errors():
             for task_id in suite_task_ids(suite):
                 typer.echo(task_id)

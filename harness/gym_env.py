@@ -20,7 +20,9 @@ from harness.observation import Observation, ResetInfo, StepInfo
 from harness.resources import TaskResources
 from harness.rewards import RewardMode
 from harness.tasks.base import Task
+from harness.tasks.registry import make_task
 from sandboxes.base import Sandbox, SandboxProvider
+from sandboxes.providers import LocalProvider
 
 T = TypeVar("T")
 
@@ -73,9 +75,6 @@ class GymEnv(gymnasium.Env):
         reward: RewardMode = "outcome",
         step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
     ) -> None:
-        from harness.tasks.registry import make_task
-        from sandboxes.providers import LocalProvider
-
         self.task = make_task(task) if isinstance(task, str) else task
         self._loop = LoopThread()
         self._owns_provider = provider is None

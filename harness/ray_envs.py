@@ -32,7 +32,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.actions import Action, AgentAction
 from harness.codecs.base import CodecLike
 from harness.env import Env, StepResult
-from harness.env_providers import EnvOptions, EnvProvider, ProviderContext, make_env_provider
+from harness.env_providers import (
+    EnvOptions,
+    EnvProvider,
+    ProviderContext,
+    check_provider,
+    make_env_provider,
+)
 from harness.errors import ConfigError, EnvHostLost, InfrastructureError
 from harness.observation import Observation, ResetInfo
 from harness.rollout import describe_error
@@ -341,7 +347,5 @@ def ray_provider(arg: str | None, context: ProviderContext) -> RayEnvs:
     if context.resources is not None:
         raise ConfigError("expected no shared TaskResources for --provider ray, got some; "
                           "each actor runs its own servers next to its browsers")
-    from harness.env_providers import check_provider
-
     check_provider(inner)
     return RayEnvs(RayConfig(inner=inner), bind_host=context.bind_host)

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.observation import Observation
-from harness.rollout import Episode, RolloutSink, Transition
+from harness.rollout import Episode, RolloutSink, RolloutStep
 
 
 class EpisodeSpec(BaseModel):
@@ -131,7 +131,7 @@ class RecordSink(RolloutSink):
         self.record.instruction, self.record.width, self.record.height = (
             first.instruction, first.width, first.height)
 
-    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+    async def on_step(self, episode: Episode, transition: RolloutStep) -> str | None:
         info, after = transition.info, transition.after
         shot = await self._save(f"step_{transition.before.step:03d}.jpg", transition.before)
         self.record.trajectory.append(StepRecord(

@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from aiohttp import web
+
 from fsm_sites.serving.client import LocalSiteClient, SiteClient
 from fsm_sites.serving.server import SiteServer
 from harness.errors import ConfigError
@@ -90,8 +92,6 @@ class TaskResources:
         return LocalSiteClient(server)
 
     async def _start_pages(self) -> str:
-        from aiohttp import web
-
         app = web.Application()
         app.router.add_static("/", miniwob_html(), follow_symlinks=False)
         runner = web.AppRunner(app, access_log=None)

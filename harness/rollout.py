@@ -36,7 +36,7 @@ from harness.rewards import episode_progress
 
 
 @dataclass(frozen=True)
-class Transition:
+class RolloutStep:
     """One step of an episode: what the agent saw and decided, and what came of it."""
 
     step: int  # 1-based
@@ -60,7 +60,7 @@ class Episode:
     first: Observation  # the observation the episode started from
     reset_info: ResetInfo | None  # None when it started from a restored state
     history: list[Turn] = field(default_factory=list)  # steps before ``first`` (a restored path)
-    transitions: list[Transition] = field(default_factory=list)
+    transitions: list[RolloutStep] = field(default_factory=list)
     agent_error: str | None = None  # the exception the agent raised, which ended the episode
     stop_reason: str | None = None  # why a sink (or max_steps) ended the episode early
     wall_seconds: float = 0.0
@@ -111,7 +111,7 @@ class RolloutSink:
     async def on_start(self, episode: Episode) -> None:
         """The episode has its first observation."""
 
-    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+    async def on_step(self, episode: Episode, transition: RolloutStep) -> str | None:
         """A step was taken; return a reason to end the episode here, or None to go on."""
         return None
 
@@ -209,7 +209,7 @@ async def _run(env: Env, agent: Agent, sinks: Sequence[RolloutSink], seed: int |
         ctx.history.append(Turn(obs, decision, info.action))
         if planned is None and info.action is not None:
             _extend(limit, duration_s(parse_action(info.action)))
-        transition = Transition(episode.steps + 1, obs, decision, after, reward, terminated,
+        transition = RolloutStep(episode.steps + 1, obs, decision, after, reward, terminated,
                                 truncated, info)
         episode.transitions.append(transition)
         obs, ended = after, terminated or truncated

@@ -32,6 +32,7 @@ from pydantic import ConfigDict, Field, field_validator
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.agents.base import Agent, wants_elements
+from harness.codecs import get_codec
 from harness.env_providers import (
     EnvOptions,
     EnvPlacement,
@@ -45,6 +46,7 @@ from harness.records import EpisodeRecord, EpisodeSpec, RecordSink, read_results
 from harness.resources import TaskResources
 from harness.rewards import RewardMode
 from harness.rollout import RolloutSink, describe_error, rollout
+from harness.store.sink import StoreSink, env_key
 from harness.tasks.registry import check_task_id
 from sandboxes.base import SandboxKind, SandboxProvider
 from sandboxes.errors import SandboxCrashed
@@ -114,8 +116,6 @@ class RunnerConfig(EnvPlacement):
     @classmethod
     def _known_codec(cls, codec: str | None) -> str | None:
         if codec is not None:
-            from harness.codecs import get_codec
-
             get_codec(codec)
         return codec
 
@@ -302,8 +302,6 @@ class EpisodeRunner:
                                  screenshot_max_side=cfg.screenshot_max_side)
         sinks: list[RolloutSink] = [record_sink]
         if self.store is not None:
-            from harness.store.sink import StoreSink, env_key
-
             sinks.append(StoreSink(self.store, env=env_key(spec.task_id, spec.seed),
                                    agent=self.agent.name))
         if self.sinks is not None:

@@ -23,16 +23,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from fsm_sites.cli import sites_app
 from fsm_sites.engine.machine import Machine
 from fsm_sites.engine.state import State
+from fsm_sites.library import list_sites, load_machine, load_site
 from fsm_sites.render.themes import FAMILIES, PALETTES, Theme, choose_style
+from fsm_sites.serving.server import SiteServer
 from harness.cli_config import check_output_dir, config_command, removed_on_failure
 from harness.errors import ConfigError
 from harness.templating import render
 from sandboxes.viewports import VIEWPORTS, parse_viewport, viewport_name
 
 if TYPE_CHECKING:
-    from fsm_sites.serving.server import SiteServer
     from sandboxes.browser.sandbox import BrowserSandbox
     from sandboxes.providers import LocalProvider
 
@@ -70,8 +72,6 @@ class GalleryConfig(BaseModel):
     @field_validator("sites")
     @classmethod
     def _known_sites(cls, sites: str) -> str:
-        from fsm_sites.library import list_sites
-
         return _known(sites, list_sites(), "curated sites")
 
     @field_validator("families")
@@ -89,8 +89,6 @@ class GalleryConfig(BaseModel):
         return viewports
 
     def site_names(self) -> list[str]:
-        from fsm_sites.library import list_sites
-
         return list(list_sites()) if "all" in _names(self.sites) else _names(self.sites)
 
     def family_names(self) -> list[str]:
@@ -148,8 +146,6 @@ def seed_for(family: str, turn: int) -> int:
 
 def plan(config: GalleryConfig) -> list[Shot]:
     """Every screenshot of the gallery, site by site, state by state."""
-    from fsm_sites.library import load_machine
-
     families, sizes = config.family_names(), config.viewport_sizes()
     shots: list[Shot] = []
     turn = 0
@@ -174,9 +170,6 @@ async def take(shots: list[Shot], out: Path, concurrency: int, show_progress: bo
         async with LocalProvider() as own:
             await take(shots, out, concurrency, show_progress, own)
         return
-    from fsm_sites.library import load_site
-    from fsm_sites.serving.server import SiteServer  # aiohttp: only when screenshots are taken
-
     queue: asyncio.Queue[Shot] = asyncio.Queue()
     for shot in sorted(shots, key=lambda s: s.viewport):  # a worker resizes rarely
         queue.put_nowait(shot)
@@ -255,8 +248,6 @@ def _run(config: GalleryConfig) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``cua sites gallery`` to the ``cua sites`` group of ``fsm_sites.cli``."""
-    from fsm_sites.cli import sites_app
-
     sites_app.command("gallery")(config_command(
         GalleryConfig, _run, name="sites gallery",
         doc="Screenshot every curated site's main states across theme families and viewports "

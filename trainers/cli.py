@@ -5,18 +5,25 @@ lives above both: ``trainers.training`` imports nothing of ``trainers.grpo``."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import typer
 from rich.console import Console
 
-from harness.cli_config import config_command
+from harness.cli_config import config_command, print_json
+from harness.prompts import PromptConfig
+from trainers.agents.options import read_agent_file
+from trainers.errors import ModelDirError
 from trainers.grpo.config import GRPOConfig
+from trainers.models.policy import PolicyConfig, load_policy, require_train_extra
 from trainers.training.config import DPOConfig, HeldoutScoreConfig, SFTConfig
 
 console = Console()
 
 
 def run_sft(config: SFTConfig) -> None:
-    from trainers.models.policy import require_train_extra
     from trainers.training.sft import train_sft
 
     require_train_extra()
@@ -24,8 +31,6 @@ def run_sft(config: SFTConfig) -> None:
 
 
 def run_grpo(config: GRPOConfig) -> None:
-    import os
-
     from trainers.grpo.train import train_grpo
 
     report = train_grpo(config)
@@ -34,16 +39,9 @@ def run_grpo(config: GRPOConfig) -> None:
 
 
 def run_heldout(config: HeldoutScoreConfig) -> None:
-    import tempfile
-    from pathlib import Path
-
-    from harness.cli_config import print_json
-    from harness.prompts import PromptConfig
-    from trainers.agents.options import read_agent_file
-    from trainers.errors import ModelDirError
-    from trainers.models.policy import PolicyConfig, load_policy
     from trainers.training.heldout import HeldoutProbe
 
+    require_train_extra()
     if not (config.model / "config.json").is_file() and not (config.model / "adapter_config.json").is_file():
         raise ModelDirError(f"--model: expected a checkpoint directory, got {config.model}, which has "
                             "no config.json; pass OUT/model of a training run or a `cua model init` folder")
@@ -56,7 +54,6 @@ def run_heldout(config: HeldoutScoreConfig) -> None:
 
 
 def run_dpo(config: DPOConfig) -> None:
-    from trainers.models.policy import require_train_extra
     from trainers.training.dpo import train_dpo
 
     require_train_extra()

@@ -9,6 +9,7 @@ or written is ignored (a read-only checkout still works).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -69,8 +70,6 @@ _PENDING: dict[Path, tuple[SiteSpec, Any]] = {}
 def remember_at_exit(spec_path: Path, spec: SiteSpec, machine: Any) -> None:
     """Write what ``machine``'s searches learned beside the spec when the process ends, so
     the next command starts from it (one file per spec hash: an edited spec starts afresh)."""
-    import atexit
-
     if not enabled():
         return
     if not _PENDING:

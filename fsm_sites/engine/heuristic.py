@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable
 
 from fsm_sites.engine.abstract_edges import AbstractEdge, build_edges, page_instances
-from fsm_sites.engine.atoms import choose_atoms, leaves, relax
+from fsm_sites.engine.atoms import choose_atoms, leaves, reads_vars, relax
 from fsm_sites.engine.goals import GoalSpec
 from fsm_sites.engine.numeric import NumericBound
 from fsm_sites.engine.tables import Tables
@@ -93,8 +93,6 @@ class AbstractHeuristic:
 
     def _param_leaf(self, pid: str, args: dict | None) -> Callable[[Node], bool | None]:
         """A leaf that reads only page parameters, decided on this page instance."""
-        from fsm_sites.engine.atoms import reads_vars
-
         def decide(node: Node) -> bool | None:
             if args is None or reads_vars(node, self.tables) or not self.tables.model.schema.params.get(pid):
                 return None

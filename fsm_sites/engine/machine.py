@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from threading import Lock
 from typing import Any
 
+from fsm_sites.engine.cache import spec_hash
 from fsm_sites.engine.fullgraph import FullGraph, StateGraph
 from fsm_sites.engine.goals import EXPR_PREFIX, GoalSpec, exact_state_node
 from fsm_sites.engine.projection import relevant_variables
@@ -43,8 +44,9 @@ from fsm_sites.spec.check import Ctx, compile_bool
 from fsm_sites.spec.conditions import conditions_node
 from fsm_sites.spec.expr import ExprSyntaxError, parse_expr
 from fsm_sites.spec.model_build import build_model
-from fsm_sites.spec.model_goals import parse_page
+from fsm_sites.spec.model_goals import parse_page, start_values
 from fsm_sites.spec.site import Condition, Element, SiteSpec
+from fsm_sites.spec.types import from_json, to_json
 
 Goal = Callable[[State], bool]
 _CACHE_SIZE = 64
@@ -90,8 +92,6 @@ class Machine:
     def export_knowledge(self, per_goal: int = 20_000) -> dict[str, list]:
         """Exact distances the searches learned, per goal (for the cache beside the spec): a goal
         key -> [[page, values as JSON, distance], ...] in its projection."""
-        from fsm_sites.spec.types import to_json
-
         out: dict[str, list] = {}
         for key, (search, _) in list(self._searches.items()):
             if key.startswith("fn:") or not search.exact:
@@ -102,15 +102,11 @@ class Machine:
 
     def import_knowledge(self, data: dict[str, list]) -> None:
         """Take exact distances learned in an earlier process (``export_knowledge``)."""
-        from fsm_sites.spec.types import from_json
-
         for key, rows in data.items():
             self._known[key] = {(page, from_json(vals)): d for page, vals, d in rows}
 
     def named_start(self, start_id: str) -> State:
         """The state of a start state the spec names (``starts``)."""
-        from fsm_sites.spec.model_goals import start_values
-
         start = next((s for s in self.spec.starts if s.id == start_id), None)
         if start is None:
             raise UnknownGoal(f"expected a start state of site {self.spec.name!r} "
@@ -393,8 +389,6 @@ def compile_site(spec: SiteSpec) -> Machine:
     """The shared Machine of ``spec``: one compile per spec per process, shared by the
     validator, the library, the CLI and the servers (keyed by the spec object, then by
     its content, so an equal spec loaded twice shares it too)."""
-    from fsm_sites.engine.cache import spec_hash
-
     with _COMPILED_LOCK:
         machine = _COMPILED.get(id(spec))
         if machine is not None and machine.spec is spec:

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fsm_sites.engine.state import Edge, State, UIEvent
 from fsm_sites.spec.check import Ctx, Fn, compile_bool, compile_expr
-from fsm_sites.spec.expr import Node
+from fsm_sites.spec.expr import Node, template_parts
+from fsm_sites.spec.model_goals import format_arg
+from fsm_sites.spec.schema import TOAST_VAR
 from fsm_sites.spec.site import Element, Option
 from fsm_sites.spec.types import MapT, RecordT, SeqT, VType
 from fsm_sites.spec.value_widgets import page_count, table_order
@@ -141,8 +143,6 @@ class PageViews:
         key = (pid, element, template)
         parts = self._texts.get(key)
         if parts is None:
-            from fsm_sites.spec.expr import template_parts
-
             em = self.model.elements.get((pid, element)) if element else None
             env = self.model.env(pid, it=em.item_type if em is not None else None)
             parts = [p if isinstance(p, str) else compile_expr(p, env) for p in template_parts(template)]
@@ -150,8 +150,6 @@ class PageViews:
         _, vals = self.machine.node(state)
         ctx = Ctx(args, None, item, item)
         if raw:
-            from fsm_sites.spec.model_goals import format_arg
-
             return "".join(p if isinstance(p, str) else format_arg(p[0](vals, ctx)) for p in parts)
         return "".join(p if isinstance(p, str) else p[1].show(p[0](vals, ctx)) for p in parts)
 
@@ -166,14 +164,10 @@ class PageViews:
             return self.text(state, page.route, page=state.page, raw=True)
         if page.id == self.machine.spec.start_page:
             return "/"
-        from fsm_sites.spec.model_goals import format_arg
-
         return "/" + "/".join([page.id, *(format_arg(a) for a in args.values())])
 
     def toast(self, state: State) -> str | None:
         """The message a transition left on the page, if any."""
-        from fsm_sites.spec.schema import TOAST_VAR
-
         tid = dict(state.vars).get(TOAST_VAR)
         if not tid:
             return None

@@ -30,10 +30,11 @@ from fsm_sites.generator.compose import (
     compose,
 )
 from fsm_sites.generator.structured import RowAction
-from fsm_sites.generator.templates import FieldDef, Item, option_label
+from fsm_sites.generator.templates import FormField, Item, option_label
 from fsm_sites.generator.vocab import VOCABS, DomainVocab
 from fsm_sites.generator.widgets import FaqPart, MenuPart
 from fsm_sites.spec.site import SiteSpec
+from fsm_sites.validation.validate import validate_spec
 
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
@@ -55,8 +56,6 @@ def slug(text: str) -> str:
 
 def synthesize_site(seed: int, difficulty: Difficulty = "medium") -> SiteSpec:
     """A new valid site for ``seed`` at ``difficulty``; the same arguments give the same site."""
-    from fsm_sites.validation.validate import validate_spec
-
     if difficulty not in _SIZES:
         raise ValueError(f"expected difficulty in {DIFFICULTIES}, got {difficulty!r}")
     rng = random.Random(f"fsm-site-{seed}-{difficulty}")
@@ -157,14 +156,14 @@ def _draw_row_action(rng: random.Random, rows: tuple[tuple[str, ...], ...], name
         ("history_flag", f"flag the {names[item]} entry of Jul {int(day[1:])} in the history", (ref,)),))
 
 
-def _draw_widget_field(rng: random.Random) -> FieldDef:
+def _draw_widget_field(rng: random.Random) -> FormField:
     """A slider (a small int range, one value wanted) or a date picker (two days of July 2026)."""
     if rng.random() < 0.5:
         label = rng.choice(("Quantity", "Guests", "Rating", "Priority"))
-        return FieldDef("slider", slug(label), label, ("1", "4", str(rng.randint(2, 4))))
+        return FormField("slider", slug(label), label, ("1", "4", str(rng.randint(2, 4))))
     days = sorted(rng.sample(range(1, 32), 2))
     label = rng.choice(("Date", "Delivery date", "Start date", "Due date"))
-    return FieldDef("date", slug(label), label, tuple(f"2026-07-{d:02d}" for d in rng.sample(days, 2)))
+    return FormField("date", slug(label), label, tuple(f"2026-07-{d:02d}" for d in rng.sample(days, 2)))
 
 
 def _draw_ranking(rng: random.Random, items: tuple[Item, ...], vocab: DomainVocab) -> RankPart:
@@ -181,8 +180,8 @@ _FAQ = FaqPart("help", "Help", (
 ), "Contact support")
 
 
-def _draw_widgets(rng: random.Random, fields: tuple[FieldDef, ...]) -> tuple[MenuPart | None, FaqPart | None,
-                                                                            tuple[FieldDef, ...]]:
+def _draw_widgets(rng: random.Random, fields: tuple[FormField, ...]) -> tuple[MenuPart | None, FaqPart | None,
+                                                                            tuple[FormField, ...]]:
     """An account menu and a help page of accordions, each half of the time; a text field
     that becomes a combobox of its accepted values, and a tooltip, each a third of the time."""
     menu = _MENU if rng.random() < 0.5 else None
@@ -191,9 +190,9 @@ def _draw_widgets(rng: random.Random, fields: tuple[FieldDef, ...]) -> tuple[Men
     texts = [i for i, f in enumerate(out) if f.kind == "text"]
     if texts and rng.random() < 0.34:
         i = rng.choice(texts)
-        out[i] = FieldDef("combobox", out[i].id, out[i].label, out[i].options)
+        out[i] = FormField("combobox", out[i].id, out[i].label, out[i].options)
     if rng.random() < 0.34:
-        out.insert(rng.randint(0, len(out)), FieldDef("tooltip", "hint", "Why we ask", ("We use it only for this form.",)))
+        out.insert(rng.randint(0, len(out)), FormField("tooltip", "hint", "Why we ask", ("We use it only for this form.",)))
     return menu, faq, tuple(out)
 
 
@@ -203,8 +202,8 @@ def _draw_bookings(rng: random.Random, vocab: DomainVocab) -> BookingsPart:
     a_opts, b_opts = a_opts[:3], b_opts[:3]
     check, check_label = rng.choice(vocab.checks)
     title, form_title = vocab.bookings
-    fields = (FieldDef("select", a, a_label, a_opts), FieldDef("select", b, b_label, b_opts),
-              FieldDef("checkbox", check, check_label))
+    fields = (FormField("select", a, a_label, a_opts), FormField("select", b, b_label, b_opts),
+              FormField("checkbox", check, check_label))
     first = ((a, a_opts[-1]), (b, b_opts[-1]), (check, True))
     second = ((a, a_opts[0]), (b, b_opts[-1]), (check, False))
     words = [f"{a_label.lower()} {option_label(x)}, {b_label.lower()} {option_label(y)}" for (_, x), (_, y), _ in (first, second)]
@@ -214,19 +213,19 @@ def _draw_bookings(rng: random.Random, vocab: DomainVocab) -> BookingsPart:
          (f"one with {words[1]} and '{check_label}' not ticked", second)))
 
 
-def _draw_fields(rng: random.Random, vocab: DomainVocab, n: int, *, small: bool = False) -> tuple[FieldDef, ...]:
+def _draw_fields(rng: random.Random, vocab: DomainVocab, n: int, *, small: bool = False) -> tuple[FormField, ...]:
     """``n`` distinct fields, at least one text input, in a random order.
 
     ``small`` keeps every field to two states (one accepted text, two options) for wizards,
     whose fields all live at once.
     """
     most = 1 if small else 2
-    pool = [FieldDef("text", fid, label, tuple(rng.sample(vals, rng.randint(1, min(most, len(vals))))))
+    pool = [FormField("text", fid, label, tuple(rng.sample(vals, rng.randint(1, min(most, len(vals))))))
             for fid, label, vals in vocab.texts]
-    pool += [FieldDef("select" if rng.random() < 0.6 else "radio", fid, label,
+    pool += [FormField("select" if rng.random() < 0.6 else "radio", fid, label,
                       tuple(rng.sample(opts, 2)) if small else opts)
              for fid, label, opts in vocab.selects]
-    pool += [FieldDef("checkbox", fid, label) for fid, label in vocab.checks]
+    pool += [FormField("checkbox", fid, label) for fid, label in vocab.checks]
     first = rng.choice(pool[: len(vocab.texts)])
     rest = [f for f in pool if f is not first]
     fields = [first] + rng.sample(rest, min(n - 1, len(rest)))

@@ -43,7 +43,7 @@ def effect(op: str, var: str, value: Any = None) -> Cond:
 
 
 @dataclass(frozen=True)
-class FieldDef:
+class FormField:
     """A form field: text (accepted values), select/radio (options), checkbox, slider
     (options: the lowest and highest int, then the wanted one, as text) or date (options:
     the dates one may pick, YYYY-MM-DD in one month, the wanted one last)."""

@@ -21,7 +21,7 @@ from fsm_sites.generator.structured import (
     table,
 )
 from fsm_sites.generator.templates import (
-    FieldDef,
+    FormField,
     Item,
     catalog,
     collection,
@@ -63,7 +63,7 @@ class CatalogPart:
 class FormPart:
     key: str
     title: str
-    fields: tuple[FieldDef, ...]
+    fields: tuple[FormField, ...]
     submit: str
     goal: str  # what the user wants, e.g. "check out"
     confirm: bool = True
@@ -76,7 +76,7 @@ class FormPart:
 class WizardPart:
     key: str
     title: str
-    steps: tuple[tuple[FieldDef, ...], ...]
+    steps: tuple[tuple[FormField, ...], ...]
     goal: str  # with from_items, names the wanted item as "{item}"
     # catalog item ids whose detail pages start the wizard with a ``start_label`` button, instead of
     # the nav bar; the goal wants it started from the last of them
@@ -280,7 +280,7 @@ def _form_part(b: SiteBuilder, recipe: SiteRecipe, part: FormPart) -> list[tuple
     return [(pages["form"], part.title)]
 
 
-def _details(fields: tuple[FieldDef, ...] | list[FieldDef]) -> str:
+def _details(fields: tuple[FormField, ...] | list[FormField]) -> str:
     """The wanted field values in words, so an instruction names everything the goal checks."""
     words = [f"tick '{f.label}'" if f.kind == "checkbox"
              else f"{f.label.lower()} '{_wanted_text(f)}'"
@@ -288,14 +288,14 @@ def _details(fields: tuple[FieldDef, ...] | list[FieldDef]) -> str:
     return ", ".join(words)
 
 
-def _wanted_text(f: FieldDef) -> str:
+def _wanted_text(f: FormField) -> str:
     """A field's wanted value as the page shows it."""
     if f.kind == "date":
         return date_label(parse_date(f.options[-1]))
     return f.options[-1] if f.kind in ("text", "combobox", "slider") else option_label(f.options[-1])
 
 
-def _choice(f: FieldDef, key: str) -> Cond:
+def _choice(f: FormField, key: str) -> Cond:
     """The goal's wanted value of a field: the last accepted value, a checked box."""
     var = f"{key}_{f.id}"
     if f.kind == "checkbox":

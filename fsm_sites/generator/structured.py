@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from fsm_sites.generator.builder import SiteBuilder
-from fsm_sites.generator.templates import FieldDef, option_label
+from fsm_sites.generator.templates import FormField, option_label
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class BookingsPart:
     key: str  # the set variable, e.g. "meetings"
     title: str  # list page title, e.g. "My meetings"
     form_title: str  # e.g. "New meeting"
-    fields: tuple[FieldDef, ...]  # selects (options) and checkboxes: the record's fields
+    fields: tuple[FormField, ...]  # selects (options) and checkboxes: the record's fields
     slot: tuple[str, ...]  # fields no two bookings may share, e.g. ("day", "time")
     item_text: str  # a row, e.g. "{it.day} at {it.time}"
     max_len: int

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fsm_sites.generator.builder import Cond, FieldDef, Guard, SiteBuilder, cond, effect
+from fsm_sites.generator.builder import Cond, FormField, Guard, SiteBuilder, cond, effect
 from fsm_sites.generator.widgets import add_stepper, add_widget_field, field_var
 
 
@@ -24,7 +24,7 @@ def option_label(value: str) -> str:
     return value.replace("_", " ").title()
 
 
-def _field_var(b: SiteBuilder, key: str, f: FieldDef) -> str:
+def _field_var(b: SiteBuilder, key: str, f: FormField) -> str:
     name = f"{key}_{f.id}"
     if f.kind in ("combobox", "tooltip"):
         return field_var(b, name, f)
@@ -37,7 +37,7 @@ def _field_var(b: SiteBuilder, key: str, f: FieldDef) -> str:
     return b.add_var(name, "enum", values=["", *f.options], label=f.label.lower())
 
 
-def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> tuple[list[str], list[Cond]]:
+def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FormField]) -> tuple[list[str], list[Cond]]:
     """Field elements and their transitions; returns (variables, conditions that make it complete)."""
     variables, required = [], []
     for f in fields:
@@ -73,7 +73,7 @@ def add_fields(b: SiteBuilder, page: str, key: str, fields: list[FieldDef]) -> t
     return variables, required
 
 
-def _inline_validation(b: SiteBuilder, form: str, key: str, fields: list[FieldDef], submit: str) -> list[str]:
+def _inline_validation(b: SiteBuilder, form: str, key: str, fields: list[FormField], submit: str) -> list[str]:
     """A submit attempt with required fields empty marks the form tried; each such field then
     shows its message until it is filled. Returns the form-local variable it adds."""
     tried = b.add_var(f"{key}_tried", "bool")
@@ -91,7 +91,7 @@ def _inline_validation(b: SiteBuilder, form: str, key: str, fields: list[FieldDe
     return [tried]
 
 
-def _widget_field(b: SiteBuilder, page: str, f: FieldDef, var: str) -> list[str]:
+def _widget_field(b: SiteBuilder, page: str, f: FormField, var: str) -> list[str]:
     """A slider (``change`` sets the int) or a date picker (``open`` shows its month grid,
     ``pick`` sets the date and closes it); returns the extra variables it needs."""
     label = f.label.lower()
@@ -220,7 +220,7 @@ def _confirm_remove(b: SiteBuilder, page: str, title: str, list_var: str, remove
     b.add_transition(modal, "keep", f"keep {{{pending}}}", target=page, effects=[{"clear": pending}])
 
 
-def form_flow(b: SiteBuilder, key: str, title: str, fields: list[FieldDef], *, submit: str,
+def form_flow(b: SiteBuilder, key: str, title: str, fields: list[FormField], *, submit: str,
               exit_to: str, confirm: bool = True, result_title: str = "Done",
               extra_when: list[Cond] | None = None, on_done: list[Cond] | None = None,
               validate: bool = False) -> dict[str, str]:
@@ -249,7 +249,7 @@ def form_flow(b: SiteBuilder, key: str, title: str, fields: list[FieldDef], *, s
     return pages
 
 
-def wizard(b: SiteBuilder, key: str, title: str, steps: list[list[FieldDef]], *, exit_to: str,
+def wizard(b: SiteBuilder, key: str, title: str, steps: list[list[FormField]], *, exit_to: str,
            result_title: str = "All set") -> dict[str, Any]:
     """A multi-step form: step pages with Next/Back, a review page, confirm modal, result."""
     step_pages = [b.add_page(f"{key}_s{i + 1}", title)  # its stepper says which step
@@ -298,7 +298,7 @@ def settings(b: SiteBuilder, key: str, title: str, tabs: list[tuple[str, str, li
                 b.link(page, f"tab_{tab}", label, other, f"open the {label} tab", kind="tab", section="header")
             else:
                 b.add_element(page, f"tab_{tab}", "text", label, section="header")
-        add_fields(b, page, key, [FieldDef("checkbox", tid, tlabel) for tid, tlabel in toggles])
+        add_fields(b, page, key, [FormField("checkbox", tid, tlabel) for tid, tlabel in toggles])
     return pages
 
 

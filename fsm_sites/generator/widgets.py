@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fsm_sites.generator.builder import Cond, FieldDef, SiteBuilder, cond, effect
+from fsm_sites.generator.builder import Cond, FormField, SiteBuilder, cond, effect
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class FaqPart:
     contact: str  # the link's label, e.g. "Contact support"
 
 
-def field_var(b: SiteBuilder, name: str, f: FieldDef) -> str:
+def field_var(b: SiteBuilder, name: str, f: FormField) -> str:
     """The variable of a combobox (free text, its suggestions the values that matter) or a
     tooltip (whether it is shown)."""
     if f.kind == "combobox":
@@ -38,7 +38,7 @@ def field_var(b: SiteBuilder, name: str, f: FieldDef) -> str:
     return b.add_var(name, "bool")
 
 
-def add_widget_field(b: SiteBuilder, page: str, f: FieldDef, var: str) -> list[Cond]:
+def add_widget_field(b: SiteBuilder, page: str, f: FormField, var: str) -> list[Cond]:
     """A combobox or a tooltip field and its transitions; returns what completes it."""
     label = f.label.lower()
     if f.kind == "combobox":

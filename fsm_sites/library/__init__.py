@@ -14,6 +14,7 @@ from pathlib import Path
 from fsm_sites.engine.machine import Machine, compile_site
 from fsm_sites.errors import UnknownSite
 from fsm_sites.spec.site import SiteSpec
+from fsm_sites.validation.validate import load_and_validate
 
 SITES_DIR = Path(__file__).parent / "sites"
 EXAMPLES_DIR = Path(__file__).parent / "examples"
@@ -36,8 +37,6 @@ def site_path(name: str) -> Path:
 @cache
 def load_site(name: str) -> SiteSpec:
     """Load and validate a curated site by name (cached; specs are immutable)."""
-    from fsm_sites.validation.validate import load_and_validate
-
     return load_and_validate(site_path(name))
 
 

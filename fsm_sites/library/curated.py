@@ -26,7 +26,7 @@ from fsm_sites.generator.compose import (
     compose,
 )
 from fsm_sites.generator.structured import RowAction
-from fsm_sites.generator.templates import FieldDef as F
+from fsm_sites.generator.templates import FormField as F
 from fsm_sites.generator.templates import Item as I  # noqa: E741
 from fsm_sites.generator.widgets import FaqPart, MenuPart
 from fsm_sites.spec.site import dump_spec

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+import aiohttp
+
 from fsm_sites.engine.machine import Edge
 from fsm_sites.engine.state import UIEvent
 from fsm_sites.errors import FsmSiteError
@@ -29,8 +31,8 @@ from fsm_sites.serving.sessions import (
     BadRequest,
     EventRecord,
     Forbidden,
-    Session,
     SessionError,
+    SiteSession,
     StaleEvent,
     Unauthorized,
     UnknownSession,
@@ -38,8 +40,6 @@ from fsm_sites.serving.sessions import (
 from fsm_sites.spec.site import SiteSpec
 
 if TYPE_CHECKING:
-    import aiohttp
-
     from fsm_sites.serving.server import SiteServer
 
 
@@ -67,7 +67,7 @@ class SessionView:
                    goal_reached=data["goal_reached"])
 
 
-def session_view(session: Session, url: str) -> SessionView:
+def session_view(session: SiteSession, url: str) -> SessionView:
     """The view of a live session (what the control API's session description says)."""
     return SessionView.from_dict({**session.describe(), "url": url})
 
@@ -188,7 +188,7 @@ class LocalSiteClient:
         In-process only: a remote server's page posts its events."""
         return self.server.page_event(session_id, body)
 
-    def _view(self, session: Session) -> SessionView:
+    def _view(self, session: SiteSession) -> SessionView:
         return session_view(session, self.server.session_url(session.id))
 
 
@@ -202,8 +202,6 @@ async def _request(http: aiohttp.ClientSession, method: str, url: str, *, what: 
                    body: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Any:
     """One JSON call; a 4xx answer raises its ``SessionError``, no answer or a 5xx
     ``SiteUnavailable`` (``what`` names the API in its message)."""
-    import aiohttp
-
     try:
         async with http.request(method, url, json=body, headers=headers) as response:
             data = await response.json(content_type=None)
@@ -221,8 +219,6 @@ async def _request(http: aiohttp.ClientSession, method: str, url: str, *, what: 
 
 
 def _new_http(timeout_s: float) -> aiohttp.ClientSession:
-    import aiohttp
-
     return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s))
 
 

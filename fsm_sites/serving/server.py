@@ -33,16 +33,18 @@ from typing import Any
 
 from aiohttp import web
 
+from fsm_sites import library
 from fsm_sites.engine.machine import Edge, Machine
 from fsm_sites.engine.state import State, UIEvent
 from fsm_sites.render import render_page
+from fsm_sites.render.page_model import describe_page
 from fsm_sites.serving.control import control_app, error_body, error_response
 from fsm_sites.serving.sessions import (
     BadRequest,
     EventRecord,
-    Session,
     SessionError,
     SessionStore,
+    SiteSession,
     parse_event,
 )
 from fsm_sites.spec.site import SiteSpec
@@ -123,7 +125,7 @@ class SiteServer:
     def sites(self) -> list[SiteSpec]:
         return [m.spec for m in self.store.machines.values()]
 
-    def create_session(self, site: str, *, goal: str, start_state: str | None = None, seed: int = 0) -> Session:
+    def create_session(self, site: str, *, goal: str, start_state: str | None = None, seed: int = 0) -> SiteSession:
         """A new session at ``start_state`` (default: the site's initial state)."""
         return self.store.create(site, goal=goal, start_state=start_state, seed=seed)
 
@@ -164,13 +166,11 @@ class SiteServer:
 
     def page_view(self, session_id: str) -> dict[str, Any]:
         """The session's current page as data, for native renderers (the Tk app)."""
-        from fsm_sites.render.page_model import describe_page
-
         session = self.store.get(session_id)
         return {"seq": session.seq, "state": session.state.key(),
                 "view": describe_page(session.machine, session.state)}
 
-    def render(self, session: Session) -> str:
+    def render(self, session: SiteSession) -> str:
         """The session's current page (cached by machine, state and seed: a site replaced by
         ``add_site`` has a new machine, so its pages are rendered anew)."""
         return self._page(session.machine, session.state, session.seed)[0]
@@ -376,8 +376,6 @@ def resolve_sites(names: Iterable[str | Path | SiteSpec]) -> list[SiteSpec]:
     """Specs from SiteSpec objects, spec file paths (validated: ``SpecInvalid`` lists every
     problem), or library site names (empty: the whole library)."""
     names = list(names)
-    from fsm_sites import library
-
     if not names:
         return [library.load_site(n) for n in library.list_sites()]
     out: list[SiteSpec] = []

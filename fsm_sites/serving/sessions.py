@@ -81,7 +81,7 @@ class EventRecord:
 
 
 @dataclass
-class Session:
+class SiteSession:
     """One episode on one site."""
 
     id: str
@@ -113,7 +113,7 @@ class SessionStore:
 
     def __init__(self) -> None:
         self.machines: dict[str, Machine] = {}
-        self.sessions: dict[str, Session] = {}
+        self.sessions: dict[str, SiteSession] = {}
 
     def add_site(self, spec: SiteSpec) -> None:
         self.machines[spec.name] = compile_site(spec)
@@ -123,13 +123,13 @@ class SessionStore:
             raise BadRequest(f"expected a site served here ({sorted(self.machines)}), got {site!r}")
         return self.machines[site]
 
-    def get(self, session_id: str) -> Session:
+    def get(self, session_id: str) -> SiteSession:
         session = self.sessions.get(session_id)
         if session is None:
             raise UnknownSession(f"expected a live session id, got {session_id!r}; create one with POST /sessions")
         return session
 
-    def create(self, site: str, *, goal: str, start_state: str | None = None, seed: int = 0) -> Session:
+    def create(self, site: str, *, goal: str, start_state: str | None = None, seed: int = 0) -> SiteSession:
         """A new session; ``start_state`` is a state key or the id of a start state the spec
         names, and ``goal`` a goal id, an ``expr:...`` condition or a state key. Without a
         ``start_state``, a named goal that names its own start begins there."""
@@ -139,7 +139,7 @@ class SessionStore:
         else:
             start = machine.goal_start(goal) or machine.initial
         goal_fn = self._goal(machine, goal)
-        session = Session(secrets.token_urlsafe(12), site, machine, goal, goal_fn, start, int(seed), start)
+        session = SiteSession(secrets.token_urlsafe(12), site, machine, goal, goal_fn, start, int(seed), start)
         self.sessions[session.id] = session
         return session
 
@@ -147,12 +147,12 @@ class SessionStore:
         self.get(session_id)
         del self.sessions[session_id]
 
-    def reset(self, session_id: str) -> Session:
+    def reset(self, session_id: str) -> SiteSession:
         session = self.get(session_id)
         session.state = session.start
         return session
 
-    def jump(self, session_id: str, state_key: str) -> Session:
+    def jump(self, session_id: str, state_key: str) -> SiteSession:
         session = self.get(session_id)
         session.state = self._reachable(session.machine, state_key, "state")
         return session
@@ -174,7 +174,7 @@ class SessionStore:
         session.log.append(record)
         return record
 
-    def preview(self, session: Session, event: UIEvent) -> State | None:
+    def preview(self, session: SiteSession, event: UIEvent) -> State | None:
         """The state ``event`` would put ``session`` in, changing nothing; None when the
         event would be refused or fire no transition (what ``apply`` decides, without the log)."""
         try:
@@ -185,7 +185,7 @@ class SessionStore:
         return fired[1] if fired else None
 
     @staticmethod
-    def _check_event(session: Session, event: UIEvent) -> None:
+    def _check_event(session: SiteSession, event: UIEvent) -> None:
         machine, state = session.machine, session.state
         if event.page != state.page:
             raise StaleEvent(f"expected an event from page {state.page!r}, got one from {event.page!r}; reload the page")
@@ -258,5 +258,5 @@ def parse_event(payload: object) -> UIEvent:
     return UIEvent(payload["page"], payload["element"], payload["event"], value)
 
 
-__all__ = ["BadRequest", "EventRecord", "Forbidden", "Session", "SessionError", "SessionStore",
+__all__ = ["BadRequest", "EventRecord", "Forbidden", "SiteSession", "SessionError", "SessionStore",
            "StaleEvent", "Unauthorized", "UnknownGoal", "UnknownSession", "parse_event"]

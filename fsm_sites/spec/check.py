@@ -87,7 +87,7 @@ class StrT(VType):
 
 
 @dataclass
-class Env:
+class TypeEnv:
     """The names an expression may use, with their types and where their values are."""
 
     variables: dict[str, VType]
@@ -97,15 +97,15 @@ class Env:
     it: VType | None = None
     row: VType | None = None  # the copy's item: set in a repeated element's expressions only
 
-    def with_it(self, it: VType) -> Env:
-        return Env(self.variables, self.position, self.params, self.value, it, self.row)
+    def with_it(self, it: VType) -> TypeEnv:
+        return TypeEnv(self.variables, self.position, self.params, self.value, it, self.row)
 
 
 INT = IntT(-_BIG, _BIG)
 BOOL = BoolT()
 
 
-def compile_expr(node: Node, env: Env) -> tuple[Fn, VType]:
+def compile_expr(node: Node, env: TypeEnv) -> tuple[Fn, VType]:
     """The closure and type of ``node``; ``CheckError`` if it is ill-typed."""
     handler = _HANDLERS.get(type(node))
     if handler is None:
@@ -113,20 +113,20 @@ def compile_expr(node: Node, env: Env) -> tuple[Fn, VType]:
     return handler(node, env)
 
 
-def compile_bool(node: Node, env: Env) -> Fn:
+def compile_bool(node: Node, env: TypeEnv) -> Fn:
     fn, vtype = compile_expr(node, env)
     if not isinstance(vtype, BoolT):
         raise CheckError(f"expected a condition (true/false), got {vtype.describe()} in {unparse(node)!r}")
     return fn
 
 
-def _lit(node: Lit, env: Env) -> tuple[Fn, VType]:
+def _lit(node: Lit, env: TypeEnv) -> tuple[Fn, VType]:
     value = node.value
     vtype: VType = BOOL if isinstance(value, bool) else INT if isinstance(value, int) else StrT((value,))
     return (lambda v, c: value), vtype
 
 
-def _name(node: Name, env: Env) -> tuple[Fn, VType]:
+def _name(node: Name, env: TypeEnv) -> tuple[Fn, VType]:
     name = node.name
     if name == "it":
         if env.it is None:
@@ -151,7 +151,7 @@ def _name(node: Name, env: Env) -> tuple[Fn, VType]:
     raise CheckError(f"{name!r} is not a variable or parameter; expected one of {known} (quote text: '{name}')")
 
 
-def _attr(node: Attr, env: Env) -> tuple[Fn, VType]:
+def _attr(node: Attr, env: TypeEnv) -> tuple[Fn, VType]:
     obj, otype = compile_expr(node.obj, env)
     if isinstance(otype, RecordT):
         ftype = otype.field_type(node.name)
@@ -164,14 +164,14 @@ def _attr(node: Attr, env: Env) -> tuple[Fn, VType]:
     raise CheckError(f"expected a record or map before '.{node.name}', got {otype.describe()} in {unparse(node)!r}")
 
 
-def _index(node: Index, env: Env) -> tuple[Fn, VType]:
+def _index(node: Index, env: TypeEnv) -> tuple[Fn, VType]:
     obj, otype = compile_expr(node.obj, env)
     if not isinstance(otype, MapT):
         raise CheckError(f"expected a map before '[...]', got {otype.describe()} in {unparse(node)!r}")
     return _map_get(obj, otype, node.key, env, node)
 
 
-def _map_get(obj: Fn, mtype: MapT, key: Node, env: Env, whole: Node) -> tuple[Fn, VType]:
+def _map_get(obj: Fn, mtype: MapT, key: Node, env: TypeEnv, whole: Node) -> tuple[Fn, VType]:
     kfn, ktype = compile_expr(key, env)
     problem = compatible(ktype, mtype.keys)
     if problem:
@@ -189,7 +189,7 @@ def _map_get(obj: Fn, mtype: MapT, key: Node, env: Env, whole: Node) -> tuple[Fn
     return get, mtype.value
 
 
-def _unary(node: Unary, env: Env) -> tuple[Fn, VType]:
+def _unary(node: Unary, env: TypeEnv) -> tuple[Fn, VType]:
     fn, vtype = compile_expr(node.operand, env)
     if node.op == "not":
         if not isinstance(vtype, BoolT):
@@ -204,7 +204,7 @@ _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a 
 _ORDER = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
 
 
-def _binary(node: Binary, env: Env) -> tuple[Fn, VType]:
+def _binary(node: Binary, env: TypeEnv) -> tuple[Fn, VType]:
     a, at = compile_expr(node.left, env)
     b, bt = compile_expr(node.right, env)
     op, text = node.op, unparse(node)
@@ -241,7 +241,7 @@ def _membership(op: str, a: Fn, at: VType, b: Fn, bt: VType, text: str) -> tuple
     return (lambda v, c: a(v, c) not in b(v, c)), BOOL
 
 
-def _call(node: Call, env: Env) -> tuple[Fn, VType]:
+def _call(node: Call, env: TypeEnv) -> tuple[Fn, VType]:
     text = unparse(node)
     if node.fn == "rank":
         return _rank(node, env)
@@ -278,7 +278,7 @@ def _call(node: Call, env: Env) -> tuple[Fn, VType]:
     return (lambda v, c: all(test_each(v, c))), BOOL
 
 
-def _rank(node: Call, env: Env) -> tuple[Fn, VType]:
+def _rank(node: Call, env: TypeEnv) -> tuple[Fn, VType]:
     """``rank(c, x)``: where item ``x`` is in list or set ``c`` (0: first; -1: not there);
     ``rank(c, x, order)``: where its table shows it, sorted by ``order`` (a field of the
     records, ``-field`` descending: a sort variable)."""
@@ -309,14 +309,14 @@ def _items(coll: Fn, ctype: VType) -> Fn:
     return lambda v, c: tuple(x for _, x in coll(v, c))
 
 
-def _record(node: RecordLit, env: Env) -> tuple[Fn, VType]:
+def _record(node: RecordLit, env: TypeEnv) -> tuple[Fn, VType]:
     compiled = [(name, *compile_expr(expr, env)) for name, expr in node.fields]
     fns = [(name, fn) for name, fn, _ in compiled]
     vtype = RecordT(tuple((name, t) for name, _, t in compiled))
     return (lambda v, c: Rec(tuple((n, f(v, c)) for n, f in fns))), vtype
 
 
-def _list(node: ListLit, env: Env) -> tuple[Fn, VType]:
+def _list(node: ListLit, env: TypeEnv) -> tuple[Fn, VType]:
     compiled = [compile_expr(item, env) for item in node.items]
     if not compiled:
         return (lambda v, c: ()), SeqT(StrT(()), 0, ordered=True)
@@ -332,12 +332,12 @@ def _list(node: ListLit, env: Env) -> tuple[Fn, VType]:
     return (lambda v, c: tuple(f(v, c) for f in fns)), SeqT(item, len(fns), ordered=True)
 
 
-def _const(node: Const, env: Env) -> tuple[Fn, VType]:
+def _const(node: Const, env: TypeEnv) -> tuple[Fn, VType]:
     value = node.value
     return (lambda v, c: value), node.vtype
 
 
-_HANDLERS: dict[type, Callable[[Any, Env], tuple[Fn, VType]]] = {
+_HANDLERS: dict[type, Callable[[Any, TypeEnv], tuple[Fn, VType]]] = {
     Const: _const, Lit: _lit, Name: _name, Attr: _attr, Index: _index, Unary: _unary, Binary: _binary, Call: _call,
     RecordLit: _record, ListLit: _list,
 }

@@ -15,7 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fsm_sites.spec.check import CheckError, Ctx, Env, compile_bool, compile_expr, converter
+from fsm_sites.spec.check import (
+    CheckError,
+    Ctx,
+    TypeEnv,
+    compatible,
+    compile_bool,
+    compile_expr,
+    converter,
+)
 from fsm_sites.spec.expr import Attr, Binary, ExprSyntaxError, Index, Lit, Name, Node, parse_expr
 from fsm_sites.spec.site import VALUE_PLACEHOLDER, Effect
 from fsm_sites.spec.types import IntT, MapT, RecordT, SeqT, VType
@@ -105,7 +113,7 @@ def _older(effect: Effect) -> Plan:
     return Plan(kind, var, value, older=op)
 
 
-def compile_plan(plan: Plan, env: Env) -> Apply:
+def compile_plan(plan: Plan, env: TypeEnv) -> Apply:
     """The in-place update of ``plan``; ``CheckError`` if it is ill-typed."""
     name = plan.var
     if name not in env.variables or name.startswith("_"):
@@ -131,7 +139,7 @@ def compile_plan(plan: Plan, env: Env) -> Apply:
     return _compile_items(plan, env, pos, vtype)
 
 
-def _compile_clamp(plan: Plan, env: Env, pos: int) -> Apply:
+def _compile_clamp(plan: Plan, env: TypeEnv, pos: int) -> Apply:
     """A paged table's pager (at ``pos``) brought back onto the table's last page, so a
     transition that removes rows while the last page is shown never leaves an empty page."""
     assert plan.expr is not None
@@ -145,7 +153,7 @@ def _compile_clamp(plan: Plan, env: Env, pos: int) -> Apply:
     return clamp_page
 
 
-def _compile_move(env: Env, pos: int, vtype: SeqT, name: str) -> Apply:
+def _compile_move(env: TypeEnv, pos: int, vtype: SeqT, name: str) -> Apply:
     """A sortable's drag: the event's value ``from>to`` moves one item; any other value
     (not two distinct positions of the list) changes nothing."""
     if not vtype.ordered:
@@ -161,7 +169,7 @@ def _compile_move(env: Env, pos: int, vtype: SeqT, name: str) -> Apply:
     return move
 
 
-def _compile_set(plan: Plan, env: Env, pos: int, vtype: VType) -> Apply:
+def _compile_set(plan: Plan, env: TypeEnv, pos: int, vtype: VType) -> Apply:
     assert plan.expr is not None
     fn, source = compile_expr(plan.expr, env)
     target = plan.target
@@ -201,7 +209,7 @@ def _convert(target: VType, source: VType) -> Callable[[Any], Any]:
         raise CheckError(str(exc), at=".value") from None
 
 
-def _slot(target: Node, env: Env, vtype: VType) -> tuple[Callable[[list, Ctx], Any], VType]:
+def _slot(target: Node, env: TypeEnv, vtype: VType) -> tuple[Callable[[list, Ctx], Any], VType]:
     """For ``var.field`` or ``var[key]``: the key in the Rec and the slot's type."""
     if not isinstance(getattr(target, "obj", None), Name):
         raise CheckError("expected `set` to name a variable, a field (var.field) or a map entry (var[key])", at=".set")
@@ -214,8 +222,6 @@ def _slot(target: Node, env: Env, vtype: VType) -> tuple[Callable[[list, Ctx], A
     if isinstance(vtype, MapT):
         key: Node = Lit(target.name) if isinstance(target, Attr) else target.key  # type: ignore[attr-defined]
         kfn, ktype = compile_expr(key, env)
-        from fsm_sites.spec.check import compatible
-
         problem = compatible(ktype, vtype.keys)
         if problem:
             raise CheckError(f"expected a key of {list(vtype.keys.values)}, got {problem}", at=".set")
@@ -224,7 +230,7 @@ def _slot(target: Node, env: Env, vtype: VType) -> tuple[Callable[[list, Ctx], A
     raise CheckError(f"expected a record field or a map entry to set, got {vtype.describe()}", at=".set")
 
 
-def _compile_items(plan: Plan, env: Env, pos: int, vtype: SeqT) -> Apply:
+def _compile_items(plan: Plan, env: TypeEnv, pos: int, vtype: SeqT) -> Apply:
     if plan.kind in ("remove_where", "update"):
         assert plan.where is not None
         pred = compile_bool(plan.where, env.with_it(vtype.item))
@@ -253,7 +259,7 @@ def _compile_items(plan: Plan, env: Env, pos: int, vtype: SeqT) -> Apply:
     return add
 
 
-def _compile_update(plan: Plan, env: Env, pos: int, vtype: SeqT, pred: Callable) -> Apply:
+def _compile_update(plan: Plan, env: TypeEnv, pos: int, vtype: SeqT, pred: Callable) -> Apply:
     item = vtype.item
     if not isinstance(item, RecordT):
         raise CheckError(f"expected a list or set of records to update, got {vtype.describe()}", at=".update")

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from fsm_sites.spec.types import show_value
+
 
 class ExprSyntaxError(ValueError):
     """An expression that does not parse; the message names the column."""
@@ -334,8 +336,6 @@ def unparse(node: Node) -> str:
     if isinstance(node, ListLit):
         return "[" + ", ".join(unparse(i) for i in node.items) + "]"
     if isinstance(node, Const):
-        from fsm_sites.spec.types import show_value
-
         return show_value(node.value)
     raise TypeError(f"expected an expression node, got {type(node).__name__}")
 

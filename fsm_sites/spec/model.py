@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fsm_sites.errors import SpecProblem
-from fsm_sites.spec.check import CheckError, Env, StrT, compile_bool, compile_expr, converter
+from fsm_sites.spec.check import CheckError, StrT, TypeEnv, compile_bool, compile_expr, converter
 from fsm_sites.spec.conditions import condition_node
 from fsm_sites.spec.effects import Plan, compile_plan, plan_of
 from fsm_sites.spec.expr import (
@@ -88,16 +88,16 @@ class SiteModel:
     problems: list[SpecProblem] = field(default_factory=list)
     pagers: list[tuple[Node, str, int]] = field(default_factory=list)  # each paged table: (its rows, pager, rows a page)
 
-    def env(self, page: str, *, value: VType | None = None, it: VType | None = None) -> Env:
+    def env(self, page: str, *, value: VType | None = None, it: VType | None = None) -> TypeEnv:
         # ``row``, the copy's item, is defined where ``it`` is a repeated element's item
-        return Env(self.schema.variables, self.schema.position(), dict(self.schema.params.get(page, ())), value, it, it)
+        return TypeEnv(self.schema.variables, self.schema.position(), dict(self.schema.params.get(page, ())), value, it, it)
 
 
 def reads_of(node: Node | None, params: set[str]) -> set[str]:
     return set() if node is None else names(node) - params - set(SPECIAL_NAMES)
 
 
-def when_node(model: SiteModel, conds: When, place: str, env: Env | None = None) -> Node | None:
+def when_node(model: SiteModel, conds: When, place: str, env: TypeEnv | None = None) -> Node | None:
     """The conjunction of ``conds``, each type-checked in ``env``; None (with a problem
     recorded) if one is wrong."""
     parts = []
@@ -113,7 +113,7 @@ def when_node(model: SiteModel, conds: When, place: str, env: Env | None = None)
     return all_of(parts)
 
 
-def typed_bool(model: SiteModel, node: Node | None, env: Env, place: str) -> Node | None:
+def typed_bool(model: SiteModel, node: Node | None, env: TypeEnv, place: str) -> Node | None:
     if node is None:
         return None
     try:
@@ -124,7 +124,7 @@ def typed_bool(model: SiteModel, node: Node | None, env: Env, place: str) -> Nod
     return node
 
 
-def check_template(model: SiteModel, text: str | None, env: Env, place: str) -> None:
+def check_template(model: SiteModel, text: str | None, env: TypeEnv, place: str) -> None:
     """Every ``{expr}`` of a text parses and type-checks."""
     if not text or ("{" not in text and "}" not in text):
         return
@@ -168,7 +168,7 @@ def event_value(model: SiteModel, t: Transition, em: ElementModel, place: str) -
     return None, (None,)
 
 
-def convert_args(model: SiteModel, t: Transition, env: Env, place: str) -> tuple[tuple[str, Node], ...]:
+def convert_args(model: SiteModel, t: Transition, env: TypeEnv, place: str) -> tuple[tuple[str, Node], ...]:
     """The target page's parameters as typed expressions, in the order the page declares them;
     every missing or extra one reported."""
     target = t.target or t.page
@@ -195,7 +195,7 @@ def convert_args(model: SiteModel, t: Transition, env: Env, place: str) -> tuple
     return tuple(out)
 
 
-def compile_plans(model: SiteModel, t: Transition, env: Env, place: str) -> tuple[Plan, ...]:
+def compile_plans(model: SiteModel, t: Transition, env: TypeEnv, place: str) -> tuple[Plan, ...]:
     plans = []
     for k, effect in enumerate(t.effects):
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from fsm_sites.errors import SpecProblem
-from fsm_sites.spec.check import CheckError, Env, compile_expr
+from fsm_sites.spec.check import CheckError, TypeEnv, compile_expr
 from fsm_sites.spec.expr import (
     ExprSyntaxError,
     Lit,
@@ -160,7 +160,7 @@ def _check_sort(model: SiteModel, el: Element, rtype: SeqT | MapT | None, place:
 FIELD_KINDS = ("text_input", "combobox", "select", "checkbox", "radio", "slider", "date_picker")
 
 
-def _invalid(model: SiteModel, el: Element, env: Env, place: str) -> Node | None:
+def _invalid(model: SiteModel, el: Element, env: TypeEnv, place: str) -> Node | None:
     """A form field's `invalid_when` (checked), its `error` a checked template."""
     if not el.invalid_when:
         if el.error:
@@ -175,7 +175,7 @@ def _invalid(model: SiteModel, el: Element, env: Env, place: str) -> Node | None
     return when_node(model, el.invalid_when, f"{place}.invalid_when", env)
 
 
-def _widget(model: SiteModel, el: Element, bound: VType | None, rtype: SeqT | MapT | None, env: Env,
+def _widget(model: SiteModel, el: Element, bound: VType | None, rtype: SeqT | MapT | None, env: TypeEnv,
             place: str) -> tuple[tuple[Option, ...], Node | None]:
     """A slider's, date picker's or sortable's accepted values (as options) and when its popup is open."""
     try:
@@ -196,7 +196,7 @@ def _widget(model: SiteModel, el: Element, bound: VType | None, rtype: SeqT | Ma
     return options, when_node(model, el.open_when, f"{place}.open_when", env)
 
 
-def _repeat(model: SiteModel, el: Element, env: Env, place: str) -> tuple[Node | None, SeqT | MapT | None]:
+def _repeat(model: SiteModel, el: Element, env: TypeEnv, place: str) -> tuple[Node | None, SeqT | MapT | None]:
     try:
         node = parse_expr(el.repeat or "")
         _, rtype = compile_expr(node, env)

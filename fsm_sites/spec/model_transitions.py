@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fsm_sites.errors import SpecProblem
-from fsm_sites.spec.expr import ITEM_NAMES, Lit, Name, Unary, all_of
+from fsm_sites.spec.expr import ITEM_NAMES, Lit, Name, Unary, all_of, conjuncts, names
 from fsm_sites.spec.model import (
     ElementModel,
     SiteModel,
@@ -112,8 +112,6 @@ def _text_flow(model: SiteModel, plans) -> tuple[tuple[str, str | None], ...]:
 
 
 def _names(plan) -> set[str]:
-    from fsm_sites.spec.expr import names
-
     out: set[str] = set()
     for node in (plan.expr, plan.where, plan.target, *[n for _, n in plan.fields]):
         if node is not None:
@@ -133,7 +131,5 @@ def _after_env(model: SiteModel, t: Transition, env):
 
 def guard_parts(tm: TransitionModel) -> list:
     """The guard's conjuncts (for the heuristic's atoms)."""
-    from fsm_sites.spec.expr import conjuncts
-
     return [] if isinstance(tm.guard, Lit) else conjuncts(tm.guard)
 

@@ -16,9 +16,11 @@ This module only declares the shape. ``fsm_sites.validation.validate`` checks a 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Scalar = bool | int | str
@@ -305,10 +307,6 @@ class SiteSpec(_Model):
 
 def load_spec(path: str | Path) -> SiteSpec:
     """Load a spec from a .yaml/.yml/.json file (shape only; see fsm_sites.validation.validate)."""
-    import json
-
-    import yaml
-
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
@@ -317,10 +315,6 @@ def load_spec(path: str | Path) -> SiteSpec:
 
 def dump_spec(spec: SiteSpec, path: str | Path) -> None:
     """Write a spec as YAML (or JSON for a .json path), omitting defaults."""
-    import json
-
-    import yaml
-
     path = Path(path)
     data = spec.model_dump(mode="json", exclude_defaults=True)
     if path.suffix == ".json":

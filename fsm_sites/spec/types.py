@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from math import comb, perm
 from typing import Any
 
 Value = Any  # bool | int | str | Rec | tuple
@@ -302,8 +303,6 @@ class SeqT(VType):
         inner = self.item.size()
         if inner is None:
             return None
-        from math import comb, perm
-
         pick = perm if self.ordered else comb
         return sum(pick(inner, k) for k in range(min(self.max_len, inner) + 1))
 

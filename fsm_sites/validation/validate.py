@@ -13,6 +13,7 @@ Three layers, each run only if the one before found nothing:
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +22,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from fsm_sites.engine import cache
+from fsm_sites.engine.machine import compile_site
 from fsm_sites.errors import SEARCH_BUDGET, SearchBudgetExceeded, SpecInvalid, SpecProblem
 from fsm_sites.spec.model_build import build_model
 from fsm_sites.spec.site import SiteSpec
+from fsm_sites.spec.types import show_value
+from fsm_sites.validation.behaviour import check_behaviour
 
 # libyaml's loader when present: the library's files parse ~10x faster than in pure Python
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -76,8 +81,6 @@ def check_spec(data: dict[str, Any] | SiteSpec, *, count_budget: int = COUNT_BUD
         model = build_model(spec)
         report.problems.extend(model.problems)
         if not report.problems:
-            from fsm_sites.validation.behaviour import check_behaviour
-
             check_behaviour(spec, report, count_budget, search_budget)
     report.seconds = time.perf_counter() - start
     return spec, report
@@ -90,16 +93,12 @@ def load_and_validate(path: str | Path, *, use_cache: bool = True) -> SiteSpec:
     the cache beside the file (``fsm_sites.engine.cache``). The spec's Machine is kept for
     ``fsm_sites.engine.machine.compile_site``.
     """
-    from fsm_sites.engine import cache
-
     path = Path(path)
     data = read_spec_data(path)
     try:
         spec = SiteSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecInvalid([_shape_problem(err, data) for err in exc.errors()], str(path)) from None
-    from fsm_sites.engine.machine import compile_site
-
     cached = cache.read(path, spec) if use_cache else None
     if cached is not None and cached.get("report", {}).get("valid"):
         machine = compile_site(spec)
@@ -119,8 +118,6 @@ def load_and_validate(path: str | Path, *, use_cache: bool = True) -> SiteSpec:
 def read_spec_data(path: Path) -> dict[str, Any]:
     """The decoded YAML/JSON of a spec file; ``SpecInvalid`` when it cannot be read or is
     not a mapping."""
-    import json
-
     try:
         text = path.read_text(encoding="utf-8")
         data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_YAML_LOADER)
@@ -178,8 +175,6 @@ def _shape_problem(err: Any, data: Any) -> SpecProblem:
 
 
 def _show(value: Any) -> str:
-    from fsm_sites.spec.types import show_value
-
     return show_value(value) if not isinstance(value, dict) or len(str(value)) < 80 else "{...}"
 
 

@@ -39,8 +39,8 @@ from harness.codecs.base import (
 from harness.codecs.prompt import build_prompt
 from harness.codecs.pyliteral import (
     WAIT_DEFAULT,
-    Call,
     NotLiteral,
+    ParsedCall,
     call_of,
     decimal_literal,
     parse_module,
@@ -120,7 +120,7 @@ def _encode_scroll(action: Scroll, f: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _statements(text: str) -> list[Call | str]:
+def _statements(text: str) -> list[ParsedCall | str]:
     fence = _FENCE.search(text)
     source = fence.group(1) if fence else text
     try:
@@ -143,7 +143,7 @@ class _Interpreter:
         self.options, self.size = options, size
         self.cursor: tuple[Any, Any] | None = None
 
-    def run(self, calls: list[Call | str]) -> dict[str, Any]:
+    def run(self, calls: list[ParsedCall | str]) -> dict[str, Any]:
         for index, call in enumerate(calls):
             if isinstance(call, str):
                 return _sentinel(call)
@@ -162,7 +162,7 @@ class _Interpreter:
             raise NotLiteral("expected at least one pyautogui call, got none")
         return {"type": "move", "x": self.cursor[0], "y": self.cursor[1]}
 
-    def _action(self, call: Call, rest: list[Call | str]) -> dict[str, Any]:
+    def _action(self, call: ParsedCall, rest: list[ParsedCall | str]) -> dict[str, Any]:
         func = call.func
         if func == "click" and "element" in call.kwargs and "x" not in call.kwargs:
             return {"type": "click_element", "element": call.kwargs["element"]}
@@ -190,11 +190,11 @@ class _Interpreter:
             return {"type": "key", "keys": list(call.args)}
         raise NotLiteral(f"expected one of {', '.join(SUPPORTED)}, got pyautogui.{func}()")
 
-    def _scroll(self, call: Call, rest: list[Call | str]) -> dict[str, Any]:
+    def _scroll(self, call: ParsedCall, rest: list[ParsedCall | str]) -> dict[str, Any]:
         x, y = self._point(call, required=False)
         delta = {"dx": 0, "dy": 0}
         for part in [call, *rest[:1]]:
-            if not isinstance(part, Call) or part.func not in ("scroll", "hscroll"):
+            if not isinstance(part, ParsedCall) or part.func not in ("scroll", "hscroll"):
                 break
             if part is not call and (part.func == call.func or self._point(part, False) != (x, y)):
                 break  # only a scroll + hscroll pair at one point merges into one action
@@ -205,7 +205,7 @@ class _Interpreter:
                 delta["dx"] = amount
         return {"type": "scroll", "x": x, "y": y, **delta}
 
-    def _point(self, call: Call, required: bool) -> tuple[Any, Any]:
+    def _point(self, call: ParsedCall, required: bool) -> tuple[Any, Any]:
         args, kw = call.args, call.kwargs
         if "x" in kw or "y" in kw:
             return plain(kw.get("x")), plain(kw.get("y"))
@@ -229,7 +229,7 @@ def _sentinel(name: str) -> dict[str, Any]:
     raise NotLiteral(f"expected WAIT, DONE or FAIL, got the name {short_repr(name, 40)}")
 
 
-def _click_type(call: Call) -> str:
+def _click_type(call: ParsedCall) -> str:
     kind = _CLICKS[call.func]
     if call.func == "click":
         button, clicks = call.kwargs.get("button", "left"), call.kwargs.get("clicks", 1)
@@ -242,7 +242,7 @@ def _click_type(call: Call) -> str:
 _MISSING = object()
 
 
-def _arg(call: Call, index: int, name: str, default: Any = _MISSING) -> Any:
+def _arg(call: ParsedCall, index: int, name: str, default: Any = _MISSING) -> Any:
     if name in call.kwargs:
         return call.kwargs[name]
     if len(call.args) > index:

@@ -62,7 +62,7 @@ def decimal_literal(value: int, scale: int) -> str:
 
 
 @dataclass(frozen=True)
-class Call:
+class ParsedCall:
     """One parsed call: ``module.func(*args, **kwargs)`` with literal arguments."""
 
     func: str
@@ -81,8 +81,8 @@ def parse_module(source: str) -> list[ast.stmt]:
         raise NotLiteral(f"not valid Python call syntax ({type(err).__name__}: {err})") from None
 
 
-def call_of(stmt: ast.stmt, source: str) -> Call | str:
-    """A call statement as a Call; a bare name statement (``WAIT``) as its name."""
+def call_of(stmt: ast.stmt, source: str) -> ParsedCall | str:
+    """A call statement as a ParsedCall; a bare name statement (``WAIT``) as its name."""
     if not isinstance(stmt, ast.Expr):
         raise NotLiteral(f"expected a call expression, got a {type(stmt).__name__} statement")
     node = stmt.value
@@ -97,7 +97,7 @@ def call_of(stmt: ast.stmt, source: str) -> Call | str:
         if kw.arg is None:
             raise NotLiteral("expected keyword arguments, got **kwargs")
         kwargs[kw.arg] = _literal(kw.value, source)
-    return Call(func=func, owner=owner, args=args, kwargs=kwargs)
+    return ParsedCall(func=func, owner=owner, args=args, kwargs=kwargs)
 
 
 def _callee(node: ast.expr) -> tuple[str | None, str]:

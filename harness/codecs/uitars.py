@@ -40,8 +40,8 @@ from harness.codecs.base import (
 from harness.codecs.prompt import build_prompt
 from harness.codecs.pyliteral import (
     WAIT_DEFAULT,
-    Call,
     NotLiteral,
+    ParsedCall,
     call_of,
     parse_module,
     plain,
@@ -136,7 +136,7 @@ def _scroll_args(dx: int, dy: int) -> str:
     return f"direction='{direction}'" + (f", distance={amount}" if amount != DEFAULT_SCROLL_PX else "")
 
 
-def _parse_call(source: str) -> Call:
+def _parse_call(source: str) -> ParsedCall:
     source = source.strip()
     if source.endswith("```"):
         source = source[:-3].rstrip()
@@ -152,7 +152,7 @@ def _parse_call(source: str) -> Call:
         # Models often leave quotes unescaped inside content: take everything between
         # the outer quotes, as UI-TARS's own parser does.
         content = _UNESCAPE.sub(lambda m: {"n": "\n", "r": "\r", "t": "\t"}.get(m[1], m[1]), loose[3])
-        return Call(func=loose[1], owner=None, kwargs={"content": content})
+        return ParsedCall(func=loose[1], owner=None, kwargs={"content": content})
     if not statements:
         raise NotLiteral("expected a call after 'Action:', got nothing")
     call = call_of(statements[0], source)
@@ -161,7 +161,7 @@ def _parse_call(source: str) -> Call:
     return call
 
 
-def _fields(call: Call) -> dict[str, Any]:
+def _fields(call: ParsedCall) -> dict[str, Any]:
     kw = {_ALIASES.get(k, k): v for k, v in call.kwargs.items()}
     func = call.func
     if func == "click" and "element" in kw and "start_box" not in kw:

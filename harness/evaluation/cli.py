@@ -16,13 +16,17 @@ from rich.table import Table
 
 from harness.agents.registry import agent_names, check_agent, make_agent
 from harness.cli_config import check_output_dir, cli_errors, config_command, fail
+from harness.env import resolve_codec
 from harness.env_providers import check_sandbox
 from harness.errors import ConfigError
+from harness.evaluation.compare import compare_runs
 from harness.evaluation.passes import evaluation_passes, run_passes
 from harness.evaluation.report import write_report
 from harness.evaluation.stats import format_rate
 from harness.evaluation.summary import latest, write_summary
 from harness.runner import RESULTS_FILE, RunnerConfig, read_results
+from harness.store.damage import verify_store
+from harness.store.store import TrajectoryStore
 from harness.tasks.registry import make_task, suite_task_ids, task_has_oracle
 
 console = Console()
@@ -67,8 +71,6 @@ def check_eval(config: EvalConfig) -> list[str]:
     sandbox starts or any file is written."""
     task_ids = suite_task_ids(config.suite)
     check_agent(config.agent)
-    from harness.env import resolve_codec
-
     resolve_codec(config.codec)
     check_output_dir(config.out, "--out")
     if config.sandbox is not None:
@@ -76,8 +78,6 @@ def check_eval(config: EvalConfig) -> list[str]:
                       {t: make_task(t).sandbox_request.kind for t in task_ids})
     if config.store is not None:
         check_output_dir(config.store, "--store")
-        from harness.store.damage import verify_store
-
         verify_store(config.store)
     if config.agent == "oracle":
         missing = [t for t in task_ids if not task_has_oracle(make_task(t))]
@@ -148,8 +148,6 @@ def run_eval(config: EvalConfig) -> None:
                                temperature=config.sample_temperature, agent_name=config.agent)
     store = None
     if config.store is not None:
-        from harness.store.store import TrajectoryStore
-
         store = TrajectoryStore(config.store)
     try:
         run_passes(passes, config.out, store)
@@ -206,8 +204,6 @@ def compare_command(
 ) -> None:
     """Compare two runs episode by episode (paired by task, seed, index and temperature):
     per-task differences, exact McNemar test, 95% CIs of the difference in success rate."""
-    from harness.evaluation.compare import compare_runs
-
     with cli_errors():
         result = compare_runs(run_a, run_b, resamples=resamples, seed=seed)
     if as_json:

@@ -11,6 +11,7 @@ until SIGTERM or SIGINT. ``--port 0`` picks a free port (the line says which).
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import signal
 import sys
@@ -21,6 +22,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.cli_config import config_command
+from harness.env import resolve_codec
 from harness.env_providers import EnvOptions, LocalEnvs
 from harness.errors import ConfigError
 from harness.rewards import RewardMode
@@ -88,8 +90,6 @@ def server_token(config: EnvServerConfig) -> str:
 
 async def serve(config: EnvServerConfig, *, ready: asyncio.Event | None = None) -> None:
     """Run the server until SIGTERM/SIGINT (or until the task running it is cancelled)."""
-    from harness.env import resolve_codec
-
     resolve_codec(config.codec)
     tasks = suite_task_ids(config.suite) if config.suite is not None else None
     pool = SessionPool(LocalEnvs(bind_host=config.bind_host), tasks=tasks,
@@ -141,8 +141,6 @@ def hide_secrets(config: EnvServerConfig) -> EnvServerConfig:
     config = config.model_copy(update={"token": server_token(config)})
     os.environ.pop(TOKEN_ENV, None)
     if sys.platform == "linux":
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     return config
 

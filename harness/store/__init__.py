@@ -8,11 +8,11 @@ See docs/store.md for the schema, exploration and export formats.
 
 from harness.store.models import (
     FLAG_RESTORE_MISMATCH,
-    Episode,
     Frame,
     Node,
     NodeStatus,
     Step,
+    StoredEpisode,
     TaskRecord,
     Trajectory,
     Tree,
@@ -22,6 +22,6 @@ from harness.store.store import TrajectoryStore
 from harness.store.writer import EpisodeWriter
 
 __all__ = [
-    "FLAG_RESTORE_MISMATCH", "Episode", "EpisodeWriter", "Frame", "Node", "NodeStatus", "Step",
+    "FLAG_RESTORE_MISMATCH", "StoredEpisode", "EpisodeWriter", "Frame", "Node", "NodeStatus", "Step",
     "TaskRecord", "Trajectory", "Tree", "TrajectoryStore", "state_key_for",
 ]

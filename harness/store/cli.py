@@ -8,19 +8,24 @@ from typing import Annotated, Literal
 
 import typer
 from pydantic import ConfigDict, Field
+from rich.console import Console
+from rich.table import Table
 
+from harness.agents.registry import check_agent
 from harness.cli_config import check_output_dir, config_command, guarded, removed_on_failure
-from harness.store.collect import CollectConfig
-from harness.store.corpus import CorpusConfig
-from harness.store.export import ExportConfig
+from harness.store.collect import CollectConfig, collect, task_for
+from harness.store.corpus import CorpusConfig, build_corpus
+from harness.store.damage import verify_store
+from harness.store.export import PARQUET_PURPOSE, ExportConfig, export
+from harness.store.stats import JSON_KEYS, store_stats
+from harness.store.store import TrajectoryStore
+from harness.store.viewer import write_viewer
 from sandboxes.extras import require_extra
 
 store_app = typer.Typer(help="Inspect and export a trajectory tree store.", no_args_is_help=True)
 
 
 def _open_read_only(path: Path):  # -> TrajectoryStore
-    from harness.store.store import TrajectoryStore
-
     return TrajectoryStore(path, read_only=True)
 
 
@@ -31,15 +36,10 @@ def stats_command(
     as_json: Annotated[bool, typer.Option("--json", help="print the headline numbers as JSON")] = False,
 ) -> None:
     """Trees, nodes, episodes, screenshots, bytes versus flat storage, depth/branching (reads only)."""
-    from harness.store.stats import JSON_KEYS, store_stats
-
     stats = store_stats(_open_read_only(path))
     if as_json:
         typer.echo(json.dumps({key: stats[key] for key in JSON_KEYS}))
         return
-    from rich.console import Console
-    from rich.table import Table
-
     table = Table(title=f"store {path}")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -63,8 +63,6 @@ class ExportCommand(ExportConfig):
 
 
 def run_export(command: ExportCommand) -> None:
-    from harness.store.export import PARQUET_PURPOSE, export
-
     if not command.jsonl:
         require_extra("export", PARQUET_PURPOSE)
     store = _open_read_only(command.path)
@@ -80,8 +78,6 @@ def view_command(
     out: Annotated[Path, typer.Option("--out", help="where to write index.html and images")],
 ) -> None:
     """Write a static HTML viewer of the store (DIR/index.html)."""
-    from harness.store.viewer import write_viewer
-
     store = _open_read_only(path)
     check_output_dir(out, "--out")
     with removed_on_failure(out):
@@ -89,10 +85,6 @@ def view_command(
 
 
 def run_collect(config: CollectConfig) -> None:
-    from harness.agents.registry import check_agent
-    from harness.store.collect import collect, task_for
-    from harness.store.damage import verify_store
-
     task_for(config.suite)
     check_agent(config.agent)
     check_output_dir(config.store, "--store")
@@ -101,8 +93,6 @@ def run_collect(config: CollectConfig) -> None:
 
 
 def run_corpus(config: CorpusConfig) -> None:
-    from harness.store.corpus import build_corpus
-
     require_extra("export", "the corpus's Parquet splits")
     check_output_dir(config.out, "--out")
     stats = build_corpus(config)

@@ -8,7 +8,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import ConfigDict, Field, field_validator
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+from fsm_sites.library import load_site
+from harness.agents.base import wants_elements
+from harness.agents.registry import make_agent
 from harness.env_providers import (
     EnvOptions,
     EnvPlacement,
@@ -22,7 +26,9 @@ from harness.resources import TaskResources
 from harness.rewards import RewardMode
 from harness.store.explore import ExploreConfig, Explorer
 from harness.store.hindsight import hindsight_tasks
+from harness.store.sink import env_key
 from harness.store.store import TrajectoryStore
+from harness.tasks.registry import make_task, suite_task_ids
 from sandboxes.base import SandboxKind, SandboxProvider
 
 
@@ -54,8 +60,6 @@ class CollectConfig(ExploreConfig, EnvPlacement):
 
 def task_for(suite: str):  # -> harness.tasks.base.Task
     """The one task a collection grows its tree on, from the task registry."""
-    from harness.tasks.registry import make_task, suite_task_ids
-
     ids = suite_task_ids(suite)
     if len(ids) != 1:
         raise ConfigError(f"suite: expected one task (e.g. 'fsm:shop'), got {len(ids)} "
@@ -66,8 +70,6 @@ def task_for(suite: str):  # -> harness.tasks.base.Task
 def transition_describer(task):  # noqa: ANN001, ANN201 - an FSMTask; returns a Describe
     """Map transition ids of the task's site onto their instruction phrases."""
     try:
-        from fsm_sites.library import load_site
-
         spec = load_site(task.task.site)
     except Exception:  # noqa: BLE001 - a generated site: fall back to transition ids
         return None
@@ -83,10 +85,6 @@ async def collect_async(config: CollectConfig, *, envs: EnvProvider | None = Non
     local envs) may be handed in; otherwise ``config.provider`` names where the env runs.
     ``progress`` takes the env steps spent as they are spent; without it the collection
     shows its own progress bar (a caller with a bar of its own passes it)."""
-
-    from harness.agents.base import wants_elements
-    from harness.agents.registry import make_agent
-    from harness.store.sink import env_key
 
     task = task_for(config.suite)
     agent = make_agent(config.agent)
@@ -128,8 +126,6 @@ async def collect_async(config: CollectConfig, *, envs: EnvProvider | None = Non
 
 @contextmanager
 def _bar(title: str, total: int) -> Iterator[Callable[[int], None]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn()) as progress:
         bar = progress.add_task(title, total=total)

@@ -43,9 +43,22 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+from fsm_sites.errors import FsmSiteError
+from fsm_sites.generator import synthesize_site
+from fsm_sites.library import list_sites
+from fsm_sites.serving.server import resolve_sites
+from fsm_sites.spec.site import dump_spec
+from fsm_sites.synthesis.tasks import save_tasks, synthesize_tasks
 from harness.errors import ConfigError
+from harness.fsm_tasks_cli import verify_tasks
 from harness.prompts import PromptConfig
+from harness.resources import TaskResources
+from harness.store.collect import CollectConfig, collect_async
+from harness.store.corpus_split import assemble
+from harness.store.export import ExportConfig, export
+from harness.store.store import TrajectoryStore
 
 Difficulty = Literal["easy", "medium", "hard"]
 DONE = "done.json"
@@ -55,8 +68,6 @@ RECIPE_FIELDS = ("seed", "tasks", "budget", "candidates", "max_depth", "prompt")
 
 
 def _curated() -> list[str]:
-    from fsm_sites.library import list_sites
-
     return list(list_sites())
 
 
@@ -93,9 +104,6 @@ class CorpusConfig(BaseModel):
     @field_validator("sites")
     @classmethod
     def _known_sites(cls, sites: list[str]) -> list[str]:
-        from fsm_sites.errors import FsmSiteError
-        from fsm_sites.serving.server import resolve_sites
-
         try:
             resolve_sites(sites)  # an unknown name or a bad file is refused before any work
         except (FsmSiteError, KeyError, OSError) as exc:
@@ -113,9 +121,6 @@ class SiteSource:
     seed: int = 0  # ... of this seed
 
     def spec(self) -> Any:  # -> SiteSpec
-        from fsm_sites.generator import synthesize_site
-        from fsm_sites.serving.server import resolve_sites
-
         if self.name is not None:
             return resolve_sites([self.name])[0]
         assert self.difficulty is not None
@@ -169,10 +174,6 @@ def check_recipe(config: CorpusConfig) -> None:
 async def build_site(source: SiteSource, config: CorpusConfig, provider: Any, resources: Any,
                      advance: Any) -> dict:
     """Build one site's folder (see the module docstring); returns its ``done.json``."""
-    from fsm_sites.spec.site import dump_spec
-    from fsm_sites.synthesis.tasks import save_tasks, synthesize_tasks
-    from harness.fsm_tasks_cli import verify_tasks
-
     folder = Path(config.out) / "sites" / source.key
     if (folder / DONE).is_file():
         return json.loads((folder / DONE).read_text(encoding="utf-8"))
@@ -211,8 +212,6 @@ def goal_text(spec: Any, task: Any) -> str:
 async def _grow_trees(folder: Path, task_ids: list[str], config: CorpusConfig, provider: Any,
                       resources: Any, advance: Any) -> dict:
     """One oracle tree per task into ``folder/store`` (``cua collect --explore tree``)."""
-    from harness.store.collect import CollectConfig, collect_async
-
     totals = {"env_steps": 0, "episodes": 0}
     tasks_file = (folder / "tasks.jsonl").resolve()
     for task_id in task_ids:
@@ -234,9 +233,6 @@ def _export(folder: Path, prompt: PromptConfig) -> int:
     """The site store's SFT export (the oracle's own steps) as ``folder/sft.parquet``; its rows."""
     import pyarrow.parquet as pq
 
-    from harness.store.export import ExportConfig, export
-    from harness.store.store import TrajectoryStore
-
     store = TrajectoryStore(folder / "store")
     try:
         path = export(store, "sft", folder, ExportConfig(**prompt.model_dump(), steps="agent"))
@@ -248,10 +244,6 @@ def _export(folder: Path, prompt: PromptConfig) -> int:
 async def build_corpus_async(config: CorpusConfig, *, provider: Any = None,
                              show_progress: bool = True) -> dict:
     """Build (or resume) the corpus and assemble it; returns its statistics."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    from harness.resources import TaskResources
-    from harness.store.corpus_split import assemble
     from sandboxes.providers import LocalProvider
 
     plan = plan_sites(config)

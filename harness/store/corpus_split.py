@@ -22,7 +22,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from fsm_sites.synthesis.tasks import load_tasks
+from harness.errors import ConfigError
 from harness.prompts import PromptConfig
+from harness.store.export import datasets_schema, row_schema
 
 SPLITS = ("train", "heldout")
 STATS_FILE = "stats.json"
@@ -36,8 +39,6 @@ def task_of(task_id: str) -> str:
 def _site_rows(folder: Path) -> list[dict[str, Any]]:
     """The rows of one finished site, with its task's goal and the site's name."""
     import pyarrow.parquet as pq
-
-    from fsm_sites.synthesis.tasks import load_tasks
 
     tasks = {t.id: t for t in load_tasks(folder / "tasks.jsonl")}
     done = json.loads((folder / "done.json").read_text(encoding="utf-8"))
@@ -80,8 +81,6 @@ def assemble(out: Path, keys: list[str], held_out: set[str], prompt: PromptConfi
              built: list[str], seconds: float) -> dict:
     """Write ``train/`` and ``heldout/`` from the finished sites among ``keys`` and the
     statistics (``stats.json``); returns the statistics."""
-    from fsm_sites.synthesis.tasks import load_tasks
-
     started = time.perf_counter()
     folders = {key: out / "sites" / key for key in keys if (out / "sites" / key / "done.json").is_file()}
     rows_by_site = {key: _site_rows(folder) for key, folder in folders.items()}
@@ -139,8 +138,6 @@ def write_rows(rows: list[dict[str, Any]], target: Path) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from harness.store.export import datasets_schema, row_schema
-
     schema = row_schema("sft")
     for name in ("site", "site_key", "goal_kind", "goal"):
         schema = schema.append(pa.field(name, pa.string()))
@@ -152,8 +149,6 @@ def write_rows(rows: list[dict[str, Any]], target: Path) -> Path:
 
 def read_manifest(corpus: Path) -> dict:
     """A built corpus's statistics (its prompt included); a clear error where there is none."""
-    from harness.errors import ConfigError
-
     path = Path(corpus) / STATS_FILE
     if not path.is_file():
         raise ConfigError(f"expected a corpus built by `cua data corpus` in {corpus}, got no "

@@ -33,11 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.agents.base import Agent, AgentContext, AgentStep, CodecAgent, Turn
 from harness.agents.random_agent import RandomAgent
-from harness.agents.registry import check_agent
+from harness.agents.registry import check_agent, make_agent
 from harness.agents.scripted import ScriptedAgent
 from harness.codecs.base import ActionCodec
+from harness.env import resolve_codec
 from harness.errors import InfrastructureError, RestoreMismatch
-from harness.rollout import Episode, RolloutSink, Transition, rollout
+from harness.rollout import Episode, RolloutSink, RolloutStep, rollout
 from harness.store.index import TreeIndex
 from harness.store.models import (
     FLAG_OFF_PATH,
@@ -134,8 +135,6 @@ class Explorer:
     def __init__(self, store: TrajectoryStore, env: Env, config: ExploreConfig, *,
                  env_key: str, agent: Agent | None = None,
                  progress: Any = None) -> None:  # a callback taking the steps spent
-        from harness.agents.registry import make_agent
-
         self.store, self.env, self.config, self.env_key = store, env, config, env_key
         self.agent = agent or make_agent(config.agent)
         self.rng = random.Random(config.seed)
@@ -272,7 +271,7 @@ class Explorer:
 
     def _codec(self) -> ActionCodec:
         """The codec that decodes the agent's text in this env (the env's, by default)."""
-        from harness.env import DecodingEnv, resolve_codec
+        from harness.env import DecodingEnv
 
         own = self.agent.codec if isinstance(self.agent, CodecAgent) else None
         return resolve_codec(own or (self.env.codec if isinstance(self.env, DecodingEnv) else None))
@@ -297,7 +296,7 @@ class _BranchLimits(RolloutSink):
     def __init__(self, explorer: Explorer, depth: int) -> None:
         self.explorer, self.depth, self.failures = explorer, depth, 0
 
-    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+    async def on_step(self, episode: Episode, transition: RolloutStep) -> str | None:
         explorer, config = self.explorer, self.explorer.config
         explorer._spend(1)
         self.depth += 1

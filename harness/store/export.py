@@ -44,7 +44,7 @@ from pydantic import Field
 from harness.errors import StoreError
 from harness.prompts import PromptBuilder, PromptConfig
 from harness.store.index import TreeIndex
-from harness.store.models import FLAG_OFF_PATH, Episode, Node
+from harness.store.models import FLAG_OFF_PATH, Node, StoredEpisode
 from harness.store.store import TrajectoryStore
 from sandboxes.extras import import_extra
 
@@ -133,7 +133,7 @@ def sft_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
         ctx = _Context(store, index, config)
         seen: set[tuple[int, str, str | None]] = set()
         on_success = {n.id for e in index.episodes if e.success for n in index.path(e.leaf_id)}
-        candidates: list[tuple[Episode | None, Node]]
+        candidates: list[tuple[StoredEpisode | None, Node]]
         if config.steps in ("all", "agent"):
             candidates = [(e, n) for e in index.episodes if e.success
                           for n in index.path(e.leaf_id)[1:]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from harness.store.models import Episode, Node
+from harness.store.models import Node, StoredEpisode
 from harness.store.store import TrajectoryStore
 
 
@@ -15,11 +15,11 @@ class TreeIndex:
 
     nodes: dict[int, Node]
     children: dict[int, list[int]]
-    episodes: list[Episode]
+    episodes: list[StoredEpisode]
     success_below: dict[int, bool] = field(default_factory=dict)
     failure_below: dict[int, bool] = field(default_factory=dict)
     #: per node, the episode below it that names its task: successes first, then the oldest
-    task_episode_below: dict[int, Episode | None] = field(default_factory=dict)
+    task_episode_below: dict[int, StoredEpisode | None] = field(default_factory=dict)
 
     @classmethod
     def load(cls, store: TrajectoryStore, tree_id: int) -> TreeIndex:
@@ -36,7 +36,7 @@ class TreeIndex:
         """The per-node fields above, folded bottom-up (children have larger ids)."""
         failed_leaves = {e.leaf_id for e in self.episodes if not e.success}
         succeeded_leaves = {e.leaf_id for e in self.episodes if e.success}
-        with_task: dict[int, Episode] = {}
+        with_task: dict[int, StoredEpisode] = {}
         for episode in self.episodes:
             held = with_task.get(episode.leaf_id)
             if episode.task_id is not None and (held is None or _task_rank(episode) < _task_rank(held)):
@@ -60,5 +60,5 @@ class TreeIndex:
         return out[::-1]
 
 
-def _task_rank(episode: Episode) -> tuple[bool, float, str]:
+def _task_rank(episode: StoredEpisode) -> tuple[bool, float, str]:
     return not episode.success, episode.created, episode.id

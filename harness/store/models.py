@@ -81,7 +81,7 @@ class TaskRecord:
 
 
 @dataclass(frozen=True)
-class Episode:
+class StoredEpisode:
     """A committed trajectory, identified by the leaf it ended on."""
 
     id: str

@@ -24,7 +24,7 @@ from harness.agents.base import AgentStep, Turn
 from harness.agents.scripted import ScriptedAgent
 from harness.errors import RestoreMismatch, StoreError
 from harness.observation import Observation
-from harness.rollout import Episode, RolloutSink, Transition, rollout
+from harness.rollout import Episode, RolloutSink, RolloutStep, rollout
 from harness.store.models import FLAG_RESTORE_MISMATCH, Node
 from harness.store.statekey import state_key_for
 from harness.store.store import TrajectoryStore
@@ -107,7 +107,7 @@ class _ReplayCheck(RolloutSink):
                  spend: Callable[[int], None] | None) -> None:
         self.store, self.path, self.spend = store, path, spend
 
-    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+    async def on_step(self, episode: Episode, transition: RolloutStep) -> str | None:
         if self.spend is not None:
             self.spend(1)
         node = self.path[transition.step]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from harness.errors import StoreError
+
 SCHEMA_VERSION = 2
 #: what each version added, applied in order to a store of an older version
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -121,8 +123,6 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
 
 
 def raise_version(found: int) -> None:
-    from harness.errors import StoreError
-
     raise StoreError(
         f"expected store schema version {SCHEMA_VERSION}, got {found}; "
         "open it with the harness version that wrote it or start a new store"
@@ -137,7 +137,5 @@ def check_schema(conn: sqlite3.Connection) -> None:
         raise_version(version[0] if version else 0)
         return
     if version[0] < SCHEMA_VERSION:
-        from harness.errors import StoreError
-
         raise StoreError(f"expected store schema version {SCHEMA_VERSION}, got {version[0]}; open "
                          "the store once with a command that writes (e.g. cua collect) to migrate it")

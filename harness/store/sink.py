@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from harness.actions import describe_action
 from harness.observation import Observation
-from harness.rollout import Episode, RolloutSink, Transition
+from harness.rollout import Episode, RolloutSink, RolloutStep
 from harness.store.blobs import blob_hash
 from harness.store.models import Frame, Step
 from harness.store.statekey import state_key_for
 
 if TYPE_CHECKING:
-    from harness.store.models import Episode as StoredEpisode
+    from harness.store.models import StoredEpisode
     from harness.store.store import TrajectoryStore
     from harness.store.writer import EpisodeWriter
 
@@ -58,7 +58,7 @@ class StoreSink(RolloutSink):
                      state_key=state_key_for(first, fsm_state), elements=_elements(first))
         self.writer = self.store.begin_episode(self.env, root, agent=self.agent, task_id=self.task_id)
 
-    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+    async def on_step(self, episode: Episode, transition: RolloutStep) -> str | None:
         assert self.writer is not None
         after, info, decision = transition.after, transition.info, transition.agent_step
         self._blobs[after.step] = blob_hash(after.screenshot)
@@ -83,7 +83,7 @@ class StoreSink(RolloutSink):
         if self.writer is not None and self.committed is None:
             self.writer.abandon()
 
-    def _agent_record(self, transition: Transition) -> dict[str, Any] | None:
+    def _agent_record(self, transition: RolloutStep) -> dict[str, Any] | None:
         fields = transition.agent_step.training_fields()
         if not fields:
             return None

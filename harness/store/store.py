@@ -22,11 +22,11 @@ from harness.errors import StoreError
 from harness.store.blobs import BlobDir, BlobFormat, blob_hash
 from harness.store.damage import BLOB_DIR, DB_NAME, check_store_dir, connect
 from harness.store.models import (
-    Episode,
     Frame,
     Node,
     NodeStatus,
     Step,
+    StoredEpisode,
     TaskRecord,
     Trajectory,
     Tree,
@@ -144,7 +144,7 @@ class TrajectoryStore:
 
     # ---- writing trajectories ------------------------------------------------------------
 
-    def insert_trajectory(self, trajectory: Trajectory) -> Episode:
+    def insert_trajectory(self, trajectory: Trajectory) -> StoredEpisode:
         """Merge a whole episode into its tree in one transaction; return the episode."""
         writer = EpisodeWriter(self, trajectory.env, trajectory.root,
                                start_key=trajectory.start_key, agent=trajectory.agent,
@@ -242,7 +242,7 @@ class TrajectoryStore:
             current = node.parent_id
         return out[::-1]
 
-    def episodes(self, *, tree_id: int | None = None, success: bool | None = None) -> list[Episode]:
+    def episodes(self, *, tree_id: int | None = None, success: bool | None = None) -> list[StoredEpisode]:
         clauses, args = [], []
         if tree_id is not None:
             clauses.append("tree_id = ?")
@@ -254,7 +254,7 @@ class TrajectoryStore:
         rows = self.conn.execute(
             "SELECT id, tree_id, leaf_id, task_id, reward, success, agent, steps, created"
             f" FROM episodes{where} ORDER BY created, id", args)
-        return [Episode(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7], r[8]) for r in rows]
+        return [StoredEpisode(r[0], r[1], r[2], r[3], r[4], bool(r[5]), r[6], r[7], r[8]) for r in rows]
 
     def episode_steps(self, episode_id: str) -> list[tuple[int, int, dict]]:
         """(step, node id, agent record) of every step of an episode that recorded what

@@ -17,7 +17,7 @@ from typing import Protocol
 from harness.actions import replace_surrogates
 from harness.errors import StoreError
 from harness.store.blobs import BlobDir
-from harness.store.models import Episode, Frame, NodeStatus, Step, action_key
+from harness.store.models import Frame, NodeStatus, Step, StoredEpisode, action_key
 
 
 class WriterStore(Protocol):
@@ -65,7 +65,7 @@ class EpisodeWriter:
         """Drop the buffered steps; nothing reaches the database."""
         self._done = True
 
-    def commit(self, *, reward: float = 0.0, success: bool = False) -> Episode:
+    def commit(self, *, reward: float = 0.0, success: bool = False) -> StoredEpisode:
         """Merge the buffered steps into the tree and record the episode, atomically."""
         if self._done:
             raise StoreError(f"expected an open episode, got episode {self.episode_id} already "
@@ -98,7 +98,7 @@ class EpisodeWriter:
             conn.executemany("INSERT INTO episode_steps (episode_id, step, node_id, agent_json)"
                              " VALUES (?, ?, ?, ?)", agent_rows)
         self._done = True
-        return Episode(self.episode_id, tree_id, parent, self.task_id, reward, success,
+        return StoredEpisode(self.episode_id, tree_id, parent, self.task_id, reward, success,
                        self.agent, len(self._steps), now)
 
     def _start(self, conn: sqlite3.Connection, now: float) -> tuple[int, int, int]:

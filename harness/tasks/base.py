@@ -19,10 +19,10 @@ from fsm_sites.serving.verdict import StepVerdict
 from harness.actions import Action
 from harness.errors import ConfigError
 from sandboxes.base import Browser, Sandbox, SandboxRequest
+from sandboxes.desktop.sandbox import DesktopSandbox
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
-    from sandboxes.desktop.sandbox import DesktopSandbox
 
 
 class TaskSetup(BaseModel):
@@ -136,8 +136,6 @@ def require_browser(sandbox: Sandbox, task_id: str) -> Browser:
 
 def require_desktop(sandbox: Sandbox, task_id: str) -> DesktopSandbox:
     """``sandbox`` as a desktop sandbox, or a ConfigError naming the task that needs one."""
-    from sandboxes.desktop.sandbox import DesktopSandbox
-
     if not isinstance(sandbox, DesktopSandbox):
         raise ConfigError(f"expected a desktop sandbox for task {task_id}, got a "
                           f"{sandbox.kind} sandbox; "

@@ -21,9 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fsm_sites.library import list_sites
 from harness.actions import Action, Click, Done, Key, TypeText
 from harness.errors import ConfigError
 from harness.tasks.base import Task, TaskSetup, Validation, require_desktop
+from harness.tasks.desktop_fsm import ChromiumFSMTask, ChromiumMiniWoBTask, TkFSMTask
+from harness.tasks.fsm import library_tasks
 from sandboxes.base import Sandbox, SandboxRequest
 
 if TYPE_CHECKING:
@@ -176,8 +179,6 @@ class DesktopSuite:
         return task_names()
 
     def make(self, name: str) -> Task:
-        from harness.tasks.desktop_fsm import ChromiumFSMTask, ChromiumMiniWoBTask, TkFSMTask
-
         if name in SHELL_GOALS:
             return XtermTask(name)
         app, _, goal = name.partition("/")
@@ -195,9 +196,6 @@ class DesktopSuite:
 
 
 def _known_goal(site_goal: str) -> bool:
-    from fsm_sites.library import list_sites
-    from harness.tasks.fsm import library_tasks
-
     site, _, goal = site_goal.partition("/")
     return site in list_sites() and any(t.id == goal for t in library_tasks(site))
 

@@ -29,12 +29,18 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import yaml
+
 from fsm_sites.engine.machine import Edge, Machine
 from fsm_sites.engine.state import State
+from fsm_sites.errors import SpecInvalid
+from fsm_sites.library import list_sites, load_machine, load_site
 from fsm_sites.serving.client import SiteClient, SiteUnavailable
 from fsm_sites.serving.sessions import SessionError
 from fsm_sites.serving.verdict import StepVerdict
 from fsm_sites.spec.site import SiteSpec
+from fsm_sites.synthesis.tasks import load_tasks
+from fsm_sites.validation.validate import load_and_validate
 from harness.actions import Action, Done
 from harness.errors import PageLeft, TaskError
 from harness.tasks.base import PageReader, Task, TaskSetup, Validation, require_browser
@@ -207,8 +213,6 @@ class FSMTask(Task):
             if self._site_spec is not None and self._site_spec.name == self.task.site:
                 await site_call(sites.add_site(self._site_spec))
             else:
-                from fsm_sites.library import load_site
-
                 await site_call(sites.add_site(load_site(self.task.site)))
         return sites
 
@@ -278,8 +282,6 @@ def goal_tasks(spec: SiteSpec, machine: Machine | None = None) -> list[GoalTask]
 @cache
 def library_tasks(site: str) -> tuple[GoalTask, ...]:
     """The goal tasks of the library site ``site``, easiest first (loaded once per site)."""
-    from fsm_sites.library import load_machine, load_site
-
     return tuple(goal_tasks(load_site(site), load_machine(site)))
 
 
@@ -304,8 +306,6 @@ class FSMSuite:
         path, sep, task_id = name.partition(TASK_FILE_SEP)
         if path.endswith(".jsonl"):
             return not sep or task_id in _file_tasks(path)
-        from fsm_sites.library import list_sites
-
         site, slash, goal = name.partition("/")
         if site not in list_sites():
             return False
@@ -314,8 +314,6 @@ class FSMSuite:
     def candidates(self, name: str) -> list[str]:
         """What a mistyped ``name`` is matched against: the tasks of the file or site it
         names, else the sites (never every site's tasks: those take seconds to solve)."""
-        from fsm_sites.library import list_sites
-
         name, _ = split_viewport(name)
         path, sep, _ = name.partition(TASK_FILE_SEP)
         if sep and path.endswith(".jsonl"):
@@ -333,8 +331,6 @@ class FSMSuite:
         return [f"{base}{TASK_FILE_SEP}{task_id}{suffix}" for task_id in _file_tasks(base)]
 
     def names(self) -> list[str]:
-        from fsm_sites.library import list_sites
-
         sites = list(list_sites())
         return sites + [f"{s}/{t.id}" for s in sites for t in library_tasks(s)]
 
@@ -372,20 +368,12 @@ def _file_tasks(path: str) -> dict[str, TaskSpec]:
 @cache
 def _read_tasks(path: str, mtime_ns: int) -> dict[str, TaskSpec]:
     """Parsed once per file version: the registry asks for every task id of the file."""
-    from fsm_sites.synthesis.tasks import load_tasks
-
     return {task.id: task for task in load_tasks(path)}
 
 
 @cache
 def _site_for_tasks_file(path: str, site: str) -> SiteSpec:
     """The spec of ``site``: the library's, else a spec file beside the tasks file."""
-    import yaml
-
-    from fsm_sites.errors import SpecInvalid
-    from fsm_sites.library import list_sites, load_site
-    from fsm_sites.validation.validate import load_and_validate
-
     if site in list_sites():
         return load_site(site)
     folder = Path(path).resolve().parent

@@ -21,6 +21,8 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from playwright.async_api import async_playwright
+
 from sandboxes.browser.chromium import CHROMIUM_FLAGS, find_chromium
 from sandboxes.browser.policy import locked_down, policy_root
 from sandboxes.desktop.sandbox import DesktopSandbox
@@ -68,8 +70,6 @@ class DesktopChromium:
                      app_mode: bool = False, timeout_s: float = 30.0) -> DesktopChromium:
         """Start Chromium at ``url`` filling the screen; ``app_mode`` hides the tabs and the
         address bar (``--app``), else the full browser chrome shows."""
-        from playwright.async_api import async_playwright
-
         if sandbox.jail is not None:
             raise SandboxStartError(
                 "expected a desktop sandbox outside a jail for windowed Chromium, got an isolated "

@@ -21,7 +21,8 @@ def loaded_sites(monkeypatch):
     seen: list[str] = []
     for name in ("load_site", "load_machine"):
         real = getattr(library, name)
-        monkeypatch.setattr(library, name, lambda site, real=real: seen.append(site) or real(site))
+        for module in (library, fsm):  # the suite imports them by name
+            monkeypatch.setattr(module, name, lambda site, real=real: seen.append(site) or real(site))
     yield seen
     fsm.library_tasks.cache_clear()
 

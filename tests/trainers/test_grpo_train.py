@@ -336,7 +336,7 @@ def _episode(task: str, steps: list[tuple[str, str, float]], first_step: int = 0
     """A finished episode whose steps go (state before, state after, reward)."""
     from fsm_sites.serving.verdict import StepVerdict
     from harness.observation import StepInfo
-    from harness.rollout import Episode, Transition
+    from harness.rollout import Episode, RolloutStep
 
     def obs(step: int) -> Observation:
         return Observation(screenshot=b"", image_format="png", width=1, height=1, instruction="", step=step)
@@ -349,7 +349,7 @@ def _episode(task: str, steps: list[tuple[str, str, float]], first_step: int = 0
         info = StepInfo(task=task, episode_id="e", action=None, raw_reward=reward, step_seconds=0.0,
                         verdict=verdict)
         step = first_step + k
-        episode.transitions.append(Transition(step + 1, obs(step), AgentStep(text="x"), obs(step + 1),
+        episode.transitions.append(RolloutStep(step + 1, obs(step), AgentStep(text="x"), obs(step + 1),
                                               reward, False, False, info))
     return episode
 

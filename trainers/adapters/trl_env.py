@@ -59,7 +59,12 @@ from harness.errors import ConfigError, InfrastructureError
 from harness.observation import Observation, StepInfo
 from harness.rewards import RewardMode
 from harness.tasks.registry import check_task_id
-from trainers.adapters.host import EnvHost, adapter_prompts, over_reason
+from trainers.adapters.host import (
+    EnvHost,
+    adapter_prompts,
+    over_reason,
+)
+from trainers.models.chat_template import CHAT_TEMPLATE, RESPONSE_TEMPLATE
 
 __all__ = ["CUAEnvironment", "CUAEnvironments", "TRLAdapterConfig", "enable_tool_calls",
            "task_rows"]
@@ -369,8 +374,6 @@ def enable_tool_calls(processor: Any) -> Any:
     template, in place. Qwen2.5-VL's (and Qwen2-VL's) own template renders no tools, tool
     calls or tool messages, so TRL's ``GRPOTrainer`` refuses it with tools; checkpoints of
     ``cua model init`` already carry both. Returns ``processor``."""
-    from trainers.models.chat_template import CHAT_TEMPLATE, RESPONSE_TEMPLATE
-
     processor.chat_template = CHAT_TEMPLATE
     tokenizer = getattr(processor, "tokenizer", processor)
     for token in ("<tool_call>", "</tool_call>", "<|im_end|>"):

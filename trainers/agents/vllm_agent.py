@@ -24,6 +24,7 @@ from harness.observation import Observation
 from harness.prompts import Prompt
 from trainers.agents.options import VLLMAgentOptions, parse_options, read_agent_file, split_spec
 from trainers.errors import MissingExtraError, ModelDirError
+from trainers.models.inputs import open_image, render
 
 _STEP_SEED: contextvars.ContextVar[int | None] = contextvars.ContextVar("vllm_step_seed", default=None)
 
@@ -74,8 +75,6 @@ class VLLMAgent(ModelAgent):
         return await asyncio.to_thread(self._generate_sync, requests)
 
     def _generate_sync(self, requests: list[tuple[Prompt[bytes], int | None]]) -> list[Completion]:
-        from trainers.models.inputs import open_image, render
-
         vllm = _vllm()
         inputs = [{"prompt": render(self.processor, prompt.messages),
                    "multi_modal_data": {"image": [open_image(i) for i in prompt.images]}}

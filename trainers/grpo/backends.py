@@ -31,9 +31,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import aiohttp
 
 from harness.agents.base import Agent
+from trainers.agents.hf import HFAgent
+from trainers.agents.openai_agent import OpenAIAgent
+from trainers.agents.options import HFAgentOptions, OpenAIAgentOptions, VLLMAgentOptions
+from trainers.agents.vllm_agent import VLLMAgent
 from trainers.errors import ConfigError, EndpointError, MissingExtraError
 from trainers.grpo.config import GRPOConfig
-from trainers.models.policy import AdaptedModel
+from trainers.models.policy import AdaptedModel, checkpoint_base
 
 if TYPE_CHECKING:
     from harness.agents.model import ModelAgent
@@ -125,10 +129,6 @@ def make_vllm_backend(config: GRPOConfig) -> VLLMBackend:
         raise MissingExtraError("rollout.backend: expected vLLM for backend: vllm, got none installed; "
                                 "install the gpu extra on a CUDA machine (pip install 'cua-harness[gpu]') "
                                 "or use backend: hf") from exc
-    from trainers.agents.options import VLLMAgentOptions
-    from trainers.agents.vllm_agent import VLLMAgent
-    from trainers.models.policy import checkpoint_base
-
     rollout, model = config.rollout, config.model
     options = VLLMAgentOptions(**config.prompt.model_dump(), temperature=rollout.temperature, top_p=rollout.top_p,
                                max_new_tokens=rollout.max_new_tokens, seed=config.seed, max_batch=rollout.max_batch,
@@ -180,16 +180,11 @@ def engine_weights(model: Any) -> dict[str, Any]:
 
 def make_backend(config: GRPOConfig, policy: Policy, agent_class: type | None) -> RolloutBackend:
     """The rollout backend the config names, with its agent."""
-    from trainers.agents.hf import HFAgent
-
     rollout = config.rollout
     if rollout.backend == "hf":
         return HFBackend((agent_class or HFAgent)(policy, agent_options(config, temperature=rollout.temperature)))
     if rollout.backend == "vllm":
         return make_vllm_backend(config)
-    from trainers.agents.openai_agent import OpenAIAgent
-    from trainers.agents.options import OpenAIAgentOptions
-
     options = OpenAIAgentOptions(**config.prompt.model_dump(), temperature=rollout.temperature,
                                  top_p=rollout.top_p, max_new_tokens=rollout.max_new_tokens, seed=config.seed)
     assert rollout.url is not None
@@ -198,8 +193,6 @@ def make_backend(config: GRPOConfig, policy: Policy, agent_class: type | None) -
 
 def agent_options(config: GRPOConfig, *, temperature: float) -> Any:
     """The hf: agent's options for this run's rollouts (or, at temperature 0, its evaluation)."""
-    from trainers.agents.options import HFAgentOptions
-
     rollout = config.rollout
     return HFAgentOptions(**config.prompt.model_dump(), temperature=temperature, top_p=rollout.top_p,
                           max_new_tokens=rollout.max_new_tokens, seed=config.seed,

@@ -158,7 +158,7 @@ class CurriculumSpec(_Strict):
                          "success of its task (from the run's store) as one more episode")
 
 
-class EvalSpec(_Strict):
+class PeriodicEvalSpec(_Strict):
     """Held-out evaluation during training (greedy, in-process, same rollout path)."""
 
     tasks: list[str] = Field(min_length=1, description="held-out task ids (goals absent from training)")
@@ -207,7 +207,7 @@ class GRPOConfig(_Strict):
     no_op: NoOpSpec = Field(default_factory=NoOpSpec, description="invalid and idle steps in training")
     tree: TreeSpec = Field(default_factory=TreeSpec, description="tree rollouts")
     curriculum: CurriculumSpec = Field(default_factory=CurriculumSpec, description="the task curriculum")
-    eval: EvalSpec | None = Field(default=None, description="held-out evaluation; None: none")
+    eval: PeriodicEvalSpec | None = Field(default=None, description="held-out evaluation; None: none")
     heldout: HeldoutSpec | None = Field(default=None, description="the dense held-out metric every "
                                         "heldout.every updates (trainers.training.heldout); None: none")
     signal: SignalSpec = Field(default_factory=SignalSpec, description="dead-signal checks")

@@ -23,6 +23,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from fsm_sites.engine.machine import compile_site
+from fsm_sites.engine.state import State
+from fsm_sites.library import load_machine
 from fsm_sites.synthesis.tasks import TaskSpec, path_instruction
 from harness.tasks.fsm import FSMTask
 from harness.tasks.registry import SUITES, make_task, register_suite
@@ -70,8 +73,6 @@ def make_variants(task_id: str, *, seed: int = 0) -> list[TaskSpec]:
         return []
     base = task.choices[0]
     machine = _machine(task)
-    from fsm_sites.engine.state import State
-
     start = State.from_key(base.start_state) if "{" in base.start_state else machine.named_start(base.start_state)
     goal = machine.resolve_goal(base.goal)
     paths = machine.shortest_paths(start, goal, limit=1)
@@ -101,10 +102,9 @@ def make_variants(task_id: str, *, seed: int = 0) -> list[TaskSpec]:
 
 
 def _machine(task: FSMTask) -> Any:
-    from fsm_sites.engine.machine import compile_site
-    from fsm_sites.library import load_machine
 
     spec = task.site_spec
+    spec = getattr(task, "_site_spec", None)
     return compile_site(spec) if spec is not None else load_machine(task.choices[0].site)
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from trainers.errors import ConfigError
 from trainers.grpo.batch import BatchStats
 from trainers.grpo.config import GRPOConfig
+from trainers.grpo.fsdp import clip_grad_norm, full_params, full_state, load_full_state, shard
 
 if TYPE_CHECKING:
     import torch
@@ -70,8 +71,6 @@ class Ranks:
         shares the parameters, so generation keeps using the bare model), or shard it in
         place (FSDP; build the optimizer after this)."""
         if self.sharded:
-            from trainers.grpo.fsdp import shard
-
             shard(model, self._device_type, self.world)
             self.train_model = model
         elif self.accelerator is not None:
@@ -80,8 +79,6 @@ class Ranks:
     def wrap_frozen(self, model: torch.nn.Module) -> None:
         """The frozen reference model: sharded like the policy under FSDP, else as it is."""
         if self.sharded:
-            from trainers.grpo.fsdp import shard
-
             shard(model, self._device_type, self.world)
 
     @property
@@ -95,16 +92,12 @@ class Ranks:
         if not self.sharded:
             yield
             return
-        from trainers.grpo.fsdp import full_params
-
         with full_params(model):
             yield
 
     def clip_grad_norm(self, parameters: list[Any], max_norm: float) -> float:
         """Clip the gradients to ``max_norm`` (under FSDP: over every shard); the total norm."""
         if self.sharded:
-            from trainers.grpo.fsdp import clip_grad_norm
-
             return clip_grad_norm(parameters, max_norm)
         import torch
 
@@ -116,8 +109,6 @@ class Ranks:
         elsewhere). Under FSDP every rank must call it (the shards are gathered); the
         optimizer's state is then keyed by parameter name, not by index."""
         if self.sharded:
-            from trainers.grpo.fsdp import full_state
-
             return full_state(model, optimizer)
         if not self.main:
             return {}, {}
@@ -127,8 +118,6 @@ class Ranks:
                    optim: dict[str, Any]) -> None:
         """Load full state dicts (as :meth:`state` returns them) on this rank."""
         if self.sharded:
-            from trainers.grpo.fsdp import load_full_state
-
             load_full_state(model, optimizer, weights, optim)
             return
         model.load_state_dict(weights)

@@ -22,6 +22,9 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
 from trainers.errors import TrainingSignalError
 from trainers.grpo.batch import TrainStep, padded, score
 from trainers.grpo.config import LossSpec
@@ -39,8 +42,6 @@ def reference_logprobs(reference: torch.nn.Module, policy: Policy, steps: Sequen
     """The frozen reference's per-token log-probabilities of each step (1-D tensors).
     ``passes``: forwards to run in all (a sharded reference: the same count on every rank;
     passes past this rank's steps score its first step again and are dropped)."""
-    import torch
-
     out: list[Any] = []
     with torch.no_grad():
         for first in range(0, max(len(steps), (passes or 0) * size), size):
@@ -55,9 +56,6 @@ def optimize(policy: Policy, reference: torch.nn.Module | None, steps: Sequence[
              optimizer: torch.optim.Optimizer, shuffle: torch.Generator, *, update: int,
              ranks: Ranks | None = None) -> dict[str, float]:
     """Train on ``steps``; returns the means of the logged figures over this rank's minibatches."""
-    import torch
-    from torch.nn.utils.rnn import pad_sequence
-
     ranks = ranks or Ranks()
     model = ranks.train_model if ranks.train_model is not None else policy.model
     passes = _passes(ranks, len(steps), spec.minibatch, update)

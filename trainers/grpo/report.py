@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 from markupsafe import Markup
+from PIL import Image
 
 from harness.evaluation.stats import format_rate
 from harness.step_display import verdict_words
@@ -35,8 +36,6 @@ THUMB = 220
 def save_filmstrips(out: Path, update: int, rollouts: Sequence[Any]) -> None:
     """Thumbnails and verdicts of ``rollouts`` (the last update's first few) in
     ``OUT/filmstrips/`` (replacing the previous update's)."""
-    from PIL import Image
-
     folder = Path(out) / "filmstrips"
     folder.mkdir(parents=True, exist_ok=True)
     strips = []

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 from harness.agents.base import Agent, Turn
 from harness.env_providers import EnvOptions, EnvProvider
 from harness.errors import InfrastructureError
-from harness.rollout import Episode, RolloutSink, Transition, rollout
+from harness.rollout import Episode, RolloutSink, RolloutStep, rollout
+from harness.store.sink import StoreSink, env_key
 from trainers.grpo.config import NoOpSpec
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ class Rollout:
     episode: Episode
     group: str  # the rollout group: one task from one start state in one update
     number: int  # the episode's number in its group (branches follow the G episodes)
-    prefix: list[Transition] = field(default_factory=list)  # a branch's restored steps
+    prefix: list[RolloutStep] = field(default_factory=list)  # a branch's restored steps
     parent: int | None = None  # the episode a branch restored a state of
     stored: object | None = None  # the store's committed episode, if written
 
@@ -63,7 +64,7 @@ class Rollout:
                 for t in self.episode.transitions]
 
 
-def no_op_steps(transitions: Sequence[Transition], idle_after: int) -> list[bool]:
+def no_op_steps(transitions: Sequence[RolloutStep], idle_after: int) -> list[bool]:
     """Which of an episode's steps are no-ops (see the module docstring)."""
     out, idle = [], 0
     for t in transitions:
@@ -74,7 +75,7 @@ def no_op_steps(transitions: Sequence[Transition], idle_after: int) -> list[bool
     return out
 
 
-def training_rewards(transitions: Sequence[Transition], spec: NoOpSpec) -> list[float]:
+def training_rewards(transitions: Sequence[RolloutStep], spec: NoOpSpec) -> list[float]:
     """The steps' rewards as training sees them: a no-op step's less ``spec.penalty``."""
     if spec.effect == "off" or spec.penalty == 0:
         return [t.reward for t in transitions]
@@ -88,7 +89,7 @@ class NoOpStop(RolloutSink):
     def __init__(self, idle_after: int) -> None:
         self.idle_after = idle_after
 
-    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+    async def on_step(self, episode: Episode, transition: RolloutStep) -> str | None:
         if not no_op_steps(episode.transitions, self.idle_after)[-1]:
             return None
         error = transition.after.last_action_error
@@ -175,8 +176,6 @@ class Rollouts:
                step: int) -> tuple[list[RolloutSink], StoreSink | None]:
         if self.store is None:
             return [], None
-        from harness.store.sink import StoreSink, env_key
-
         from_node = None
         if parent is not None and parent.stored is not None:
             path = self.store.path_to(parent.stored.leaf_id)  # type: ignore[attr-defined]

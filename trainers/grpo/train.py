@@ -48,8 +48,12 @@ from typing import Any
 import yaml
 from rich.console import Console
 
+from harness.agents.base import wants_elements
 from harness.cli_config import check_output_dir
+from harness.env_providers import EnvOptions, make_env_provider
 from harness.evaluation.stats import wilson_interval
+from harness.store.store import TrajectoryStore
+from trainers.agents.hf import HFAgent
 from trainers.errors import ConfigError, TrainingSignalError
 from trainers.grpo import checkpoint
 from trainers.grpo.backends import agent_options, make_backend
@@ -58,6 +62,11 @@ from trainers.grpo.config import GRPOConfig
 from trainers.grpo.curriculum import Curriculum
 from trainers.grpo.distributed import Outcome, Ranks, make_ranks, merge_figures, unsupported
 from trainers.grpo.rollouts import NoOpStop, Rollout, Rollouts, branch_points
+from trainers.models.checkpoint import ModelInitConfig, init_checkpoint
+from trainers.models.policy import PolicyConfig, load_policy, require_train_extra
+from trainers.training.config import task_ids
+from trainers.training.evaluate import write_agent_file
+from trainers.training.heldout import HeldoutProbe
 from trainers.training.loggers import Loggers
 from trainers.training.metrics import METRICS_FILE, MetricsLog
 
@@ -71,8 +80,6 @@ class DeadSignalWarning(UserWarning):
 def train_grpo(config: GRPOConfig, *, agent_class: type | None = None) -> Path:
     """Run GRPO as ``config`` says; returns the path of the run's report.html.
     ``agent_class``: the rollout agent's class (default ``HFAgent``; the test seam)."""
-    from trainers.models.policy import require_train_extra
-
     require_train_extra()
     ranks = make_ranks(config.distributed.strategy)
     if ranks.world == 1:
@@ -110,8 +117,6 @@ def _start_run(config: GRPOConfig) -> None:
         if config.init is None:
             raise ConfigError(f"model.path: expected a checkpoint directory, got {path}; make one with "
                               "`cua model init` or set init: tiny")
-        from trainers.models.checkpoint import ModelInitConfig, init_checkpoint
-
         init_checkpoint(ModelInitConfig(out=path, preset=config.init))
 
 
@@ -143,13 +148,6 @@ class Trainer:
 
     def __init__(self, config: GRPOConfig, agent_class: type | None = None, ranks: Ranks | None = None) -> None:
         import torch
-
-        from harness.agents.base import wants_elements
-        from harness.env_providers import EnvOptions, make_env_provider
-        from harness.store.store import TrajectoryStore
-        from trainers.agents.hf import HFAgent
-        from trainers.models.policy import PolicyConfig, load_policy
-        from trainers.training.config import task_ids
 
         self.config = config
         self.ranks = ranks = ranks or Ranks()
@@ -343,8 +341,6 @@ class Trainer:
 
     async def evaluate(self, update: int, phase: str) -> dict[str, Any]:
         """Greedy episodes of the held-out tasks with the current weights."""
-        from trainers.training.config import task_ids
-
         spec = self.config.eval
         assert spec is not None
         started = time.perf_counter()
@@ -405,8 +401,6 @@ class Trainer:
 
 async def _train(config: GRPOConfig, agent_class: type | None, ranks: Ranks) -> Path:
     from trainers.grpo.report import save_filmstrips, write_report
-    from trainers.training.evaluate import write_agent_file
-    from trainers.training.heldout import HeldoutProbe
 
     trainer = Trainer(config, agent_class, ranks)
     if config.resume:

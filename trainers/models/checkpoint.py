@@ -23,6 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainers.errors import ModelDirError
+from trainers.models.chat_template import CHAT_TEMPLATE, RESPONSE_TEMPLATE
+from trainers.models.policy import require_train_extra
 from trainers.models.presets import (
     ARCHITECTURES,
     DEFAULT_VOCAB,
@@ -96,8 +98,6 @@ def count_parameters(model: Any) -> ParameterCount:
 
 def init_checkpoint(config: ModelInitConfig) -> InitReport:
     """Write a random-init checkpoint (see the module docstring); deterministic in ``config``."""
-    from trainers.models.policy import require_train_extra
-
     require_train_extra()
     import torch
     from transformers import AutoModelForImageTextToText
@@ -156,7 +156,6 @@ def _prepare_out(out: Path, overwrite: bool) -> Path:
 
 
 def _save_processor(config: ModelInitConfig, tokenizer: Any, out: Path) -> int:
-    from trainers.models.chat_template import CHAT_TEMPLATE, RESPONSE_TEMPLATE
     from trainers.models.processor import PROCESSORS, make_image_processor, save_processor
 
     patch = patch_size(config.arch)

@@ -7,15 +7,13 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.cli_config import config_command
-from trainers.models.checkpoint import InitReport, ModelInitConfig
+from trainers.models.checkpoint import InitReport, ModelInitConfig, init_checkpoint
 
 console = Console()
 
 
 def run_init(config: ModelInitConfig) -> None:
     """Build the tokenizer and the model, save them, and print the parameter counts."""
-    from trainers.models.checkpoint import init_checkpoint
-
     with console.status(f"building the tokenizer and a {config.preset} {config.arch} model"):
         report = init_checkpoint(config)
     _print_report(report)

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from fsm_sites.generator.vocab import EMAILS, PEOPLE, VOCABS
+from fsm_sites.library import SITES_DIR
 from harness.actions import (
     MODIFIER_KEYS,
     NAMED_KEYS,
@@ -176,9 +178,6 @@ def _sample_elements(rng: random.Random, size: tuple[int, int]) -> list[UIElemen
 def fsm_texts() -> list[str]:
     """The strings of every curated FSM site (read as YAML: validating them all is slow) with
     goal descriptions as the sentences tasks use, and the site generator's word lists."""
-    from fsm_sites.generator.vocab import EMAILS, PEOPLE, VOCABS
-    from fsm_sites.library import SITES_DIR
-
     texts = []
     for path in sorted(SITES_DIR.glob("*.yaml")):
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))

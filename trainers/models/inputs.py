@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import torch
 
 
-class Policy(Protocol):
+class PolicyParts(Protocol):
     """What these helpers use of a ``trainers.models.policy.Policy`` (declared here, as the
     policy module imports modules that import this one)."""
 
@@ -70,7 +70,7 @@ def _check_images(prompt: Prompt[bytes]) -> None:
                          f"and {len(prompt.images)} images")
 
 
-def encode_prompts(policy: Policy, prompts: Sequence[Prompt[bytes]], *,
+def encode_prompts(policy: PolicyParts, prompts: Sequence[Prompt[bytes]], *,
                    padding_side: str = "left", raw: Sequence[str | None] | None = None) -> Any:
     """The processor's batch for ``prompts`` on the policy's device (left-padded for generation).
     ``raw[i]``, where given, is prompt i's text as is, without the chat template (``cua
@@ -85,7 +85,7 @@ def encode_prompts(policy: Policy, prompts: Sequence[Prompt[bytes]], *,
     return batch.to(policy.device)
 
 
-def completion_ids(policy: Policy, text: str) -> list[int]:
+def completion_ids(policy: PolicyParts, text: str) -> list[int]:
     """The tokens of an assistant reply ``text`` as the model would generate it: the text's
     tokens and the end-of-turn token."""
     tokenizer = policy.tokenizer
@@ -108,7 +108,7 @@ class EncodedCompletions:
     prompt_lengths: list[int]
 
 
-def encode_completions(policy: Policy, prompts: Sequence[Prompt[bytes]],
+def encode_completions(policy: PolicyParts, prompts: Sequence[Prompt[bytes]],
                        completions: Sequence[Sequence[int]]) -> EncodedCompletions:
     """Each prompt's tokens followed by its completion's, right-padded into one batch."""
     import torch
@@ -143,7 +143,7 @@ def encode_completions(policy: Policy, prompts: Sequence[Prompt[bytes]],
                               prompt_lengths=[len(r) for r in rows])
 
 
-def completion_logprobs(policy: Policy, prompts: Sequence[Prompt[bytes]],
+def completion_logprobs(policy: PolicyParts, prompts: Sequence[Prompt[bytes]],
                         completions: Sequence[Sequence[int]]) -> list[torch.Tensor]:
     """Per-token log-probabilities of each completion given its prompt, in one forward pass
     (differentiable when the model's parameters require grad)."""

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from harness.prompts import Prompt
-from trainers.models.inputs import Policy, encode_prompts
+from trainers.models.inputs import PolicyParts, encode_prompts
 
 POINTER_FILE = "pointer_head.safetensors"
 
@@ -82,7 +82,7 @@ class PointerFeatures:
     grids: list[tuple[int, int]]
 
 
-def pointer_features(policy: Policy, prompts: Sequence[Prompt[bytes]]) -> PointerFeatures:
+def pointer_features(policy: PolicyParts, prompts: Sequence[Prompt[bytes]]) -> PointerFeatures:
     """One forward pass: the last layer's state at the reply's start and at the tokens of each
     prompt's last (current) screenshot."""
     batch = encode_prompts(policy, prompts)
@@ -102,7 +102,7 @@ def pointer_features(policy: Policy, prompts: Sequence[Prompt[bytes]]) -> Pointe
     return PointerFeatures(query=hidden[:, -1], keys=keys, mask=mask, grids=[grids[j] for j in last])
 
 
-def _merge_size(policy: Policy) -> int:
+def _merge_size(policy: PolicyParts) -> int:
     return int(policy.processor.image_processor.merge_size)
 
 
@@ -123,7 +123,7 @@ def patch_center(index: int, size: tuple[int, int], grid: tuple[int, int]) -> tu
             min(int((row + 0.5) * size[1] / rows), size[1] - 1))
 
 
-def predict_points(policy: Policy, prompts: Sequence[Prompt[bytes]],
+def predict_points(policy: PolicyParts, prompts: Sequence[Prompt[bytes]],
                    sizes: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """The point the head picks on each prompt's current screenshot (of the given sizes)."""
     if policy.pointer is None:

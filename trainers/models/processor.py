@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from transformers import Qwen2_5_VLProcessor, Qwen2VLProcessor, Qwen3VLProcessor
+from transformers import AutoTokenizer, Qwen2_5_VLProcessor, Qwen2VLProcessor, Qwen3VLProcessor
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
 from trainers.errors import ModelDirError
@@ -105,8 +105,6 @@ def make_image_processor(settings: dict[str, Any], *, min_pixels: int | None = N
 def load_processor(path: str | Path, *, min_pixels: int | None = None,
                    max_pixels: int | None = None) -> Any:
     """The image-only processor of the checkpoint at ``path`` (its tokenizer and chat template)."""
-    from transformers import AutoTokenizer
-
     path = Path(path)
     cls, _ = PROCESSORS[model_type(path)]
     image_processor = make_image_processor(image_processor_settings(path), min_pixels=min_pixels,

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from trainers.errors import ModelDirError
-from trainers.models.policy import Policy, PolicyConfig, prepare_policy
+from trainers.models.chat_template import CHAT_TEMPLATE
+from trainers.models.checkpoint import special_token_ids
+from trainers.models.policy import (
+    Policy,
+    PolicyConfig,
+    prepare_policy,
+    resolve_device,
+    resolve_dtype,
+)
 
 CONFIGS = Path(__file__).parent / "configs"
 #: name -> the directory holding the released config.json and preprocessor_config.json
@@ -41,7 +49,6 @@ def real_config(name: str) -> Any:
     from tokenizers import Tokenizer
     from transformers import AutoConfig
 
-    from trainers.models.checkpoint import special_token_ids
     from trainers.models.tokenizer import hf_tokenizer
 
     if name not in REAL_CONFIGS:
@@ -69,8 +76,6 @@ def random_policy(name: str, *, device: str = "auto",
     import torch
     from transformers import AutoModelForImageTextToText
 
-    from trainers.models.chat_template import CHAT_TEMPLATE
-    from trainers.models.policy import resolve_device, resolve_dtype
     from trainers.models.processor import PROCESSORS, image_processor_settings, make_image_processor
 
     config, tokenizer = real_config(name)

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import typer
+from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.cli_config import config_command
+from trainers.models.policy import PolicyConfig, load_policy
 
 if TYPE_CHECKING:
     from trainers.serve.app import PolicyServer
@@ -41,7 +43,6 @@ class ServeConfig(BaseModel):
 
 def run_serve(config: ServeConfig) -> None:
     """Load the policy and serve it until SIGINT or SIGTERM."""
-    from trainers.models.policy import PolicyConfig, load_policy
     from trainers.serve.app import PolicyServer
 
     policy = load_policy(PolicyConfig(path=config.model, device=config.device, dtype=config.dtype,
@@ -54,8 +55,6 @@ def run_serve(config: ServeConfig) -> None:
 
 
 async def _serve(server: PolicyServer, host: str, port: int) -> None:
-    from aiohttp import web
-
     runner = web.AppRunner(server.app(), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()

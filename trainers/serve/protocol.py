@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.prompts import Message, Prompt
+from trainers.models.inputs import open_image
 
 DATA_URL = re.compile(r"^data:image/[a-zA-Z0-9.+-]+;base64,(?P<data>.*)$", re.DOTALL)
 
@@ -196,8 +197,6 @@ def to_prompt(request: ChatRequest) -> Prompt[bytes]:
 
 def decode_data_url(url: str, param: str) -> bytes:
     """The image bytes of a base64 data URL, checked to be an image PIL can read."""
-    from trainers.models.inputs import open_image
-
     match = DATA_URL.match(url)
     if match is None:
         raise RequestError(f"expected a data:image/...;base64,... URL, got {url[:40]!r}; the server "

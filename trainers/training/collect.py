@@ -15,15 +15,20 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from harness.agents.registry import make_agent
 from harness.prompts import PromptConfig
+from harness.records import EpisodeSpec
+from harness.resources import TaskResources
+from harness.runner import EpisodeRunner, RunnerConfig
+from harness.store.collect import CollectConfig, collect_async
+from harness.store.store import DB_NAME, TrajectoryStore
+from sandboxes.providers import LocalProvider
 from trainers.errors import TrainingDataError
 from trainers.training.config import CollectSpec, task_ids
 
 
 def store_is_empty(store_dir: Path) -> bool:
     """Whether a store holds no episode yet (a missing folder counts as empty)."""
-    from harness.store.store import DB_NAME, TrajectoryStore
-
     if not (Path(store_dir) / DB_NAME).is_file():
         return True
     store = TrajectoryStore(store_dir, read_only=True)
@@ -51,11 +56,6 @@ def ensure_data(store_dir: Path, spec: CollectSpec | None, prompt: PromptConfig,
 
 
 async def _oracle_episodes(store_dir: Path, spec: CollectSpec, elements: bool, log_dir: Path) -> dict:
-    from harness.agents.registry import make_agent
-    from harness.records import EpisodeSpec
-    from harness.runner import EpisodeRunner, RunnerConfig
-    from harness.store.store import TrajectoryStore
-
     specs = [EpisodeSpec(task_id=task, seed=seed, index=i)
              for task in task_ids(spec.tasks) for i, seed in enumerate(spec.seeds)]
     store = TrajectoryStore(store_dir)
@@ -76,10 +76,6 @@ async def _oracle_episodes(store_dir: Path, spec: CollectSpec, elements: bool, l
 
 
 async def _grow_trees(store_dir: Path, spec: CollectSpec, elements: bool) -> dict:
-    from harness.resources import TaskResources
-    from harness.store.collect import CollectConfig, collect_async
-    from sandboxes.providers import LocalProvider
-
     totals = {"trees": 0, "episodes": 0, "env_steps": 0}
     async with LocalProvider() as provider, TaskResources() as resources:
         for task in task_ids(spec.tasks):

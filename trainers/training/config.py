@@ -19,8 +19,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from harness.codecs import get_codec
+from harness.errors import ConfigError as HarnessConfigError
+from harness.errors import HarnessError
 from harness.prompts import PromptConfig
+from harness.store.corpus_split import read_manifest
 from harness.store.export import StepSelection
+from harness.tasks.registry import suite_task_ids
 from trainers.errors import ConfigError
 from trainers.models.policy import PolicyConfig
 from trainers.training.loggers import ReportTo, report_to_field
@@ -33,9 +38,6 @@ class _Strict(BaseModel):
 def task_ids(tasks: list[str]) -> list[str]:
     """Every task id the entries name (a suite such as ``fsm:TASKS.jsonl`` stands for all of
     its tasks); an unknown one is a ``ValueError`` with the registry's suggestions."""
-    from harness.errors import HarnessError
-    from harness.tasks.registry import suite_task_ids
-
     try:
         return suite_task_ids("+".join(tasks))
     except (HarnessError, ConfigError) as exc:
@@ -66,9 +68,6 @@ class DataConfig(_Strict):
     @field_validator("prompt")
     @classmethod
     def _known_codec(cls, prompt: PromptConfig) -> PromptConfig:
-        from harness.codecs import get_codec
-        from harness.errors import ConfigError
-
         try:
             get_codec(prompt.codec)
         except ConfigError as exc:
@@ -81,9 +80,6 @@ class DataConfig(_Strict):
             raise ValueError("expected exactly one of data.store or data.corpus, got "
                              f"{'both' if self.store is not None else 'neither'}; set one")
         if self.corpus is not None:
-            from harness.errors import ConfigError as HarnessConfigError
-            from harness.store.corpus_split import read_manifest
-
             try:
                 built = read_manifest(self.corpus)["prompt"]
             except HarnessConfigError as exc:

@@ -19,10 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.parquet as pq
+
 from harness.errors import StoreError
 from harness.prompts import Message, Prompt, PromptConfig
+from harness.store.export import ExportConfig, export
+from harness.store.store import TrajectoryStore
 from trainers.errors import TrainingDataError
-from trainers.models.inputs import Policy, completion_ids, encode_completions
+from trainers.models.inputs import PolicyParts, completion_ids, encode_completions
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -53,9 +57,6 @@ def export_rows(store_dir: Path, fmt: ExportFormat, out_dir: Path, prompt: Promp
                 steps: StepSelection = "advancing") -> Path:
     """Write the store's ``fmt`` export (Parquet) under ``out_dir``; a lost screenshot is a
     ``TrainingDataError`` that says what to do."""
-    from harness.store.export import ExportConfig, export
-    from harness.store.store import TrajectoryStore
-
     store = TrajectoryStore(store_dir, read_only=True)
     try:
         return export(store, fmt, out_dir, ExportConfig(**prompt.model_dump(), steps=steps))
@@ -71,8 +72,6 @@ def export_rows(store_dir: Path, fmt: ExportFormat, out_dir: Path, prompt: Promp
 
 def read_export(path: Path) -> list[dict[str, Any]]:
     """The rows of an export file as Python values (images as their bytes), in file order."""
-    import pyarrow.parquet as pq
-
     rows = pq.read_table(path).to_pylist()
     for row in rows:
         for key in ("prompt", "chosen", "rejected", "messages"):
@@ -149,7 +148,7 @@ class SFTCollator:
     """Batches for SFT: prompt tokens as the agent encodes them, then the target's tokens;
     labels are the target's tokens, -100 elsewhere."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: PolicyParts) -> None:
         self.policy = policy
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, Any]:
@@ -165,7 +164,7 @@ class PreferenceCollator:
     """Batches for TRL's DPOTrainer: every prompt with its chosen reply, then every prompt
     with its rejected reply, and the mask of the reply tokens."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: PolicyParts) -> None:
         self.policy = policy
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from trainers.models.policy import load_policy
 from trainers.training.config import DPOConfig
 from trainers.training.data import PreferenceCollator, as_dataset, preference_examples
 from trainers.training.run import Run
@@ -20,8 +21,6 @@ def train_dpo(config: DPOConfig, *, callbacks: tuple[Any, ...] = ()) -> Path:
     """Run DPO as ``config`` says; returns the path of the run's report.html."""
     from trl import DPOConfig as TRLConfig
     from trl import DPOTrainer
-
-    from trainers.models.policy import load_policy
 
     with Run(config, "dpo").start() as run:
         pairs = preference_examples(run.rows("dpo"), run.out / "data" / "dpo.parquet")

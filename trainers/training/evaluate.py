@@ -15,7 +15,12 @@ from urllib.parse import urlencode
 
 import yaml
 
+from harness.agents.registry import make_agent
+from harness.evaluation.passes import evaluation_passes, run_passes
+from harness.evaluation.report import write_report
+from harness.evaluation.summary import write_summary
 from harness.prompts import PromptConfig
+from harness.runner import RunnerConfig
 from trainers.agents.options import AGENT_FILE
 from trainers.training.config import EvalSpec, task_ids
 
@@ -54,12 +59,6 @@ def evaluate(model_dir: Path, spec: EvalSpec, out: Path, *, prompt: PromptConfig
              title: str = "cua train eval") -> dict[str, Any]:
     """Run the evaluation into ``out``; returns its summary plus the agent spec and the
     equivalent ``cua eval`` command."""
-    from harness.agents.registry import make_agent
-    from harness.evaluation.passes import evaluation_passes, run_passes
-    from harness.evaluation.report import write_report
-    from harness.evaluation.summary import write_summary
-    from harness.runner import RunnerConfig
-
     agent_text = agent_spec(model_dir, spec, prompt)
     passes = evaluation_passes(
         make_agent(agent_text), task_ids(spec.tasks),

@@ -32,7 +32,7 @@ from typing import Any
 
 from harness.prompts import PromptConfig
 from trainers.errors import TrainingDataError
-from trainers.models.inputs import Policy, completion_ids, encode_completions
+from trainers.models.inputs import PolicyParts, completion_ids, encode_completions
 from trainers.training.config import HeldoutSpec
 from trainers.training.data import SFTExample, export_rows, read_export, sft_examples
 from trainers.training.metrics import MetricsLog
@@ -63,7 +63,7 @@ class HeldoutProbe:
         """Whether to measure after ``step`` of ``last``."""
         return step % self.spec.every == 0 or step == last
 
-    def measure(self, policy: Policy) -> dict[str, float | int]:
+    def measure(self, policy: PolicyParts) -> dict[str, float | int]:
         """The metric's figures for ``policy`` (see the module docstring)."""
         started = time.perf_counter()
         totals: dict[str, float] = {"exact": 0, "tokens": 0, "correct": 0, "nll": 0.0}
@@ -79,7 +79,7 @@ class HeldoutProbe:
                 "heldout_seconds": round(time.perf_counter() - started, 2)}
 
 
-def score_batch(policy: Policy, states: list[SFTExample]) -> dict[str, Any]:
+def score_batch(policy: PolicyParts, states: list[SFTExample]) -> dict[str, Any]:
     """Exact matches, target tokens, argmax hits and summed NLL of one batch of states
     (one forward pass, no gradient, the model in eval mode for it)."""
     import torch
@@ -104,7 +104,7 @@ def score_batch(policy: Policy, states: list[SFTExample]) -> dict[str, Any]:
             "nll": float(nll)}
 
 
-def heldout_callback(probe: HeldoutProbe, policy: Policy, log: MetricsLog) -> Any:
+def heldout_callback(probe: HeldoutProbe, policy: PolicyParts, log: MetricsLog) -> Any:
     """A ``transformers.TrainerCallback`` that logs the probe before training, every
     ``every`` optimizer steps and at the end, as ``heldout`` lines of metrics.jsonl."""
     from transformers import TrainerCallback

@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import shutil
 import time
 from pathlib import Path
@@ -23,9 +25,14 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from harness.cli_config import check_output_dir
-from trainers.errors import ConfigError, ModelDirError
-from trainers.models.policy import Policy
+from trainers.errors import ConfigError, ModelDirError, TrainingDataError
+from trainers.models.checkpoint import ModelInitConfig, init_checkpoint
+from trainers.models.policy import Policy, load_policy
+from trainers.training.collect import ensure_data
 from trainers.training.config import TrainConfig
+from trainers.training.data import export_rows, read_export
+from trainers.training.evaluate import evaluate, write_agent_file
+from trainers.training.heldout import HeldoutProbe, heldout_callback
 from trainers.training.loggers import Loggers
 from trainers.training.metrics import METRICS_FILE, MetricsLog, make_callback
 
@@ -74,9 +81,6 @@ class Run:
 
     def _check_trl(self) -> None:
         """Refuse a ``train.trl`` key TRL's config does not have, before any data is collected."""
-        import dataclasses
-        import difflib
-
         import trl
 
         args_class = getattr(trl, TRL_CONFIGS[self.kind])
@@ -106,15 +110,10 @@ class Run:
             raise ModelDirError(f"model.path: expected a checkpoint directory, got {path}, which "
                                 f"{'has no config.json' if path.exists() else 'does not exist'}; "
                                 "make one with `cua model init` or set init: tiny")
-        from trainers.models.checkpoint import ModelInitConfig, init_checkpoint
-
         init_checkpoint(ModelInitConfig(out=path, preset=self.config.init))
 
     def rows(self, fmt: ExportFormat) -> list[dict[str, Any]]:
         """The store's ``fmt`` export as rows, collecting into an empty store first."""
-        from trainers.training.collect import ensure_data
-        from trainers.training.data import export_rows, read_export
-
         data = self.config.data
         export_file = self.out / "data" / f"{fmt}.parquet"
         if data.corpus is not None and not (self.config.resume and export_file.is_file()):
@@ -133,16 +132,12 @@ class Run:
         """The policy to train, on as many CPU threads as the config allows."""
         import torch
 
-        from trainers.models.policy import load_policy
-
         if self.config.train.threads is not None:
             torch.set_num_threads(self.config.train.threads)
         return load_policy(self.config.model)
 
     def trainer_args(self, args_class: type, policy: Policy, **extra: Any) -> Any:
         """TRL's SFTConfig or DPOConfig from the loop config; ``train.trl``'s keys win over ours."""
-        import dataclasses
-
         import torch
 
         loop = self.config.train
@@ -171,8 +166,6 @@ class Run:
         assert self.metrics.loggers is not None, "start() opens the loggers"
         callbacks = [make_callback(self.metrics), *self.metrics.loggers.callbacks()]
         if self.config.heldout is not None:
-            from trainers.training.heldout import HeldoutProbe, heldout_callback
-
             probe = HeldoutProbe.load(self.config.heldout, self.config.data.prompt,
                                       self.out / "data" / "heldout")
             callbacks.append(heldout_callback(probe, policy, self.metrics))
@@ -186,8 +179,6 @@ class Run:
             return
         if any(r.get("phase") == phase for r in self.metrics.read() if r["event"] == "eval"):
             return
-        from trainers.training.evaluate import evaluate
-
         started = time.perf_counter()
         summary = evaluate(model_dir, spec, self.out / "eval" / phase,
                            prompt=self.config.data.prompt if with_prompt else None,
@@ -210,7 +201,6 @@ class Run:
 
     def finish(self, policy: Policy) -> Path:
         """Save the model with its prompt format, evaluate it, write the report."""
-        from trainers.training.evaluate import write_agent_file
         from trainers.training.report import write_report
 
         policy.save(self.model_dir)
@@ -227,8 +217,6 @@ def _without_tasks(figures: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _corpus_rows(corpus: Path, fmt: str, export_file: Path) -> Path:
     """The corpus's train split, copied into the run (what it trained on stays with it)."""
-    from trainers.errors import TrainingDataError
-
     source = Path(corpus) / "train" / "sft.parquet"
     if fmt != "sft":
         raise TrainingDataError(f"expected data.store for {fmt} training, got data.corpus (a "
