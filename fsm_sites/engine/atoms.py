@@ -159,8 +159,9 @@ def _regressed(atom: Node, tables: Tables, compiled: list[CTrans]) -> list[Node]
         for plan in ct.tm.plans:
             if plan.kind == "add" and plan.var == var:
                 for field_node, value in field_nodes(plan.expr, wanted):
-                    if isinstance(field_node, Name):
-                        out.append(Binary("==", field_node, Lit(value)))
+                    vtype = tables.model.schema.variables.get(field_node.name) if isinstance(field_node, Name) else None
+                    if vtype is not None:  # typed: a text's other class is no literal a condition may name
+                        out.append(Binary("==", field_node, Const(value, vtype)))
     return out
 
 

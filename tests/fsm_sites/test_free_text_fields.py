@@ -9,6 +9,7 @@ from fsm_sites.engine.machine import Machine
 from fsm_sites.engine.state import State, UIEvent
 from fsm_sites.render.page_model import describe_page
 from fsm_sites.spec.site import SiteSpec
+from fsm_sites.synthesis.tasks import synthesize_tasks
 from fsm_sites.validation.validate import check_spec
 
 PETS = """
@@ -124,3 +125,11 @@ def test_a_record_field_of_text_is_typed_like_a_text_variable() -> None:
     messages = [str(p) for p in check_spec(data)[1].problems]
     assert any(m.startswith("types.pet.fields.name: expected a bool, int, enum or text field, got list")
                for m in messages), messages
+
+
+def test_synthesized_goals_never_name_text_typed_as_any_other() -> None:
+    tasks = synthesize_tasks(SiteSpec.model_validate(yaml.safe_load(PETS)), 8, seed=1)
+    structured = [t for t in tasks if t.goal_kind == "expr"]
+    assert structured and all("Bella" not in t.goal for t in structured), [t.goal for t in structured]
+    # the oracle's path to a state holding a typed pet goes through its stand-in
+    assert any(t.goal_kind == "state" and '"name":"Bella"' in t.goal for t in tasks)
