@@ -24,7 +24,7 @@ from fsm_sites.spec.expr import (
     conjuncts,
     names,
 )
-from fsm_sites.spec.types import MapT, Rec, RecordT, SeqT
+from fsm_sites.spec.types import MapT, Rec, RecordT, SeqT, TextT
 
 
 def leaves(node: Node | None) -> list[Node]:
@@ -160,7 +160,10 @@ def _regressed(atom: Node, tables: Tables, compiled: list[CTrans]) -> list[Node]
             if plan.kind == "add" and plan.var == var:
                 for field_node, value in field_nodes(plan.expr, wanted):
                     if isinstance(field_node, Name):
-                        out.append(Binary("==", field_node, Lit(value)))
+                        vtype = tables.model.schema.variables.get(field_node.name)
+                        # a text's other class is no literal a condition may name: a typed constant
+                        named = not isinstance(vtype, TextT) or value in ("", *vtype.values)
+                        out.append(Binary("==", field_node, Lit(value) if named else Const(value, vtype)))
     return out
 
 

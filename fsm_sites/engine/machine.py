@@ -46,7 +46,7 @@ from fsm_sites.spec.expr import ExprSyntaxError, parse_expr
 from fsm_sites.spec.model_build import build_model
 from fsm_sites.spec.model_goals import parse_page, start_values
 from fsm_sites.spec.site import Condition, Element, SiteSpec
-from fsm_sites.spec.types import from_json, to_json
+from fsm_sites.spec.types import Typed, from_json, to_json, untagged
 
 Goal = Callable[[State], bool]
 _CACHE_SIZE = 64
@@ -258,16 +258,20 @@ class Machine:
         page, raw = self.node(state)
         full = self.full
         vals = full.canonical(raw)
+        # free text the user typed rides along with its class (``Typed``) wherever effects copy it
+        tagged = full.canonical(raw, tag=True) if raw != vals else vals
         pid, args = full.page_of(page)
         for ct in full.by_trigger.get((pid, event.element, event.event), ()):
             ctx = Ctx(args)
-            accepted = full.accept(ct, vals, ctx, event.value)
-            if accepted is None or (ct.guard is not None and not ct.guard(vals, ctx)):
+            accepted = full.accept(ct, tagged, ctx, event.value)
+            if accepted is None or (ct.guard is not None and not ct.guard(tagged, ctx)):
                 continue
             value, typed = accepted
-            npage, nvals = full.fire(ct, page, vals, ctx)
-            if raw != vals or typed is not None:
-                nvals = _keep_text(full, raw, vals, nvals, ct.text_flow, value, typed)
+            if typed is not None and value is not None:
+                ctx.value = Typed(value, typed)
+            npage, nvals = full.fire(ct, page, tagged, ctx)
+            if tagged is not vals or typed is not None:
+                nvals = untagged(nvals)
             return Edge(ct.id, page, ct.element, ct.event, value), self.state((npage, nvals))
         return None
 
@@ -358,27 +362,6 @@ class Machine:
 def _canon(machine: Machine, state: State) -> tuple[str, tuple]:
     page, vals = machine.node(state)
     return page, machine.full.canonical(vals)
-
-
-def _keep_text(full: Tables, raw: tuple, vals: tuple, nvals: tuple, flow: tuple[tuple[int, int | None], ...],
-               value: Any, typed: str | None) -> tuple:
-    """Free text the user typed stays as typed, beside its class: untouched text variables
-    keep their text, and those this transition set from the typed text, or copied from a
-    variable holding typed text, hold that text (each where its value is still that class)."""
-    text = {i: (raw[i], vals[i]) for i, _ in full.text_positions if raw[i] != vals[i]}  # (text, class)
-    if typed is not None:
-        text[-1] = (typed, value)
-    for dst, src in flow:  # in effect order: a copy of a copy carries the text along
-        carried = text.get(src) if src is not None else None
-        if carried is None:
-            text.pop(dst, None)
-        else:
-            text[dst] = carried
-    w = list(nvals)
-    for i, _ in full.text_positions:
-        if i in text and w[i] == text[i][1]:
-            w[i] = text[i][0]
-    return tuple(w)
 
 
 _COMPILED: OrderedDict[Any, Machine] = OrderedDict()

@@ -17,7 +17,7 @@ from fsm_sites.spec.expr import SPECIAL_NAMES, Lit, names
 from fsm_sites.spec.model import ElementModel, SiteModel, TransitionModel
 from fsm_sites.spec.model_goals import page_string, parse_arg, split_page
 from fsm_sites.spec.schema import TOAST_VAR
-from fsm_sites.spec.types import EnumT, MapT, TextT
+from fsm_sites.spec.types import EnumT, MapT, TextT, classified, holds_text
 from fsm_sites.spec.value_widgets import heading_orders, move_values, page_count
 
 Node = tuple[str, tuple]  # (page instance, values in layout order)
@@ -43,9 +43,6 @@ class CTrans:
     args: tuple[tuple[Callable, Callable], ...]  # (expression, conversion) per target parameter
     toast: tuple[int, str] | None  # (position, value)
     free_text: TextT | None  # an input that accepts any text, classified by this type
-    # (position written, where its text comes from: -1 the typed text, a text variable's
-    # position, None anything else), in effect order (``TransitionModel.text_flow``)
-    text_flow: tuple[tuple[int, int | None], ...]
     pager: tuple[int | None, int] | None = None  # a table's `page` event: (the pager's position, rows a page)
     sorter: tuple[int | None, tuple[str, ...]] | None = None  # a table's `sort`: (its variable's position, values)
 
@@ -84,8 +81,9 @@ class Tables:
         self.params = model.schema.params
         self.by_page: dict[str, list[CTrans]] = {}
         self.by_trigger: dict[tuple[str, str, str], list[CTrans]] = {}
+        # the variables that may hold free text (a text, records with a text field, ...)
         self.text_positions = tuple((i, t) for i, n in enumerate(layout)
-                                    if isinstance(t := model.schema.variables[n], TextT))
+                                    if holds_text(t := model.schema.variables[n]))
         self._pages: dict[str, tuple[str, dict[str, Any]]] = {}
         self._visible: dict[tuple[str, str], Callable] = {}
         self._successors: dict[Node, list] = {}  # searches for many goals revisit the same states
@@ -107,6 +105,7 @@ class Tables:
         env = self._env(t.page, value=tm.value_type, it=em.item_type)
         always = isinstance(tm.guard, Lit) and tm.guard.value is True
         guard = None if always else compile_bool(tm.guard, env)
+        env = env.narrow(tm.guard)  # effects and arguments: as the model checked them
         effects = tuple(compile_plan(p, env) for p in tm.plans if keep is None or p.var in keep)
         args: tuple[tuple[Callable, Callable], ...] = ()
         if tm.args:
@@ -127,17 +126,8 @@ class Tables:
         return CTrans(
             tm, t.id, t.page, t.element, t.event, guard, bool(names(tm.guard).intersection(SPECIAL_NAMES)) or repeat is not None,
             tm.edge_values, repeat, em.repeat_type.keys.values if isinstance(em.repeat_type, MapT) else None, effects,
-            t.target, args, toast, free, self._text_flow(tm), pager, sorter,
+            t.target, args, toast, free, pager, sorter,
         )
-
-    def _text_flow(self, tm: TransitionModel) -> tuple[tuple[int, int | None], ...]:
-        """``tm.text_flow`` in positions of this layout (variables it lacks left out)."""
-        out: list[tuple[int, int | None]] = []
-        for var, source in tm.text_flow:
-            if var in self.position:
-                src = -1 if source == "value" else self.position.get(source) if source else None
-                out.append((self.position[var], src))
-        return tuple(out)
 
     # ---- pages -----------------------------------------------------------------------
     def page_of(self, page: str) -> tuple[str, dict[str, Any]]:
@@ -223,13 +213,14 @@ class Tables:
             return raw, None
         return None
 
-    def canonical(self, vals: tuple) -> tuple:
-        """Free text replaced by its class (what the machine tells apart)."""
+    def canonical(self, vals: tuple, *, tag: bool = False) -> tuple:
+        """Free text replaced by its class (what the machine tells apart); ``tag``: by a
+        ``Typed`` class that carries the text (``Machine.step``)."""
         if not self.text_positions:
             return vals
         w = list(vals)
         for i, t in self.text_positions:
-            w[i] = t.classify(w[i])
+            w[i] = t.classify(w[i]) if isinstance(t, TextT) and not tag else classified(t, w[i], tag=tag)
         return tuple(w)
 
     def visible(self, em: ElementModel, page: str, vals: tuple, it: Any = None) -> bool:

@@ -14,7 +14,7 @@ from fsm_sites.spec.expr import Node, template_parts
 from fsm_sites.spec.model_goals import format_arg
 from fsm_sites.spec.schema import TOAST_VAR
 from fsm_sites.spec.site import Element, Option
-from fsm_sites.spec.types import MapT, RecordT, SeqT, VType
+from fsm_sites.spec.types import MapT, RecordT, SeqT, VType, classified, untagged
 from fsm_sites.spec.value_widgets import page_count, table_order
 
 if TYPE_CHECKING:
@@ -67,13 +67,14 @@ class PageViews:
         return bool(copies) if value is None else any(v == value for v, _ in copies)
 
     def instances(self, state: State, element: str) -> list[tuple[str, Any]]:
-        """(event value, item) of each shown copy of a repeated element, in order."""
+        """(event value, item) of each shown copy of a repeated element, in order (an item's
+        free text as it was typed)."""
         page, vals = self.machine.node(state)
         pid, args = self.full.page_of(page)
         em = self.model.elements[(pid, element)]
         if em.repeat is None:
             return []
-        vals = self.full.canonical(vals)
+        vals = self.full.canonical(vals, tag=True)  # classes, each carrying its typed text
         fn = self._repeat_fn(pid, element, em.repeat)
         coll = fn(vals, Ctx(args))
         rtype = em.repeat_type
@@ -85,7 +86,7 @@ class PageViews:
             if order and isinstance(rtype, SeqT) and isinstance(rtype.item, RecordT):  # in the order its table shows
                 fields = dict(rtype.item.fields)
                 pairs = [pairs[i] for i in table_order(coll, str(state.get(order) or ""), fields)]
-        return [(v, it) for v, it in pairs if self.full.visible(em, page, vals, it)]
+        return [(v, untagged(it)) for v, it in pairs if self.full.visible(em, page, vals, it)]
 
     def table_pages(self, state: State, element: str) -> tuple[int, int, int] | None:
         """(the page shown, how many pages, how many rows) of a paged table's element (None: not paged)."""
@@ -191,6 +192,8 @@ class PageViews:
                 fn = self._conditions[key] = compile_bool(em.disabled, env)
             copies = dict(self.instances(state, element.id)) if em.repeat is not None else {}
             item = copies.get(value) if value is not None else None
+            if item is not None and em.item_type is not None:
+                item = classified(em.item_type, item)
             if fn(self.full.canonical(vals), Ctx(self.full.page_of(page)[1], None, item, item)):
                 return True
         if element.kind != "button" or not self.full.by_trigger.get((pid, element.id, "click")):

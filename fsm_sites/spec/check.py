@@ -10,7 +10,8 @@ A type error raises ``CheckError`` saying what was expected and what was found.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from copy import copy
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fsm_sites.spec.expr import (
@@ -25,9 +26,11 @@ from fsm_sites.spec.expr import (
     Node,
     RecordLit,
     Unary,
+    conjuncts,
     unparse,
 )
 from fsm_sites.spec.types import (
+    NONE,
     BoolT,
     EnumT,
     IntT,
@@ -96,9 +99,60 @@ class TypeEnv:
     value: VType | None = None  # None: the context has no event value
     it: VType | None = None
     row: VType | None = None  # the copy's item: set in a repeated element's expressions only
+    # the paths (``pet``, ``draft.pet``, ``row.pet``) of optional enums a guard proves chosen (``proven_chosen``)
+    narrowed: frozenset[str] = frozenset()
 
     def with_it(self, it: VType) -> TypeEnv:
-        return TypeEnv(self.variables, self.position, self.params, self.value, it, self.row)
+        # ``it`` names another item here: what a guard proved of the copy's ``it`` no longer applies
+        keep = frozenset(p for p in self.narrowed if _root(p) != "it")
+        return TypeEnv(self.variables, self.position, self.params, self.value, it, self.row, keep)
+
+    def narrow(self, guard: Node | None) -> TypeEnv:
+        """This env where ``guard`` holds: the optional enums it proves chosen are narrowed."""
+        out = copy(self)
+        out.narrowed = self.narrowed | proven_chosen(guard)
+        return out
+
+    def forget(self, var: str) -> TypeEnv:
+        """This env after an effect writes ``var``: what a guard proved of it no longer holds."""
+        out = copy(self)
+        out.narrowed = frozenset(p for p in self.narrowed if _root(p) != var)
+        return out
+
+
+def _root(path: str) -> str:
+    return path.split(".", 1)[0]
+
+
+def proven_chosen(guard: Node | None) -> frozenset[str]:
+    """The paths ``guard`` proves hold a choice (not none): its conjuncts ``x != none``,
+    ``none != x`` and ``not (x == none)``, ``x`` a name or a field of one."""
+    out: set[str] = set()
+    for part in conjuncts(guard) if guard is not None else ():
+        op = "!="
+        if isinstance(part, Unary) and part.op == "not" and isinstance(part.operand, Binary):
+            part, op = part.operand, "=="
+        if not isinstance(part, Binary) or part.op != op:
+            continue
+        for a, b in ((part.left, part.right), (part.right, part.left)):
+            if isinstance(b, Lit) and b.value == NONE and _is_path(a):
+                out.add(unparse(a))
+    return frozenset(out)
+
+
+def _is_path(node: Node) -> bool:
+    while isinstance(node, Attr):
+        node = node.obj
+    return isinstance(node, Name)
+
+
+def _chosen(node: Node, vtype: VType, env: TypeEnv) -> VType:
+    """An optional enum's type at ``node``: narrowed where a guard proved it chosen, else
+    marked with where it came from (for the message if it fills a place that needs a choice)."""
+    if not isinstance(vtype, EnumT) or NONE not in vtype.values:
+        return vtype
+    path = unparse(node)
+    return vtype.narrowed() if path in env.narrowed else replace(vtype, origin=path)
 
 
 INT = IntT(-_BIG, _BIG)
@@ -146,7 +200,7 @@ def _name(node: Name, env: TypeEnv) -> tuple[Fn, VType]:
         return (lambda v, c: c.args[name]), env.params[name]
     if name in env.variables:
         pos = env.position[name]
-        return (lambda v, c: v[pos]), env.variables[name]
+        return (lambda v, c: v[pos]), _chosen(node, env.variables[name], env)
     known = sorted(set(env.variables) - {"_toast"} | set(env.params))
     raise CheckError(f"{name!r} is not a variable or parameter; expected one of {known} (quote text: '{name}')")
 
@@ -158,7 +212,7 @@ def _attr(node: Attr, env: TypeEnv) -> tuple[Fn, VType]:
         if ftype is None:
             raise CheckError(f"expected a field of {[n for n, _ in otype.fields]}, got {node.name!r} in {unparse(node)!r}")
         i = otype.index(node.name)
-        return (lambda v, c: obj(v, c)[i][1]), ftype
+        return (lambda v, c: obj(v, c)[i][1]), _chosen(node, ftype, env)
     if isinstance(otype, MapT):
         return _map_get(obj, otype, Lit(node.name), env, node)
     raise CheckError(f"expected a record or map before '.{node.name}', got {otype.describe()} in {unparse(node)!r}")
@@ -352,6 +406,8 @@ def compatible(a: VType, b: VType) -> str | None:
             return None if isinstance(a, (StrT, EnumT, TextT)) else f"{b.describe()} and {a.describe()}"
         if isinstance(a, EnumT):
             bad = [x for x in b.values if x not in a.values]
+            if bad == [NONE]:
+                return f"none (nothing chosen), but {a.describe()} has no such value; declare the type `optional: true`"
             return f"{bad[0]!r}, which is not one of {list(a.values)}" if bad else None
         if isinstance(a, TextT):
             bad = [x for x in b.values if x not in ("", *a.values)]
@@ -392,12 +448,17 @@ def converter(target: VType, source: VType) -> Callable[[Any], Any]:
     if isinstance(target, BoolT) and isinstance(source, (BoolT, StrT)):
         return lambda x: x if isinstance(x, bool) else str(x).strip().lower() in ("true", "1", "yes", "on")
     if isinstance(target, TextT) and isinstance(source, (StrT, EnumT, TextT)):
-        return target.normalize
+        return target.assign
     if isinstance(target, EnumT) and isinstance(source, (EnumT, StrT)):
         values = source.values
         if values is None:
             raise CheckError(f"expected values of {list(target.values)}, got any text; list the accepted `values`")
         bad = [x for x in values if x not in target.values]
+        if bad == [NONE] and isinstance(source, EnumT):
+            got = f"{source.origin!r}, which" if source.origin else "a value that"
+            guard = source.origin or "x"
+            raise CheckError(f"expected {target.describe()}, got {got} may be none (nothing chosen); "
+                             f"guard the transition with `when: \"{guard} != none\"`")
         if bad:
             raise CheckError(f"{bad[0]!r} is outside the domain ({target.describe()})")
         return str

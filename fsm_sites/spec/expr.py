@@ -7,7 +7,8 @@
 
 Grammar, loosest first: ``or``, ``and``, ``not``, comparisons (``== != < <= > >= in``,
 ``not in``), ``+ -``, ``*``, unary ``-``, then postfix ``.field`` and ``[key]`` on a primary:
-an int, a quoted string, ``true``/``false``, a name, a call ``f(args)``, ``( expr )``, a
+an int, a quoted string, ``true``/``false``, ``none`` (an optional enum's nothing chosen yet,
+the same value as ``''``), a name, a call ``f(args)``, ``( expr )``, a
 list ``[a, b]`` or a record ``{field: expr, ...}``. Names are variables, page parameters,
 ``value`` (what the event carried), ``it`` (the item of a repeated element, of a predicate
 in ``any``/``all``/``count`` or of an effect's ``where``) and ``row`` (the item of the
@@ -123,6 +124,8 @@ def _tokens(text: str) -> list[tuple[str, Any, int]]:
             out.append(("lit", re.sub(r"\\(.)", r"\1", raw[1:-1]), start))
         elif kind == "name" and raw in ("true", "false"):
             out.append(("lit", raw == "true", start))
+        elif kind == "name" and raw == "none":  # an optional enum's nothing chosen yet (fsm_sites.spec.types.NONE)
+            out.append(("lit", "", start))
         elif kind == "name" and raw in _KEYWORDS:
             out.append(("op", raw, start))
         else:

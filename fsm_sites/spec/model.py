@@ -70,9 +70,6 @@ class TransitionModel:
     plan_reads: tuple[tuple[str, frozenset[str]], ...] = ()  # (variable written, what that effect reads)
     writes: frozenset[str] = frozenset()
     moves: bool = False  # may change the page
-    # each effect on a text variable, in order: (the variable, where its text comes from: "value"
-    # for the typed text, another text variable it copies, or None for anything else)
-    text_flow: tuple[tuple[str, str | None], ...] = ()
     disabled: Node | None = None  # its element's `disabled_when` where it blocks this event (validation's warnings)
     open_guard: Node = field(default_factory=lambda: Lit(True))  # ``guard`` without ``disabled``: when `when` lets it fire
 
@@ -204,5 +201,6 @@ def compile_plans(model: SiteModel, t: Transition, env: TypeEnv, place: str) -> 
         except (CheckError, ExprSyntaxError) as exc:
             model.problems.append(SpecProblem(f"{place}.effects[{k}]{getattr(exc, 'at', '')}", str(exc)))
             continue
+        env = env.forget(plan.var)  # the effects after it see what it wrote, not what the guard proved
         plans.append(plan)
     return tuple(plans)

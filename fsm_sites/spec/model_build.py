@@ -122,7 +122,8 @@ def _element(model: SiteModel, page: Page, el: Element, place: str, paged: Node 
     options = el.options
     bound = model.schema.variables.get(el.bind or "")
     if not options and el.kind in ("select", "radio") and isinstance(bound, EnumT) and el.kind == "select":
-        options = tuple(Option(value=v, label=bound.show(v) if v != bound.show(v) else None) for v in bound.values)
+        choices = bound.chosen if bound.optional else bound.values  # none is where a select starts, not a choice
+        options = tuple(Option(value=v, label=bound.show(v) if v != bound.show(v) else None) for v in choices)
     opened = None
     if el.kind in WIDGET_KINDS:
         options, opened = _widget(model, el, bound, rtype, env, place)

@@ -25,7 +25,6 @@ from fsm_sites.spec.site import (
     Transition,
     table_events,
 )
-from fsm_sites.spec.types import TextT
 
 
 def check_transition(model: SiteModel, index: int, t: Transition, em: ElementModel, place: str) -> None:
@@ -43,8 +42,14 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
     value_type, edge_values = event_value(model, t, em, place)
     env = model.env(t.page, value=value_type, it=em.item_type)
     guard = when_node(model, t.when, f"{place}.when", env)
-    plans = compile_plans(model, t, env, place)
-    args = convert_args(model, t, env, place)
+    # effects and arguments may use the choices the guard (its `when`, the element's visibility
+    # and `disabled_when`) proves made, until an effect writes them
+    shown = [n for n in (guard, em.visible, None if em.disabled is None else Unary("not", em.disabled)) if n is not None]
+    scope = env.narrow(all_of(shown))
+    plans = compile_plans(model, t, scope, place)
+    for plan in plans:
+        scope = scope.forget(plan.var)
+    args = convert_args(model, t, scope, place)
     for text, where in ((t.toast, "toast"), (t.description.replace(VALUE_PLACEHOLDER, "value"), "description")):
         check_template(model, text, _after_env(model, t, env), f"{place}.{where}")
     for k, plan in enumerate(plans):
@@ -87,28 +92,11 @@ def check_transition(model: SiteModel, index: int, t: Transition, em: ElementMod
         writes.add(TOAST_VAR)
     target = t.target or t.page
     moves = t.target is not None and (target != t.page or bool(model.schema.params.get(target)))
-    text_flow = _text_flow(model, plans)
     model.transitions.append(TransitionModel(
         t, index, full_guard, plans, args, value_type, edge_values,
-        frozenset(reads), frozenset(guard_reads), tuple(plan_reads), frozenset(writes), moves, text_flow,
-        disabled, open_guard,
+        frozenset(reads), frozenset(guard_reads), tuple(plan_reads), frozenset(writes), moves,
+        disabled=disabled, open_guard=open_guard,
     ))
-
-
-def _text_flow(model: SiteModel, plans) -> tuple[tuple[str, str | None], ...]:
-    """Where each text variable an effect writes gets its text: the typed text (``value``),
-    another text variable it is set to (a copy keeps what was typed there), or neither."""
-    variables = model.schema.variables
-    flow: list[tuple[str, str | None]] = []
-    for plan in plans:
-        if not isinstance(variables.get(plan.var), TextT):
-            continue
-        source = None
-        if plan.kind == "set" and isinstance(plan.target, Name) and isinstance(plan.expr, Name):
-            name = plan.expr.name
-            source = name if name == "value" or isinstance(variables.get(name), TextT) else None
-        flow.append((plan.var, source))
-    return tuple(flow)
 
 
 def _names(plan) -> set[str]:

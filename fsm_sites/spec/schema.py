@@ -13,6 +13,7 @@ from fsm_sites.errors import SpecProblem
 from fsm_sites.spec.expr import SPECIAL_NAMES
 from fsm_sites.spec.site import FieldDef, SiteSpec, TypeDef
 from fsm_sites.spec.types import (
+    FIELD_TYPES,
     OTHER_TEXT,
     BoolT,
     EnumT,
@@ -84,6 +85,16 @@ class _Resolver:
         return self.resolve(ref, place)
 
     def resolve(self, t: TypeDef, place: str) -> VType | None:
+        resolved = self._resolve(t, place)
+        if not t.optional or resolved is None:
+            return resolved
+        if not isinstance(resolved, EnumT):
+            self.problems.append(SpecProblem(f"{place}.optional", f"expected `optional: true` only on an enum (a "
+                                             f"choice that may be none yet), got {resolved.describe()}; remove it"))
+            return None
+        return resolved.with_none()
+
+    def _resolve(self, t: TypeDef, place: str) -> VType | None:
         if t.type not in _BUILTIN:
             if t.type in self.defs:
                 return self.named(t.type, place)
@@ -172,8 +183,8 @@ class _Resolver:
                 self.problems.append(SpecProblem(fplace, f"duplicate field {f.name!r}; give each field a unique name"))
             seen.add(f.name)
             ftype = self.resolve(_plain(f), fplace)
-            if ftype is not None and not isinstance(ftype, (BoolT, IntT, EnumT)):
-                self.problems.append(SpecProblem(fplace, f"expected a bool, int or enum field, got {ftype.describe()}"))
+            if ftype is not None and not isinstance(ftype, FIELD_TYPES):
+                self.problems.append(SpecProblem(fplace, f"expected a bool, int, enum or text field, got {ftype.describe()}"))
                 ftype = None
             if ftype is not None:
                 out.append((f.name, ftype))
@@ -190,7 +201,7 @@ def _plain(f: FieldDef) -> TypeDef:
 
 
 def _nested(record: RecordT) -> bool:
-    return any(not isinstance(t, (BoolT, IntT, EnumT)) for _, t in record.fields)
+    return any(not isinstance(t, FIELD_TYPES) for _, t in record.fields)
 
 
 def build_schema(spec: SiteSpec) -> tuple[Schema, list[SpecProblem]]:
@@ -249,6 +260,10 @@ def _params(resolver: _Resolver, page: str, params: tuple, problems: list[SpecPr
         ptype = resolver.ref(p.type, place, what="a parameter type")
         if ptype is not None and not isinstance(ptype, (EnumT, IntT, BoolT)):
             problems.append(SpecProblem(place, f"expected an enum, int or bool parameter, got {ptype.describe()}"))
+            continue
+        if isinstance(ptype, EnumT) and ptype.optional:
+            problems.append(SpecProblem(place, f"expected a parameter that always holds a choice, got {ptype.describe()}; "
+                                        "drop `optional` and pass a value a guard proves chosen (`when: \"x != none\"`)"))
             continue
         if ptype is not None:
             out.append((p.name, ptype))

@@ -97,6 +97,7 @@ class TypeDef(_Model):
         default=None, description="text: what stands for any text that is not one of `values`"
     )
     unique: bool = Field(default=True, description="a list refuses an item it already holds")
+    optional: bool = Field(default=False, description="an enum that may hold none (nothing chosen yet), its default")
 
 
 class FieldDef(TypeDef):

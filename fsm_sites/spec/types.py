@@ -153,11 +153,30 @@ class IntT(VType):
         return max(self.lo, min(self.hi, value))
 
 
+NONE = ""  # an optional enum's "nothing chosen yet" (`none` in expressions)
+
+
 @dataclass(frozen=True)
 class EnumT(VType):
-    values: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()  # an optional enum's start with NONE
     labels: tuple[tuple[str, str], ...] = ()  # display label of each value that has one
+    optional: bool = False  # `optional: true`: NONE (nothing chosen yet) is a value, and the default
+    # where a value of this type came from (a path such as ``draft.pet``), for messages; not part of the type
+    origin: str = field(default="", compare=False)
     kind: str = field(init=False, default="enum")
+
+    @property
+    def chosen(self) -> tuple[str, ...]:
+        """The values that are a choice: all but NONE."""
+        return tuple(v for v in self.values if v != NONE)
+
+    def with_none(self) -> EnumT:
+        """This enum, optional: NONE first (the default)."""
+        return EnumT((NONE, *self.chosen), self.labels, optional=True)
+
+    def narrowed(self) -> EnumT:
+        """This enum without NONE: what a guard ``x != none`` proves ``x`` holds."""
+        return EnumT(self.chosen, self.labels)
 
     def default(self) -> Value:
         return self.values[0] if self.values else ""
@@ -169,7 +188,7 @@ class EnumT(VType):
         return len(self.values)
 
     def describe(self) -> str:
-        return f"one of {list(self.values)}"
+        return f"one of {list(self.chosen)} or none" if self.optional else f"one of {list(self.values)}"
 
     def show(self, value: Value) -> str:
         return dict(self.labels).get(value, str(value))
@@ -218,6 +237,61 @@ class TextT(VType):
     def describe(self) -> str:
         return f"text (values that matter: {list(self.values)}; any other text counts as {self.other!r})"
 
+    def sort_key(self, value: Value) -> Any:
+        return self.classify(value)  # a set of records orders typed text as the machine does its class
+
+    def assign(self, value: Value) -> Value:
+        """A value assigned to this type: normalized, but typed text (``Typed``) kept as it is."""
+        return value if isinstance(value, Typed) else self.normalize(value)
+
+
+class Typed(str):
+    """A text class carrying the text that was typed: equal to (and hashed as) the class, so
+    effects and guards compute exactly what they compute on classes, while the typed text
+    rides along wherever the value is copied (``Machine.step``; never part of a state)."""
+
+    text: str
+
+    def __new__(cls, klass: str, text: str) -> Typed:
+        obj = super().__new__(cls, klass)
+        obj.text = text
+        return obj
+
+
+def holds_text(t: VType) -> bool:
+    """Whether values of ``t`` may hold free text (a text, a record with a text field, ...)."""
+    if isinstance(t, TextT):
+        return True
+    if isinstance(t, RecordT):
+        return any(holds_text(f) for _, f in t.fields)
+    if isinstance(t, SeqT):
+        return holds_text(t.item)
+    return False
+
+
+def classified(t: VType, value: Value, *, tag: bool = False) -> Value:
+    """``value`` with every free text replaced by its class (``tag``: a ``Typed`` class that
+    carries the text, where they differ)."""
+    if isinstance(t, TextT):
+        klass = t.classify(value)
+        return Typed(klass, value) if tag and klass != value else klass
+    if isinstance(t, RecordT):
+        return Rec(tuple((n, classified(f, v, tag=tag)) for (n, f), (_, v) in zip(t.fields, value, strict=True)))
+    if isinstance(t, SeqT):
+        return t.canonical(tuple(classified(t.item, v, tag=tag) for v in value))
+    return value
+
+
+def untagged(value: Value) -> Value:
+    """The inverse of ``classified(..., tag=True)``: each ``Typed`` back to the text typed."""
+    if isinstance(value, Typed):
+        return value.text
+    if isinstance(value, Rec):
+        return Rec(tuple((n, untagged(v)) for n, v in value))
+    if isinstance(value, tuple):
+        return tuple(untagged(v) for v in value)
+    return value
+
 
 @dataclass(frozen=True)
 class RecordT(VType):
@@ -255,7 +329,8 @@ class RecordT(VType):
     def show(self, value: Value) -> str:
         types, values = dict(self.fields), dict(value)
         order = self.display or tuple(types)
-        return ", ".join(types[n].show(values[n]) for n in order)
+        shown = (types[n].show(values[n]) for n in order)
+        return ", ".join(x for x in shown if x)  # a field with nothing chosen (or typed) shows nothing
 
     def sort_key(self, value: Value) -> Any:
         return tuple(t.sort_key(v) for (_, t), (_, v) in zip(self.fields, value, strict=True))
@@ -347,6 +422,9 @@ class MapT(VType):
             merged = dict(self.default()) | {str(k): from_json(v) for k, v in data.items()}
             data = to_json(Rec(sorted(merged.items())))
         return super().parse(data)
+
+
+FIELD_TYPES = (BoolT, IntT, EnumT, TextT)  # what a record's field may be
 
 
 def is_scalar(t: VType) -> bool:

@@ -46,7 +46,7 @@ def goal_about(machine: Machine, state: State, var: str, rng: random.Random,
     vtype = machine.schema.variables[var]
     value = state.get(var)
     base = start.get(var) if start is not None else vtype.default()
-    if value == base:
+    if value == base or not nameable(vtype, value):
         return None
     label = machine.schema.label(var)
     if isinstance(vtype, SeqT):
@@ -56,6 +56,18 @@ def goal_about(machine: Machine, state: State, var: str, rng: random.Random,
     if isinstance(vtype, RecordT):
         return f"{var} == {literal(value)}", f"set your {label} to {vtype.show(value)}"
     return None
+
+
+def nameable(vtype: VType, value: Any) -> bool:
+    """Whether a goal can name ``value``: every free text in it is ``""`` or one of its type's
+    values (a condition cannot name "any other text", e.g. a pet's typed name)."""
+    if isinstance(vtype, TextT):
+        return value == "" or value in vtype.values
+    if isinstance(vtype, RecordT):
+        return all(nameable(t, v) for (_, t), (_, v) in zip(vtype.fields, value, strict=True))
+    if isinstance(vtype, SeqT):
+        return all(nameable(vtype.item, v) for v in value)
+    return True
 
 
 def _about_items(var: str, vtype: SeqT, value: tuple, base: tuple, label: str,

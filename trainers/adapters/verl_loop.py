@@ -64,7 +64,7 @@ from harness.cli_config import load_config
 from harness.errors import ConfigError, InfrastructureError
 from harness.observation import Observation
 from harness.prompts import Prompt
-from harness.rollout import Episode, RolloutSink, Transition, describe_error, rollout
+from harness.rollout import Episode, RolloutSink, RolloutStep, describe_error, rollout
 from harness.store.sink import StoreSink, env_key
 from harness.store.store import TrajectoryStore
 from harness.tasks.registry import check_task_id
@@ -267,7 +267,7 @@ class TranscriptSink(RolloutSink):
     def __init__(self, transcript: Transcript) -> None:
         self.transcript = transcript
 
-    async def on_step(self, episode: Episode, transition: Transition) -> str | None:
+    async def on_step(self, episode: Episode, transition: RolloutStep) -> str | None:
         transcript = self.transcript
         metrics = transcript.metrics
         metrics["tool_calls"] = metrics.get("tool_calls", 0.0) + transition.info.step_seconds
