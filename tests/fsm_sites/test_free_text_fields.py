@@ -86,7 +86,7 @@ def test_a_record_field_keeps_the_name_that_was_typed() -> None:
     m = _machine()
     state = _walk(m, m.initial, _add("Biscuit") + _add("mochi", "cat"))
     assert [dict(p)["name"] for p in state.get("pets")] == ["Biscuit", "Mochi"]  # a value that matters: its spelling
-    assert m.text(state, "{pets}") == "Biscuit, Dog; Mochi, Cat"
+    assert m.views.text(state, "{pets}") == "Biscuit, Dog; Mochi, Cat"
     rows = [e["label"] for e in describe_page(m, state)["elements"] if e["id"] == "row"]
     assert rows == ["Biscuit (Dog)", "Mochi (Cat)"]
     # the machine tells apart only the classes: the typed name is the field's stand-in there
@@ -98,7 +98,7 @@ def test_a_record_copied_from_a_row_carries_its_typed_field() -> None:
     m = _machine()
     state = _walk(m, m.initial, _add("Biscuit") + [("open_row", "click", "0")])
     assert state.page == "detail" and dict(state.get("picked"))["name"] == "Biscuit"
-    assert m.text(state, m.pages["detail"].title) == "Biscuit"
+    assert m.views.text(state, m.pages["detail"].title) == "Biscuit"
     back = _walk(m, state, [("back", "click", None)])
     assert [dict(p)["name"] for p in back.get("pets")] == ["Biscuit"]  # untouched rows keep their text
 
