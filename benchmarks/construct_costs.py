@@ -3,7 +3,7 @@
 ``python -m benchmarks.construct_costs`` counts the reachable states of
 ``fsm_sites/library/examples/vet_clinic.yaml`` (the clinic pattern of docs/fsm_spec.md)
 and of variants that each change one construct, exactly (a BFS with the engine's
-``count_states``), and prints them as the table in docs/fsm_spec.md ("What each construct
+``graphs.count_states``), and prints them as the table in docs/fsm_spec.md ("What each construct
 costs in states"). The counts are deterministic: no timing, nothing written.
 """
 
@@ -76,11 +76,13 @@ def _no_confirm_dialog(spec: Spec) -> None:
     del ask["target"]
 
 
+FORM_FIELDS = ("new_name", "new_species", "form_day", "form_time")
+
+
 def _forms_kept(spec: Spec) -> None:
     for t in spec["transitions"]:
         if "effects" in t:
-            t["effects"] = [e for e in t["effects"] if e.get("clear") not in ("new_name", "new_species",
-                                                                                "form_day", "form_time")]
+            t["effects"] = [e for e in t["effects"] if e.get("clear") not in FORM_FIELDS]
 
 
 def _no_adding(spec: Spec) -> None:
@@ -90,6 +92,37 @@ def _no_adding(spec: Spec) -> None:
             if el["id"] == "add" and page["id"] == "pets":
                 el["disabled_when"] = "count(pets) == 2"
     spec["goals"] = [g for g in spec["goals"] if g["id"] != "add_luna"]
+
+
+def _forms_start_chosen(spec: Spec) -> None:
+    """No optional enums: each form field starts at a real value (the name at Rex, taken, so
+    Add starts disabled), and the buttons are disabled only by what is taken."""
+    for name in FORM_FIELDS:
+        del _var(spec, name)["optional"]
+    for page in spec["pages"]:
+        for el in page["elements"]:
+            if el["id"] in ("save", "submit"):
+                el["disabled_when"] = el["disabled_when"].split(" or ", 2)[2]
+
+
+def _a_typed_note(spec: Spec) -> None:
+    """A note for the vet, typed on the booking form and kept with the visit: a free-text
+    field with no `values` (two classes, none and some text)."""
+    _type(spec, "booking")["fields"].append({"name": "note", "type": "text", "other": "Limping a little"})
+    spec["variables"].append({"name": "form_note", "type": "text", "other": "Limping a little", "internal": True})
+    book = next(p for p in spec["pages"] if p["id"] == "book")
+    book["elements"].insert(2, {"id": "note", "kind": "text_input", "label": "Note for the vet", "bind": "form_note"})
+    spec["transitions"].append({"id": "type_note", "page": "book", "element": "note", "event": "input",
+                                "effects": [{"set": "form_note", "to": "value"}], "description": "type '$value'"})
+    _transition(spec, "submit_booking")["effects"][0]["item"] = "{pet: pet, day: form_day, time: form_time, note: form_note}"
+    for tid in ("submit_booking", "book_back"):
+        _transition(spec, tid)["effects"].append({"clear": "form_note"})
+    for start in spec["starts"]:
+        for booking in start["vars"]["bookings"]:
+            booking["note"] = ""
+    for goal in spec["goals"]:
+        conditions = goal["conditions"] if isinstance(goal["conditions"], list) else [goal["conditions"]]
+        goal["conditions"] = [c.replace("'} in bookings", "', note: ''} in bookings") for c in conditions]
 
 
 def _a_history_page(spec: Spec) -> None:
@@ -116,6 +149,8 @@ VARIANTS: tuple[tuple[str, Callable[[Spec], None] | None], ...] = (
     ("a fourth day to book", _a_fourth_day),
     ("no pet can be added (the list is fixed)", _no_adding),
     ("one more page per pet (a history page with a parameter)", _a_history_page),
+    ("form fields start at a value, not at nothing chosen (no `optional`)", _forms_start_chosen),
+    ("a typed note for the vet kept with each visit (a free-text field)", _a_typed_note),
 )
 
 
@@ -124,7 +159,7 @@ def count(edit: Callable[[Spec], None] | None, budget: int = 2_000_000) -> int:
     spec = yaml.safe_load(EXAMPLE.read_text())
     if edit is not None:
         edit(spec)
-    states = Machine(SiteSpec.model_validate(spec)).count_states(budget)
+    states = Machine(SiteSpec.model_validate(spec)).graphs.count_states(budget)
     if not states.exact:
         raise RuntimeError(f"more than {budget} states; raise the budget")
     return states.count

@@ -126,9 +126,14 @@ def _root(path: str) -> str:
 
 def proven_chosen(guard: Node | None) -> frozenset[str]:
     """The paths ``guard`` proves hold a choice (not none): its conjuncts ``x != none``,
-    ``none != x`` and ``not (x == none)``, ``x`` a name or a field of one."""
+    ``none != x`` and ``not (x == none)``, ``x`` a name or a field of one, also inside a
+    negated ``or`` (``not (x == none or y == none or ...)``, as a ``disabled_when`` that
+    lists the form's unchosen fields gives)."""
     out: set[str] = set()
     for part in conjuncts(guard) if guard is not None else ():
+        if isinstance(part, Unary) and part.op == "not" and isinstance(part.operand, Binary) and part.operand.op == "or":
+            out |= proven_chosen(Binary("and", Unary("not", part.operand.left), Unary("not", part.operand.right)))
+            continue
         op = "!="
         if isinstance(part, Unary) and part.op == "not" and isinstance(part.operand, Binary):
             part, op = part.operand, "=="

@@ -82,10 +82,10 @@ def test_nothing_chosen_is_the_start_and_is_never_an_option_or_a_parameter() -> 
     assert m.step(m.initial, UIEvent("pick", "next", "click")) is None  # disabled while nothing is chosen
     assert m.step(m.initial, UIEvent("pick", "pet", "select", "")) is None
     state = _walk(m, m.initial, [("pet", "select", "rex"), ("next", "click", None)])
-    assert state.page == "book(rex)" and m.route(state) == "/book/rex"
-    assert {s.page for s in m.graph().states} == {"pick", "book(rex)", "book(milo)"}  # never book()
+    assert state.page == "book(rex)" and m.views.route(state) == "/book/rex"
+    assert {s.page for s in m.graphs.graph().states} == {"pick", "book(rex)", "book(milo)"}  # never book()
     done = _walk(m, state, [("confirm", "click", None)])
-    assert m.text(done, m.pages["pick"].title) == "Bookings: Rex"  # the unset extra shows nothing
+    assert m.views.text(done, m.pages["pick"].title) == "Bookings: Rex"  # the unset extra shows nothing
     assert m.distance(m.initial, "rex_booked") == 3
 
 
@@ -97,6 +97,9 @@ def test_a_guard_that_proves_a_choice_lets_it_fill_a_parameter() -> None:
                             "may be none (nothing chosen); guard the transition with `when: \"chosen != none\"`")
                for m in _messages(data)), _messages(data)
     data["transitions"][2]["when"] = "chosen != none"
+    assert _messages(data) == []
+    del data["transitions"][2]["when"]  # a disabled_when that lists what is still unchosen proves each chosen
+    next_button["disabled_when"] = "count(bookings) == 2 or chosen == none"
     assert _messages(data) == []
     cleared = copy.deepcopy(data)  # an effect that writes the variable ends what the guard proved
     cleared["transitions"][2]["effects"] = [{"clear": "chosen"}]
