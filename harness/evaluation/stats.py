@@ -19,7 +19,10 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.evaluation.summary import Figures
 
 #: The two-sided 95% normal quantile.
 Z95 = 1.959963984540054
@@ -105,7 +108,7 @@ def format_rate(rate: float, ci: Sequence[float], digits: int = 1) -> str:
     return f"{100 * rate:.{digits}f}% [{100 * low:.{digits}f}–{100 * high:.{digits}f}]"
 
 
-def summary_rate(figures: dict[str, Any], digits: int = 1) -> str:
+def summary_rate(figures: Figures, digits: int = 1) -> str:
     """A summary's success rate with its 95% Wilson interval (``success_rate`` and
     ``success_ci`` of summary.json's figures): ``50.0% [23.7–76.3]``. The pages that show
     rates pass it to their templates as ``rate``."""
