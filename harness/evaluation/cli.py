@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Protocol
+from typing import Annotated
 
 import typer
 from pydantic import ConfigDict, Field, field_validator
@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.agents.registry import agent_names, check_agent, make_agent
-from harness.cli_config import check_output_dir, cli_errors, config_command, fail
+from harness.cli_config import ConfigCommand, check_output_dir, cli_errors, config_command, fail
 from harness.env import resolve_codec
 from harness.env_providers import check_sandbox
 from harness.errors import ConfigError
@@ -167,11 +167,7 @@ def run_eval(config: EvalConfig) -> None:
              f"{out / RESULTS_FILE}); rerun with --resume to retry them", code=1)
 
 
-class _Command(Protocol):
-    def __call__(self, **values: object) -> None: ...
-
-
-def _unless_subcommand(command: _Command) -> Callable[[typer.Context], None]:
+def _unless_subcommand(command: ConfigCommand) -> Callable[[typer.Context], None]:
     """``command`` as a group's callback: it runs when no subcommand is named (``cua eval
     --suite ...``) and steps aside for one (``cua eval compare A B``)."""
 
