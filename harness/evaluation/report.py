@@ -29,7 +29,7 @@ MAX_EPISODES = 200  # beyond this the page gets too heavy to open; the table sti
 THUMB_WIDTH = 200
 
 
-class Frame(TypedDict):
+class ShownFrame(TypedDict):
     """What the template draws of one step."""
 
     step: int
@@ -49,10 +49,10 @@ class ShownEpisode(TypedDict):
     """One episode on the page: its record and the frames drawn of it."""
 
     record: EpisodeRecord
-    frames: list[Frame]
+    frames: list[ShownFrame]
 
 
-def _frame(step: StepRecord, width: int, height: int) -> Frame | None:
+def _frame(step: StepRecord, width: int, height: int) -> ShownFrame | None:
     """What the template draws of one step: its thumbnail, overlay, caption and verdict."""
     if step.screenshot is None:
         return None
