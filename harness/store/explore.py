@@ -37,7 +37,7 @@ from harness.agents.random_agent import RandomAgent
 from harness.agents.registry import check_agent, make_agent
 from harness.agents.scripted import ScriptedAgent
 from harness.codecs.base import ActionCodec
-from harness.env import resolve_codec
+from harness.env import DecodingEnv, resolve_codec
 from harness.errors import InfrastructureError, RestoreMismatch
 from harness.rollout import Episode, RolloutSink, RolloutStep, rollout
 from harness.store.index import TreeIndex
@@ -272,8 +272,6 @@ class Explorer:
 
     def _codec(self) -> ActionCodec:
         """The codec that decodes the agent's text in this env (the env's, by default)."""
-        from harness.env import DecodingEnv
-
         own = self.agent.codec if isinstance(self.agent, CodecAgent) else None
         return resolve_codec(own or (self.env.codec if isinstance(self.env, DecodingEnv) else None))
 
