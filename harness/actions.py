@@ -13,7 +13,7 @@ sandbox action and the element action.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -56,26 +56,26 @@ from sandboxes.actions import (
 )
 
 
-def describe_action(action: AgentAction | dict[str, Any] | None, text: str | None = None) -> str:
+def describe_action(action: AgentAction | dict[str, object] | None, text: str | None = None) -> str:
     """A short human label for an action, e.g. ``click(12, 40)`` or ``type_text("hi")``;
     for text that did not parse, the start of the text."""
     if action is None:
         return f"(unparsed) {text[:60]!r}" if text else "(no action)"
-    action = (parse_agent_action(action) if isinstance(action, dict) else action).model_dump()
-    kind = action["type"]
+    fields = (parse_agent_action(action) if isinstance(action, dict) else action).model_dump()
+    kind = fields["type"]
     if kind == "click_element":
-        return f"click_element({action['element']!r})"
-    if "x" in action:
-        extra = f", to=({action['to_x']}, {action['to_y']})" if kind == "drag" else ""
-        extra += f", dy={action['dy']}" if kind == "scroll" else ""
-        return f"{kind}({action['x']}, {action['y']}{extra})"
+        return f"click_element({fields['element']!r})"
+    if "x" in fields:
+        extra = f", to=({fields['to_x']}, {fields['to_y']})" if kind == "drag" else ""
+        extra += f", dy={fields['dy']}" if kind == "scroll" else ""
+        return f"{kind}({fields['x']}, {fields['y']}{extra})"
     if kind == "type_text":
-        return f"type_text({action['text']!r})"
+        return f"type_text({fields['text']!r})"
     if kind == "key":
-        return "key(" + "+".join(action["keys"]) + ")"
+        return "key(" + "+".join(fields["keys"]) + ")"
     if kind == "done":
-        return f"done({action['answer']!r})" if action.get("answer") else "done()"
-    return f"wait({action.get('seconds', 1.0)})"
+        return f"done({fields['answer']!r})" if fields.get("answer") else "done()"
+    return f"wait({fields.get('seconds', 1.0)})"
 
 
 class ClickElement(BaseModel):

@@ -27,11 +27,22 @@ import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import (
+    Annotated,
+    Literal,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+)
 
 import typer
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from fsm_sites.errors import FsmSiteError
 from harness.errors import ConfigError, HarnessError
@@ -68,11 +79,15 @@ def cli_errors() -> Iterator[None]:
         fail(f"expected a usable path, got {exc.filename!r}: {exc.strerror or exc}")
 
 
-def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def guarded(command: Callable[P, R]) -> Callable[P, R]:
     """Run a CLI command under ``cli_errors``."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         with cli_errors():
             return command(*args, **kwargs)
 
@@ -158,7 +173,7 @@ def describe_errors(err: ValidationError, where: str = "", positional: tuple[str
     return f"{prefix}{len(parts)} bad field(s): " + "; ".join(parts)
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
+def read_config_file(path: Path) -> dict[str, object]:
     """A config file's fields (YAML or JSON); a clear error when it is not a mapping."""
     path = Path(path)
     if not path.is_file():
@@ -175,9 +190,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def parse_sets(items: list[str] | None) -> dict[str, Any]:
+def parse_sets(items: list[str] | None) -> dict[str, object]:
     """``["a.b=1", "c=x"]`` -> ``{"a": {"b": 1}, "c": "x"}`` (values read as YAML scalars)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for item in items or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
@@ -189,25 +204,27 @@ def parse_sets(items: list[str] | None) -> dict[str, Any]:
         node = out
         parts = key.strip().split(".")
         for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
                 raise ConfigError(f"--set: expected {part!r} to be a section, got a value in {item!r}")
+            node = child
         node[parts[-1]] = value
     return out
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: dict[str, object], extra: dict[str, object]) -> dict[str, object]:
     out = dict(base)
     for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+        current = out.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            out[key] = _merge(current, value)
         else:
             out[key] = value
     return out
 
 
 def load_config(model: type[M], *, file: Path | None = None, sets: list[str] | None = None,
-                options: dict[str, Any] | None = None, where: str = "",
+                options: dict[str, object] | None = None, where: str = "",
                 positional: tuple[str, ...] = ()) -> M:
     """The config from a file, ``--set`` values and CLI options (later ones win);
     ``positional`` fields are named in errors as the arguments they are on the command line."""
@@ -220,7 +237,7 @@ def load_config(model: type[M], *, file: Path | None = None, sets: list[str] | N
         raise ConfigError(describe_errors(exc, where or model.__name__, positional)) from None
 
 
-def _cli_shape(annotation: Any) -> tuple[str, list[str] | None] | None:
+def _cli_shape(annotation: object) -> tuple[str, list[str] | None] | None:
     """(metavar, choices) of a field a CLI option can carry, or None for one only a
     config file or --set can (lists, dicts, nested models)."""
     origin = get_origin(annotation)
@@ -235,12 +252,12 @@ def _cli_shape(annotation: Any) -> tuple[str, list[str] | None] | None:
     return None
 
 
-def _is_bool(annotation: Any) -> bool:
+def _is_bool(annotation: object) -> bool:
     args = [a for a in get_args(annotation) if a is not type(None)]
     return annotation is bool or args == [bool]
 
 
-def _help_marker(field_name: str, info: Any) -> str:
+def _help_marker(field_name: str, info: FieldInfo) -> str:
     """Click's own markers, so config-derived and hand-written commands read alike:
     ``[required]``, ``[default: X]`` (none for a None default), ``[default: no-flag]``."""
     if info.is_required():
@@ -253,9 +270,15 @@ def _help_marker(field_name: str, info: Any) -> str:
     return f"  [default: {default}]"
 
 
+class ConfigCommand(Protocol):
+    """A command function ``config_command`` makes: typer calls it with every option by name."""
+
+    def __call__(self, **values: object) -> None: ...
+
+
 def config_command(model: type[M], run: Callable[[M], None], *, name: str, doc: str,
                    positional: tuple[str, ...] = (), exclude: frozenset[str] = frozenset()
-                   ) -> Callable[..., None]:
+                   ) -> ConfigCommand:
     """A typer command function for ``model``: one option per field (see the module
     docstring), ``--config`` and ``--set``; it validates and calls ``run(config)``."""
     params: list[inspect.Parameter] = []
@@ -272,9 +295,9 @@ def config_command(model: type[M], run: Callable[[M], None], *, name: str, doc: 
         metavar, choices = shape
         help_text = (info.description or "") + _help_marker(field_name, info)
         if field_name in positional:
-            param_info: Any = typer.Argument(help=help_text, metavar=field_name.upper(),
+            param_info: object = typer.Argument(help=help_text, metavar=field_name.upper(),
                                              show_default=False)
-            annotation: Any = str | None
+            annotation: object = str | None
         elif _is_bool(info.annotation):
             flag = field_name.replace("_", "-")
             param_info = typer.Option(f"--{flag}/--no-{flag}", help=help_text, show_default=False)
@@ -293,9 +316,11 @@ def config_command(model: type[M], run: Callable[[M], None], *, name: str, doc: 
         list[str] | None, typer.Option("--set", help="path.to.field=value, for any field "
                                        "(nested ones too); repeatable", show_default=False)]))
 
-    def command(**values: Any) -> None:
+    def command(**values: object) -> None:
         with cli_errors():
-            config = load_config(model, file=values.pop("config"), sets=values.pop("sets"),
+            # typer parses the two as they are annotated above
+            file, sets = cast("Path | None", values.pop("config")), cast("list[str] | None", values.pop("sets"))
+            config = load_config(model, file=file, sets=sets,
                                  options={f: values[f] for f in fields}, where=f"cua {name}",
                                  positional=positional)
             run(config)
@@ -307,6 +332,6 @@ def config_command(model: type[M], run: Callable[[M], None], *, name: str, doc: 
     return command
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     """One JSON line on stdout."""
     sys.stdout.write(json.dumps(data) + "\n")

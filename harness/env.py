@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -83,7 +83,7 @@ class Env(Protocol):
         """Whether the live episode can move straight to a state (FSM tasks)."""
 
     async def reset(self, *, seed: int | None = None,
-                    options: dict[str, Any] | None = None) -> tuple[Observation, ResetInfo]:
+                    options: dict[str, object] | None = None) -> tuple[Observation, ResetInfo]:
         """Start an episode."""
 
     async def step(self, action: AgentAction | str | dict, *, codec: CodecLike = None) -> StepResult:
@@ -185,7 +185,7 @@ class AsyncEnv:
         return self._episode_id
 
     async def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+        self, *, seed: int | None = None, options: dict[str, object] | None = None
     ) -> tuple[Observation, ResetInfo]:
         """Start a fresh episode of the task, seeded, in a fresh browser context."""
         if options:
@@ -360,7 +360,7 @@ class AsyncEnv:
         self._last_obs = obs
         return obs
 
-    async def _timed(self, awaitable: Coroutine[Any, Any, T], limit: float, what: str) -> T:
+    async def _timed(self, awaitable: Coroutine[object, object, T], limit: float, what: str) -> T:
         try:
             return await asyncio.wait_for(awaitable, limit)
         except TimeoutError as exc:

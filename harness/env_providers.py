@@ -22,10 +22,11 @@ serve many runs).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, TypedDict, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -38,6 +39,17 @@ from sandboxes.base import Sandbox, SandboxKind, SandboxProvider, SandboxRequest
 from sandboxes.teardown import close_all
 
 ENTRY_POINT_GROUP = "cua.providers"
+
+
+class EnvKwargs(TypedDict):
+    """The options an ``AsyncEnv`` takes from ``EnvOptions``."""
+
+    codec: str
+    max_steps: int | None
+    reward: RewardMode
+    elements: bool
+    step_timeout_s: float
+    reset_timeout_s: float
 
 
 class EnvOptions(BaseModel):
@@ -57,9 +69,9 @@ class EnvOptions(BaseModel):
     viewport: tuple[int, int] | None = Field(default=None, description="(width, height) of every "
                                              "sandbox; None: the viewport each task asks for")
 
-    def env_kwargs(self) -> dict[str, Any]:
+    def env_kwargs(self) -> EnvKwargs:
         """The options an ``AsyncEnv`` takes (the sandbox is the provider's business)."""
-        return self.model_dump(exclude={"sandbox", "viewport"})
+        return cast(EnvKwargs, self.model_dump(exclude={"sandbox", "viewport"}))
 
 
 class UnknownProviderError(UnknownNameError):
@@ -274,10 +286,14 @@ class EnvPlacement(BaseModel):
         return provider_spec(self.provider, self.ray)
 
 
+#: What a registered provider name points at: ``factory(ARG or None, context)``.
+ProviderFactory = Callable[[str | None, ProviderContext], EnvProvider]
+
+
 def make_env_provider(spec: str, context: ProviderContext | None = None) -> EnvProvider:
     """The env provider ``spec`` names (``NAME`` or ``NAME:ARG``)."""
     check_provider(spec)
     name, sep, arg = spec.partition(":")
     module_name, func_name = {**_entry_points(), **PROVIDERS}[name].split(":")
-    factory: Any = getattr(importlib.import_module(module_name), func_name)
+    factory: ProviderFactory = getattr(importlib.import_module(module_name), func_name)
     return factory(arg if sep else None, context or ProviderContext())

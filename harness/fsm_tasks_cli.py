@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -27,13 +27,13 @@ from rich.progress import Progress
 from fsm_sites.serving.client import LocalSiteClient, SiteClient
 from fsm_sites.serving.server import SiteServer, resolve_sites
 from fsm_sites.spec.site import SiteSpec
-from fsm_sites.synthesis.tasks import SkippedGoal, save_tasks, synthesize_tasks
+from fsm_sites.synthesis.tasks import SkippedGoal, TaskSpec, save_tasks, synthesize_tasks
 from harness.agents.oracle import OracleAgent
 from harness.cli_config import check_output_file, cli_errors
 from harness.env import AsyncEnv
 from harness.errors import ConfigError, InfrastructureError
 from harness.rollout import Episode, RolloutSink, RolloutStep, rollout
-from harness.tasks.fsm import FSMTask
+from harness.tasks.fsm import FSMTask, GoalTask
 from harness.tasks.registry import suite_task_ids
 from sandboxes.base import Sandbox, SandboxProvider, SandboxRequest
 from sandboxes.errors import SandboxError
@@ -67,7 +67,7 @@ class _StaysOnShortestPath(RolloutSink):
         return None
 
 
-async def verify_one(task: Any, sites: SiteClient, sandbox: Sandbox, *, seed: int = 0) -> Verdict:
+async def verify_one(task: GoalTask | TaskSpec, sites: SiteClient, sandbox: Sandbox, *, seed: int = 0) -> Verdict:
     """Replay ``task``'s oracle in ``sandbox`` through the env; keep it only if it is clean."""
     fsm_task = FSMTask(task, sites)
     env = AsyncEnv(fsm_task, sandbox)  # the task's own step budget
@@ -93,7 +93,7 @@ async def verify_one(task: Any, sites: SiteClient, sandbox: Sandbox, *, seed: in
     return Verdict(task.id, False, reason, episode.steps)
 
 
-async def verify_tasks(tasks: Sequence[Any], specs: Sequence[SiteSpec], *, seed: int = 0,
+async def verify_tasks(tasks: Sequence[GoalTask | TaskSpec], specs: Sequence[SiteSpec], *, seed: int = 0,
                        concurrency: int = 2, show_progress: bool = True,
                        provider: SandboxProvider | None = None) -> list[Verdict]:
     """Verify every task in one browser and one site server, ``concurrency`` at a time
@@ -111,7 +111,7 @@ async def verify_tasks(tasks: Sequence[Any], specs: Sequence[SiteSpec], *, seed:
                                      lambda: progress.advance(bar))
 
 
-async def _verify_all(tasks: Sequence[Any], sites: SiteClient, provider: SandboxProvider, seed: int,
+async def _verify_all(tasks: Sequence[GoalTask | TaskSpec], sites: SiteClient, provider: SandboxProvider, seed: int,
                       concurrency: int, advance: Callable[[], None]) -> list[Verdict]:
     out: list[Verdict | None] = [None] * len(tasks)
     queue: asyncio.Queue[int] = asyncio.Queue()

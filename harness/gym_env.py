@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TypedDict, TypeVar, Unpack
 
 import gymnasium
 import numpy as np
@@ -36,7 +36,7 @@ class LoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name="cua-env", daemon=True)
         self._thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def run(self, coro: Coroutine[object, object, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def stop(self) -> None:
@@ -46,7 +46,7 @@ class LoopThread:
         self.loop.close()
 
 
-class GymEnv(gymnasium.Env):
+class GymEnv(gymnasium.Env[dict[str, object], Action | str | dict[str, object]]):
     """A ``gymnasium.Env`` over ``AsyncEnv``, with its own sandbox provider and task resources.
 
     It speaks gymnasium's contract so that third-party code (and
@@ -92,7 +92,8 @@ class GymEnv(gymnasium.Env):
             self.task, sandbox, resources=self._resources, codec=codec, max_steps=max_steps,
             reward=reward, step_timeout_s=step_timeout_s,
         )
-        self.observation_space = spaces.Dict({
+        # gymnasium types a Dict space as one of dict[str, Space]; its samples are our dicts
+        self.observation_space = spaces.Dict({  # type: ignore[assignment]
             "screenshot": spaces.Box(0, 255, (height, width, 3), dtype=np.uint8),
             "instruction": spaces.Text(MAX_INSTRUCTION_CHARS, min_length=0, charset=TEXT_CHARSET),
         })
@@ -102,8 +103,8 @@ class GymEnv(gymnasium.Env):
         self._closed = False
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        self, *, seed: int | None = None, options: dict[str, object] | None = None
+    ) -> tuple[dict[str, object], dict[str, object]]:
         super().reset(seed=seed)
         if seed is None:  # gymnasium's contract: an unseeded reset draws from the env's RNG,
             seed = int(self.np_random.integers(2**31))  # so reset(seed=s), reset() repeats
@@ -112,7 +113,7 @@ class GymEnv(gymnasium.Env):
         return _gym_observation(obs), {"task": info.task, "seed": info.seed,
                                        "fsm_state": info.fsm_state, "start_distance": info.start_distance}
 
-    def step(self, action: Action | str | dict) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+    def step(self, action: Action | str | dict) -> tuple[dict[str, object], float, bool, bool, dict[str, object]]:
         obs, reward, terminated, truncated, info = self._loop.run(self.env.step(action))
         self.last_observation, self.last_info = obs, info
         gym_info = info.model_dump(mode="json", exclude={"episode_id", "step_seconds"})
@@ -145,7 +146,7 @@ MAX_INSTRUCTION_CHARS = 4096
 MAX_ACTION_CHARS = 2048
 
 
-def _gym_observation(obs: Observation) -> dict[str, Any]:
+def _gym_observation(obs: Observation) -> dict[str, object]:
     pixels = np.asarray(obs.image().convert("RGB"), dtype=np.uint8)
     return {"screenshot": pixels, "instruction": obs.instruction}
 
@@ -161,7 +162,17 @@ async def _new_resources() -> TaskResources:
     return TaskResources()  # made on the env's own loop, where its servers will run
 
 
-def make_env(task_id: str, **kwargs: Any) -> GymEnv:
+class GymEnvOptions(TypedDict, total=False):
+    """The keyword arguments ``GymEnv`` takes beside its task."""
+
+    provider: SandboxProvider | None
+    codec: CodecLike
+    max_steps: int | None
+    reward: RewardMode
+    step_timeout_s: float
+
+
+def make_env(task_id: str, **kwargs: Unpack[GymEnvOptions]) -> GymEnv:
     """A sync env for ``task_id`` (e.g. "miniwob:click-button") with its own provider.
 
     Keyword arguments go to ``GymEnv`` (provider, codec, max_steps, reward, step_timeout_s).

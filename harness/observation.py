@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import io
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from fsm_sites.serving.verdict import StepVerdict
 from sandboxes.base import UIElement
+
+if TYPE_CHECKING:
+    import PIL.Image
 
 
 class Observation(BaseModel):
@@ -29,7 +32,7 @@ class Observation(BaseModel):
         default=None, description="why the last action failed (agent error), or None"
     )
 
-    def image(self):  # -> PIL.Image.Image
+    def image(self) -> PIL.Image.Image:
         """Decode the screenshot into a PIL image."""
         from PIL import Image
 

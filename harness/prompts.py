@@ -62,11 +62,13 @@ ObservationMode = Literal["screenshot", "screenshot+elements", "elements"]
 #: the codec's action space in each observation mode
 ACTION_SPACES = {"screenshot": "pixels", "screenshot+elements": "pixels+elements", "elements": "elements"}
 #: A chat message: {"role": ..., "content": [{"type": "text", "text": ...} | {"type": "image"}]}
-Message = dict[str, Any]
+#: (the one explicit Any left in harness: the trainers read a message's parts as their chat
+#: templates do; a TypedDict for it is their change to make)
+Message = dict[str, Any]  # type: ignore[explicit-any]
 NO_ACTION = "(no valid action)"
 #: (the executed action as a dict, or None; the size of the screenshot it was taken on;
 #: the elements that screenshot showed, where they were observed)
-HistoryEntry = tuple[dict[str, Any] | None, Size, "Sequence[UIElement | dict[str, Any]] | None"]
+HistoryEntry = tuple[dict[str, object] | None, Size, "Sequence[UIElement | dict[str, object]] | None"]
 
 
 class PromptConfig(BaseModel):
@@ -95,7 +97,7 @@ class Prompt(Generic[T]):
     images: list[T]
     image_steps: list[int]  # the step number of each image (0 = the reset observation)
 
-    def with_images(self, part: Callable[[T], dict[str, Any]]) -> list[Message]:
+    def with_images(self, part: Callable[[T], dict[str, object]]) -> list[Message]:
         """The messages with each ``{"type": "image"}`` part, in order, replaced by
         ``part(image)``: the form a framework takes (a PIL image, a ``data:`` URL)."""
         images = iter(self.images)
@@ -124,8 +126,8 @@ class PromptBuilder:
     def system_text(self) -> str:
         return self.codec.prompt()
 
-    def action_text(self, action: dict[str, Any] | AgentAction | None, size: Size,
-                    elements: Sequence[UIElement | dict[str, Any]] | None = None) -> str:
+    def action_text(self, action: dict[str, object] | AgentAction | None, size: Size,
+                    elements: Sequence[UIElement | dict[str, object]] | None = None) -> str:
         """An action in the codec's syntax (a training target, or a line of history); in the
         modes with elements, a click on an element reads as an element action."""
         if action is None:
@@ -137,7 +139,7 @@ class PromptBuilder:
 
     def build(self, *, instruction: str, history: Sequence[HistoryEntry], images: Sequence[T],
               image_steps: Sequence[int], error: str | None,
-              elements: Sequence[UIElement | dict[str, Any]] | None = None,
+              elements: Sequence[UIElement | dict[str, object]] | None = None,
               verdict: StepVerdict | None = None, over: str | None = None) -> Prompt[T]:
         """The prompt at one step: ``history`` is every earlier step of the episode (or tree
         path), ``images`` and ``image_steps`` its screenshots so far, the current one last,
@@ -186,7 +188,7 @@ class PromptBuilder:
     def _user_turn(messages: list[Message], text: str, images: list[T],
                    image_steps: list[int]) -> Prompt[T]:
         """``messages`` and a user turn: ``images`` as image parts, then ``text``."""
-        content: list[dict[str, Any]] = [{"type": "image"} for _ in images]
+        content: list[dict[str, object]] = [{"type": "image"} for _ in images]
         content.append({"type": "text", "text": text})
         return Prompt([*messages, {"role": "user", "content": content}], images, image_steps)
 
@@ -275,7 +277,7 @@ def shown_labels(elements: Sequence[UIElement]) -> list[str]:
     return [name.text for name in shown_names(elements)]
 
 
-def element_lines(elements: Sequence[UIElement | dict[str, Any]] | None) -> str:
+def element_lines(elements: Sequence[UIElement | dict[str, object]] | None) -> str:
     """The element list as the prompt shows it: one ``- role "label"`` line per element, where
     it sits (`` in row "Lunch on Friday?"``, `` in navigation``; see ``shown_names``), its value
     (``= "text"``) and ``(disabled)`` where they apply."""
@@ -330,7 +332,7 @@ def named_element(wanted: str, elements: Sequence[UIElement]) -> tuple[UIElement
 
 
 def as_element_action(action: AgentAction,
-                      elements: Sequence[UIElement | dict[str, Any]]) -> AgentAction:
+                      elements: Sequence[UIElement | dict[str, object]]) -> AgentAction:
     """A click inside an element's box as the element action that names it as the prompt
     shows it (``shown_labels``: ``Archive in row "Lunch on Friday?"``); any other action as it is."""
     if not isinstance(action, Click):

@@ -24,7 +24,6 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness.actions import ClickElement, duration_s, parse_action
 from harness.agents.base import Agent, AgentContext, AgentStep, CodecAgent, Turn
@@ -228,7 +227,7 @@ async def _decide(agent: Agent, obs: Observation, ctx: AgentContext,
     """The agent's step, or None (and ``episode.agent_error``) when it raised or answered
     something that is not a step."""
     try:
-        decision: Any = await agent.act(obs, ctx)
+        decision: object = await agent.act(obs, ctx)
     except InfrastructureError:
         raise  # e.g. an oracle's env.oracle_action() timed out: not the agent's fault
     except Exception as exc:  # the agent's failure: the episode ends as a failure
@@ -236,8 +235,10 @@ async def _decide(agent: Agent, obs: Observation, ctx: AgentContext,
         return None
     if isinstance(decision, AgentStep):
         return decision
-    try:
-        return AgentStep.of(decision)
+    try:  # what AgentStep.of does, for a value of any type (validation refuses a non-action)
+        if isinstance(decision, str):
+            return AgentStep(text=decision)
+        return AgentStep.model_validate({"action": decision})
     except (TypeError, ValueError):
         episode.agent_error = (f"expected the agent to return an AgentStep (or an action or "
                                f"text), got {type(decision).__name__}")

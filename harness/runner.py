@@ -26,10 +26,17 @@ import io
 import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from pydantic import ConfigDict, Field, field_validator
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from harness.agents.base import Agent, wants_elements
 from harness.codecs import get_codec
@@ -129,7 +136,7 @@ class RunnerConfig(EnvPlacement):
 #: Makes the extra sinks of one episode (its spec in hand).
 SinkFactory = Callable[[EpisodeSpec], Sequence[RolloutSink]]
 #: on_episode(record); may be sync or async.
-EpisodeCallback = Callable[[EpisodeRecord], Any]
+EpisodeCallback = Callable[[EpisodeRecord], object]
 
 
 def episode_specs(task_ids: Iterable[str], episodes: int, seed: int, *, first_index: int = 0,
@@ -140,7 +147,15 @@ def episode_specs(task_ids: Iterable[str], episodes: int, seed: int, *, first_in
             for t in task_ids for i in range(episodes)]
 
 
-async def _maybe_await(value: Any) -> None:
+class _Counts(TypedDict):
+    """The episodes so far by outcome (the progress bar's fields)."""
+
+    solved: int
+    unsolved: int
+    errors: int
+
+
+async def _maybe_await(value: object) -> None:
     if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
         await value
 
@@ -192,7 +207,7 @@ class EpisodeRunner:
         for spec in todo:
             queue.put_nowait(spec)
         records: list[EpisodeRecord] = []
-        self._counts: dict[str, Any] = {"solved": 0, "unsolved": 0, "errors": 0}
+        self._counts: _Counts = {"solved": 0, "unsolved": 0, "errors": 0}
         try:
             await envs.start()
             with self._progress(len(todo)) as progress:
@@ -249,7 +264,7 @@ class EpisodeRunner:
         )
 
     async def _worker(self, envs: EnvProvider, queue: asyncio.Queue[EpisodeSpec],
-                      records: list[EpisodeRecord], progress: Progress, bar: Any) -> None:
+                      records: list[EpisodeRecord], progress: Progress, bar: TaskID) -> None:
         while not queue.empty():
             spec = queue.get_nowait()
             record = await self._run_with_retries(envs, spec)
@@ -257,7 +272,7 @@ class EpisodeRunner:
             self._write(record)
             if self.on_episode is not None:
                 await _maybe_await(self.on_episode(record))
-            outcome = "errors" if record.error is not None else "solved" if record.success else "unsolved"
+            outcome: Literal["errors", "solved", "unsolved"] = "errors" if record.error is not None else "solved" if record.success else "unsolved"
             self._counts[outcome] += 1
             progress.update(bar, advance=1, **self._counts)
 

@@ -8,7 +8,6 @@ template that asks for a value the page does not pass fails loudly, not blank.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import jinja2
 
@@ -22,6 +21,6 @@ def environment(package: str) -> jinja2.Environment:
     return env
 
 
-def render(package: str, name: str, **context: Any) -> str:
+def render(package: str, name: str, **context: object) -> str:
     """``package``'s template ``name`` filled with ``context``."""
     return environment(package).get_template(name).render(**context)

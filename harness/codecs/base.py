@@ -13,7 +13,7 @@ validation and errors the same way:
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -116,7 +116,7 @@ def _need_size(size: Size | None, what: str) -> Size:
     return size
 
 
-def encode_fields(action: AgentAction, options: CodecOptions, size: Size | None) -> dict[str, Any]:
+def encode_fields(action: AgentAction, options: CodecOptions, size: Size | None) -> dict[str, object]:
     """The action as a dict with its coordinates in the codec's model space."""
     data = action.model_dump()
     if options.coordinates == "pixel":
@@ -148,7 +148,7 @@ def number(codec: str, field: str, value: object, text: str) -> float:
 
 
 def _to_pixels(
-    codec: str, data: dict[str, Any], fields: tuple[str, str], options: CodecOptions,
+    codec: str, data: dict[str, object], fields: tuple[str, str], options: CodecOptions,
     size: Size | None, text: str,
 ) -> None:
     fx, fy = fields
@@ -175,7 +175,7 @@ def _to_pixels(
 
 
 def finish(
-    codec: str, data: dict[str, Any], options: CodecOptions, size: Size | None, text: str
+    codec: str, data: dict[str, object], options: CodecOptions, size: Size | None, text: str
 ) -> AgentAction:
     """Map model-space coordinates to pixels and validate into an action."""
     kind = data.get("type")

@@ -7,7 +7,6 @@ so a ```` ```json ```` fence or prose around the object is fine.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from harness.actions import AgentAction
 from harness.codecs.base import (
@@ -65,7 +64,7 @@ class JsonCodec:
         return build_prompt(header, self.encode, self.options)
 
 
-def _find_object(text: str) -> dict[str, Any] | None:
+def _find_object(text: str) -> dict[str, object] | None:
     start = text.find("{")
     tried = 0
     while start != -1 and tried < MAX_CANDIDATES:

@@ -9,8 +9,7 @@ loudly (and in the tests) instead of silently dropping out.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
 from pydantic import BaseModel
 
@@ -28,7 +27,7 @@ from harness.actions import (
 from harness.codecs.base import CodecOptions, Size
 
 # Distinct values so that a reader can match each field to its place in the syntax.
-EXAMPLE_VALUES: dict[str, Any] = {
+EXAMPLE_VALUES: dict[str, object] = {
     "x": 640, "y": 360, "to_x": 900, "to_y": 420, "dx": 0, "dy": 300,
     "text": "hello world", "keys": ("ctrl", "c"), "seconds": 1.0, "answer": "42",
     "element": "Add to cart",
@@ -102,8 +101,14 @@ def coordinate_sentence(options: CodecOptions) -> str:
     )
 
 
+class Encode(Protocol):
+    """A codec's ``encode``."""
+
+    def __call__(self, action: AgentAction, *, size: Size | None = None) -> str: ...
+
+
 def build_prompt(
-    header: str, encode: Callable[..., str], options: CodecOptions, notes: str = ""
+    header: str, encode: Encode, options: CodecOptions, notes: str = ""
 ) -> str:
     """The action-space description: header, coordinates, one entry per action type."""
     lines = [header.strip(), "", coordinate_sentence(options)]

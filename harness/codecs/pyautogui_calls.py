@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, localcontext
-from typing import Any
 
 from harness.actions import (
     AgentAction,
@@ -110,7 +109,7 @@ class PyAutoGUICodec:
         return build_prompt(header, self.encode, self.options, notes)
 
 
-def _encode_scroll(action: Scroll, f: dict[str, Any]) -> str:
+def _encode_scroll(action: Scroll, f: dict[str, object]) -> str:
     at = f"x={f['x']}, y={f['y']}"
     lines = []
     if action.dy or not action.dx:
@@ -141,9 +140,9 @@ class _Interpreter:
 
     def __init__(self, options: CodecOptions, size: Size | None) -> None:
         self.options, self.size = options, size
-        self.cursor: tuple[Any, Any] | None = None
+        self.cursor: tuple[object, object] | None = None
 
-    def run(self, calls: list[ParsedCall | str]) -> dict[str, Any]:
+    def run(self, calls: list[ParsedCall | str]) -> dict[str, object]:
         for index, call in enumerate(calls):
             if isinstance(call, str):
                 return _sentinel(call)
@@ -162,7 +161,7 @@ class _Interpreter:
             raise NotLiteral("expected at least one pyautogui call, got none")
         return {"type": "move", "x": self.cursor[0], "y": self.cursor[1]}
 
-    def _action(self, call: ParsedCall, rest: list[ParsedCall | str]) -> dict[str, Any]:
+    def _action(self, call: ParsedCall, rest: list[ParsedCall | str]) -> dict[str, object]:
         func = call.func
         if func == "click" and "element" in call.kwargs and "x" not in call.kwargs:
             return {"type": "click_element", "element": call.kwargs["element"]}
@@ -190,7 +189,7 @@ class _Interpreter:
             return {"type": "key", "keys": list(call.args)}
         raise NotLiteral(f"expected one of {', '.join(SUPPORTED)}, got pyautogui.{func}()")
 
-    def _scroll(self, call: ParsedCall, rest: list[ParsedCall | str]) -> dict[str, Any]:
+    def _scroll(self, call: ParsedCall, rest: list[ParsedCall | str]) -> dict[str, object]:
         x, y = self._point(call, required=False)
         delta = {"dx": 0, "dy": 0}
         for part in [call, *rest[:1]]:
@@ -205,7 +204,7 @@ class _Interpreter:
                 delta["dx"] = amount
         return {"type": "scroll", "x": x, "y": y, **delta}
 
-    def _point(self, call: ParsedCall, required: bool) -> tuple[Any, Any]:
+    def _point(self, call: ParsedCall, required: bool) -> tuple[object, object]:
         args, kw = call.args, call.kwargs
         if "x" in kw or "y" in kw:
             return plain(kw.get("x")), plain(kw.get("y"))
@@ -221,7 +220,7 @@ class _Interpreter:
         raise NotLiteral(f"expected x= and y= in pyautogui.{call.func}(), got none")
 
 
-def _sentinel(name: str) -> dict[str, Any]:
+def _sentinel(name: str) -> dict[str, object]:
     if name == "WAIT":
         return {"type": "wait"}
     if name in ("DONE", "FAIL"):
@@ -242,7 +241,7 @@ def _click_type(call: ParsedCall) -> str:
 _MISSING = object()
 
 
-def _arg(call: ParsedCall, index: int, name: str, default: Any = _MISSING) -> Any:
+def _arg(call: ParsedCall, index: int, name: str, default: object = _MISSING) -> object:
     if name in call.kwargs:
         return call.kwargs[name]
     if len(call.args) > index:
@@ -252,8 +251,8 @@ def _arg(call: ParsedCall, index: int, name: str, default: Any = _MISSING) -> An
     return default
 
 
-def _clicks_to_px(clicks: Any) -> int:
-    if isinstance(clicks, str | tuple):
+def _clicks_to_px(clicks: object) -> int:
+    if not isinstance(clicks, int | float | Decimal):
         raise NotLiteral(f"expected a number of wheel clicks, got {short_repr(clicks, 40)}")
     if isinstance(clicks, int):
         return clicks * SCROLL_CLICK_PX

@@ -13,11 +13,13 @@ import ast
 import warnings
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TypeVar
 
 from harness.actions import Wait, short_repr
 
-Literal_ = str | int | float | Decimal | tuple[Any, ...]
+T = TypeVar("T")
+
+Literal_ = str | int | float | Decimal | tuple[object, ...]
 #: A wait of this long is written as the format's bare wait (``WAIT``, ``wait()``).
 WAIT_DEFAULT = Wait().seconds
 
@@ -48,7 +50,7 @@ def quote(text: str) -> str:
     return "'" + "".join(out) + "'"
 
 
-def plain(value: Any) -> Any:
+def plain(value: T) -> T | float:
     """Decimals (exact float literals) become floats for pydantic; the rest pass as is."""
     return float(value) if isinstance(value, Decimal) else value
 

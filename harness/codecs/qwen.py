@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from harness.actions import (
     AgentAction,
@@ -95,7 +94,7 @@ class QwenCodec:
         )
         return build_prompt(header, self.encode, self.options)
 
-    def _fields(self, calls: list[dict[str, Any]], size: Size | None, text: str) -> dict[str, Any]:
+    def _fields(self, calls: list[dict[str, object]], size: Size | None, text: str) -> dict[str, object]:
         args = calls[0]
         action = args.get("action")
         if not isinstance(action, str):
@@ -123,7 +122,7 @@ class QwenCodec:
             return self._scroll(args, size, text)
         return _simple(self.name, action, args, text)
 
-    def _scroll(self, args: dict[str, Any], size: Size | None, text: str) -> dict[str, Any]:
+    def _scroll(self, args: dict[str, object], size: Size | None, text: str) -> dict[str, object]:
         centre = screen_centre(self.options, size)
         if "coordinate" in args:
             x, y = _point(self.name, args, "coordinate", text)
@@ -137,15 +136,15 @@ class QwenCodec:
         return {"type": "scroll", "x": x, "y": y, "dx": dx, "dy": dy}
 
 
-def _arguments(action: AgentAction, f: dict[str, Any]) -> dict[str, Any]:
+def _arguments(action: AgentAction, f: dict[str, object]) -> dict[str, object]:
     if isinstance(action, ClickElement):
         return {"action": "left_click", "element": action.element}
     if isinstance(action, Drag):
         return {"action": "left_click_drag", "start_coordinate": [f["x"], f["y"]],
                 "coordinate": [f["to_x"], f["to_y"]]}
     if isinstance(action, Scroll):
-        args = {"action": "scroll", "coordinate": [f["x"], f["y"]], "pixels": -f["dy"]}
-        return args | ({"pixels_x": f["dx"]} if f["dx"] else {})
+        args = {"action": "scroll", "coordinate": [f["x"], f["y"]], "pixels": -action.dy}
+        return args | ({"pixels_x": action.dx} if action.dx else {})
     if isinstance(action, Click | DoubleClick | RightClick | Move):
         return {"action": _ACTION_NAMES[action.type], "coordinate": [f["x"], f["y"]]}
     if isinstance(action, TypeText):
@@ -160,7 +159,7 @@ def _arguments(action: AgentAction, f: dict[str, Any]) -> dict[str, Any]:
     return {"action": "answer", "text": action.answer}
 
 
-def _simple(codec: str, action: object, args: dict[str, Any], text: str) -> dict[str, Any]:
+def _simple(codec: str, action: object, args: dict[str, object], text: str) -> dict[str, object]:
     if action == "type":
         return {"type": "type_text", "text": args.get("text")}
     if action == "key":
@@ -178,24 +177,24 @@ def _simple(codec: str, action: object, args: dict[str, Any], text: str) -> dict
                       f"action was {short_repr(action, 60)}")
 
 
-def _is_bare_drag(args: dict[str, Any]) -> bool:
+def _is_bare_drag(args: dict[str, object]) -> bool:
     return args.get("action") == "left_click_drag" and "start_coordinate" not in args
 
 
-def _point(codec: str, args: dict[str, Any], key: str, text: str) -> tuple[Any, Any]:
+def _point(codec: str, args: dict[str, object], key: str, text: str) -> tuple[object, object]:
     value = args.get(key)
     if not isinstance(value, list) or len(value) != 2:
         raise parse_error(codec, f"{key} as [x, y]", text, f"{key} was {short_repr(value, 60)}")
     return value[0], value[1]
 
 
-def _tool_calls(text: str) -> list[dict[str, Any]]:
+def _tool_calls(text: str) -> list[dict[str, object]]:
     """The arguments of each computer_use call, in order.
 
     The JSON decoder, not a regex, finds where each call ends, so a "</tool_call>"
     inside a typed string does not cut the call short.
     """
-    calls: list[dict[str, Any]] = []
+    calls: list[dict[str, object]] = []
     tagged = "<tool_call>" in text
     pos = text.find("<tool_call>") if tagged else 0
     while pos != -1 and len(calls) < MAX_CALLS:
@@ -211,7 +210,7 @@ def _tool_calls(text: str) -> list[dict[str, Any]]:
     return calls
 
 
-def _first_object(text: str, start: int) -> tuple[dict[str, Any] | None, int]:
+def _first_object(text: str, start: int) -> tuple[dict[str, object] | None, int]:
     """The first JSON object at or after ``start`` (a few tries), and where it ends."""
     start = text.find("{", start)
     for _ in range(MAX_CALLS):

@@ -16,7 +16,7 @@ s is not the Wait default. The call text is parsed with ``ast`` and never execut
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
 
 from harness.actions import (
     AgentAction,
@@ -40,6 +40,7 @@ from harness.codecs.base import (
 from harness.codecs.prompt import build_prompt
 from harness.codecs.pyliteral import (
     WAIT_DEFAULT,
+    Literal_,
     NotLiteral,
     ParsedCall,
     call_of,
@@ -105,11 +106,11 @@ class UITarsCodec:
         return build_prompt(header, self.encode, self.options, notes)
 
 
-def _box(x: int, y: int) -> str:
+def _box(x: object, y: object) -> str:
     return f"'({x},{y})'"
 
 
-def _encode_call(action: AgentAction, f: dict[str, Any]) -> str:
+def _encode_call(action: AgentAction, f: dict[str, object]) -> str:
     if isinstance(action, ClickElement):
         return f"click(element={quote(action.element)})"
     if action.type in _ENCODE_NAMES:
@@ -161,7 +162,7 @@ def _parse_call(source: str) -> ParsedCall:
     return call
 
 
-def _fields(call: ParsedCall) -> dict[str, Any]:
+def _fields(call: ParsedCall) -> dict[str, object]:
     kw = {_ALIASES.get(k, k): v for k, v in call.kwargs.items()}
     func = call.func
     if func == "click" and "element" in kw and "start_box" not in kw:
@@ -185,13 +186,13 @@ def _fields(call: ParsedCall) -> dict[str, Any]:
     raise NotLiteral(f"expected one of {', '.join(SUPPORTED)}, got {func}()")
 
 
-def _scroll_fields(kw: dict[str, Any]) -> dict[str, Any]:
+def _scroll_fields(kw: Mapping[str, Literal_]) -> dict[str, object]:
     x, y = _point(kw, "start_box")
     if "dx" in kw or "dy" in kw:
         return {"type": "scroll", "x": x, "y": y, "dx": plain(kw.get("dx", 0)),
                 "dy": plain(kw.get("dy", 0))}
     direction = kw.get("direction")
-    if direction not in _DIRECTIONS:
+    if not isinstance(direction, str) or direction not in _DIRECTIONS:
         raise NotLiteral(f"expected direction='down'|'up'|'left'|'right', got {short_repr(direction, 40)}")
     amount = plain(kw.get("distance", DEFAULT_SCROLL_PX))
     if isinstance(amount, str | tuple):
@@ -200,7 +201,7 @@ def _scroll_fields(kw: dict[str, Any]) -> dict[str, Any]:
     return {"type": "scroll", "x": x, "y": y, "dx": sx * amount, "dy": sy * amount}
 
 
-def _point(kw: dict[str, Any], name: str) -> tuple[float | int, float | int]:
+def _point(kw: Mapping[str, object], name: str) -> tuple[float | int, float | int]:
     value = kw.get(name)
     if not isinstance(value, str) or len(value) > MAX_BOX_CHARS:
         raise NotLiteral(f"expected {name}='(x,y)', got {short_repr(value, 40)}")

@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from pydantic import ConfigDict, Field, field_validator
@@ -15,15 +15,15 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.agents.registry import agent_names, check_agent, make_agent
-from harness.cli_config import check_output_dir, cli_errors, config_command, fail
+from harness.cli_config import ConfigCommand, check_output_dir, cli_errors, config_command, fail
 from harness.env import resolve_codec
 from harness.env_providers import check_sandbox
 from harness.errors import ConfigError
-from harness.evaluation.compare import compare_runs
+from harness.evaluation.compare import PairGroup, compare_runs
 from harness.evaluation.passes import evaluation_passes, run_passes
 from harness.evaluation.report import write_report
 from harness.evaluation.stats import format_rate
-from harness.evaluation.summary import latest, write_summary
+from harness.evaluation.summary import Summary, TaskFigures, latest, write_summary
 from harness.runner import RESULTS_FILE, RunnerConfig, read_results
 from harness.store.damage import verify_store
 from harness.store.store import TrajectoryStore
@@ -88,7 +88,7 @@ def check_eval(config: EvalConfig) -> list[str]:
     return task_ids
 
 
-def _print_tables(summary: dict, failed: int, raised: int, out: Path) -> None:
+def _print_tables(summary: Summary, failed: int, raised: int, out: Path) -> None:
     _print_table(summary, "cua eval")
     if summary["sampled"] is not None:
         temperatures = ", ".join(f"{t:g}" for t in summary["sampled"]["temperatures"])
@@ -124,7 +124,7 @@ def _task_column(table: Table, task_ids: list[str]) -> str:
     return prefix
 
 
-def _print_table(summary: dict, title: str) -> None:
+def _print_table(summary: TaskFigures, title: str) -> None:
     table = Table(title=title)
     prefix = _task_column(table, list(summary["per_task"]))
     for column in ("episodes", "success [95% CI]", "mean reward", "steps", "steps/s"):
@@ -167,11 +167,11 @@ def run_eval(config: EvalConfig) -> None:
              f"{out / RESULTS_FILE}); rerun with --resume to retry them", code=1)
 
 
-def _unless_subcommand(command: Callable[..., None]) -> Callable[..., None]:
+def _unless_subcommand(command: ConfigCommand) -> Callable[[typer.Context], None]:
     """``command`` as a group's callback: it runs when no subcommand is named (``cua eval
     --suite ...``) and steps aside for one (``cua eval compare A B``)."""
 
-    def callback(ctx: typer.Context, **values: Any) -> None:
+    def callback(ctx: typer.Context, **values: object) -> None:
         if ctx.invoked_subcommand is None:
             command(**values)
 
@@ -216,7 +216,7 @@ def compare_command(
                       f"{result['unpaired_b']} of RUN_B")
 
 
-def _print_comparison(group: dict[str, Any]) -> None:
+def _print_comparison(group: PairGroup) -> None:
     kind = "the agents' own episodes" if group["temperature"] is None \
         else f"episodes sampled at temperature {group['temperature']:g}"
     table = Table(title=f"cua eval compare · {kind} · A - B")

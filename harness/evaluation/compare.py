@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from harness.errors import ConfigError
 from harness.evaluation.stats import (
@@ -77,15 +77,66 @@ def pair_episodes(a: Iterable[EpisodeRecord], b: Iterable[EpisodeRecord]
     return sorted(pairs, key=lambda p: (p.task, p.index)), lone_a, len(by_key_b)
 
 
-def compare_pairs(pairs: list[Pair], *, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+class TaskPairs(TypedDict):
+    """One task's pairs and each run's successes among them."""
+
+    pairs: int
+    success_a: int
+    success_b: int
+    difference: float
+
+
+class Bootstrap(TypedDict):
+    resamples: int
+    seed: int
+
+
+class PairFigures(TypedDict):
+    """Every figure of one group of pairs (``compare_pairs``)."""
+
+    pairs: int
+    tasks: int
+    rate_a: float
+    ci_a: list[float]
+    rate_b: float
+    ci_b: list[float]
+    difference: float
+    difference_ci: list[float]
+    bootstrap_ci: list[float]
+    bootstrap: Bootstrap
+    both: int
+    only_a: int
+    only_b: int
+    neither: int
+    mcnemar_p: float
+    per_task: dict[str, TaskPairs]
+
+
+class PairGroup(PairFigures):
+    """The figures of the pairs played at one temperature (None: the agents' own)."""
+
+    temperature: float | None
+
+
+class Comparison(TypedDict):
+    """The comparison of two runs (``compare_runs``)."""
+
+    run_a: str
+    run_b: str
+    unpaired_a: int
+    unpaired_b: int
+    groups: list[PairGroup]
+
+
+def compare_pairs(pairs: list[Pair], *, resamples: int = 2000, seed: int = 0) -> PairFigures:
     """Every figure of one group of pairs (see the module docstring); rates are A's and B's."""
     both = sum(p.a and p.b for p in pairs)
     only_a = sum(p.a and not p.b for p in pairs)
     only_b = sum(p.b and not p.a for p in pairs)
     n = len(pairs)
-    per_task: dict[str, dict[str, Any]] = {}
+    per_task: dict[str, TaskPairs] = {}
     for pair in pairs:
-        row = per_task.setdefault(pair.task, {"pairs": 0, "success_a": 0, "success_b": 0})
+        row = per_task.setdefault(pair.task, {"pairs": 0, "success_a": 0, "success_b": 0, "difference": 0.0})
         row["pairs"] += 1
         row["success_a"] += int(pair.a)
         row["success_b"] += int(pair.b)
@@ -107,7 +158,7 @@ def compare_pairs(pairs: list[Pair], *, resamples: int = 2000, seed: int = 0) ->
     }
 
 
-def compare_runs(run_a: Path, run_b: Path, *, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+def compare_runs(run_a: Path, run_b: Path, *, resamples: int = 2000, seed: int = 0) -> Comparison:
     """The comparison of two runs: one group of figures per temperature both ran."""
     a, b = load_run(run_a, "RUN_A"), load_run(run_b, "RUN_B")
     pairs, lone_a, lone_b = pair_episodes(a, b)

@@ -14,12 +14,13 @@ JPEG), and a checkbox hides the solved episodes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from markupsafe import Markup
 
 from harness.actions import describe_action
 from harness.evaluation.stats import summary_rate
+from harness.evaluation.summary import Summary
 from harness.records import EpisodeRecord, StepRecord
 from harness.step_display import action_svg, verdict_words
 from harness.templating import render
@@ -28,7 +29,30 @@ MAX_EPISODES = 200  # beyond this the page gets too heavy to open; the table sti
 THUMB_WIDTH = 200
 
 
-def _frame(step: StepRecord, width: int, height: int) -> dict[str, Any] | None:
+class ShownFrame(TypedDict):
+    """What the template draws of one step."""
+
+    step: int
+    src: str
+    width: int
+    height: int
+    thumb_height: int
+    overlay: Markup
+    caption: str
+    reward: str | None
+    verdict: str
+    verdict_kind: str
+    error: str | None
+
+
+class ShownEpisode(TypedDict):
+    """One episode on the page: its record and the frames drawn of it."""
+
+    record: EpisodeRecord
+    frames: list[ShownFrame]
+
+
+def _frame(step: StepRecord, width: int, height: int) -> ShownFrame | None:
     """What the template draws of one step: its thumbnail, overlay, caption and verdict."""
     if step.screenshot is None:
         return None
@@ -42,7 +66,7 @@ def _frame(step: StepRecord, width: int, height: int) -> dict[str, Any] | None:
             "verdict_kind": kind, "error": step.error}
 
 
-def _episode(record: EpisodeRecord) -> dict[str, Any]:
+def _episode(record: EpisodeRecord) -> ShownEpisode:
     frames = [_frame(s, record.width, record.height) for s in record.trajectory]
     if record.final_screenshot:
         final = StepRecord(step=record.steps, action=None, reward=record.reward,
@@ -52,7 +76,7 @@ def _episode(record: EpisodeRecord) -> dict[str, Any]:
     return {"record": record, "frames": [f for f in frames if f is not None]}
 
 
-def render_report(summary: dict[str, Any], records: list[EpisodeRecord], title: str) -> str:
+def render_report(summary: Summary, records: list[EpisodeRecord], title: str) -> str:
     """The whole report page as a string."""
     shown = records[:MAX_EPISODES]
     rows = [*summary["per_task"].items(), ("all", summary)]
@@ -67,7 +91,7 @@ def render_report(summary: dict[str, Any], records: list[EpisodeRecord], title: 
         thumb_width=THUMB_WIDTH, rate=summary_rate)
 
 
-def write_report(path: Path, summary: dict[str, Any], records: list[EpisodeRecord],
+def write_report(path: Path, summary: Summary, records: list[EpisodeRecord],
                  title: str = "cua eval") -> Path:
     """Write report.html; screenshot paths in ``records`` are relative to its folder."""
     path.write_text(render_report(summary, records, title), encoding="utf-8")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict
 
 #: The two-sided 95% normal quantile.
 Z95 = 1.959963984540054
@@ -99,13 +99,20 @@ def task_bootstrap_ci(per_task: Sequence[tuple[int, int]], *, resamples: int = 2
     return (low, high)
 
 
+class RateFigures(TypedDict):
+    """The figures of a summary that ``summary_rate`` reads (summary.json's figures have more)."""
+
+    success_rate: float
+    success_ci: list[float]
+
+
 def format_rate(rate: float, ci: Sequence[float], digits: int = 1) -> str:
     """A success rate with its CI for a table: ``"50.0% [23.7–76.3]"``."""
     low, high = ci
     return f"{100 * rate:.{digits}f}% [{100 * low:.{digits}f}–{100 * high:.{digits}f}]"
 
 
-def summary_rate(figures: dict[str, Any], digits: int = 1) -> str:
+def summary_rate(figures: RateFigures, digits: int = 1) -> str:
     """A summary's success rate with its 95% Wilson interval (``success_rate`` and
     ``success_ci`` of summary.json's figures): ``50.0% [23.7–76.3]``. The pages that show
     rates pass it to their templates as ``rate``."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from harness.evaluation.stats import wilson_interval
 from harness.records import EpisodeRecord
@@ -29,6 +29,37 @@ SUMMARY_KEYS = (
 )
 
 
+class Figures(TypedDict):
+    """The figures of one group of scored episodes (``figures``)."""
+
+    episodes: int
+    success_rate: float
+    success_ci: list[float]
+    progress: float
+    mean_reward: float
+    steps: int
+    wall_seconds: float
+    steps_per_second: float
+
+
+class TaskFigures(Figures):
+    """A group's figures and each task's own."""
+
+    per_task: dict[str, Figures]
+
+
+class SampledFigures(TaskFigures):
+    """The figures of the episodes sampled at a temperature, with those temperatures."""
+
+    temperatures: list[float]
+
+
+class Summary(TaskFigures):
+    """The summary.json object."""
+
+    sampled: SampledFigures | None
+
+
 def latest(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
     """One record per (task, seed, index), the last one written."""
     by_key: dict[tuple, EpisodeRecord] = {}
@@ -37,7 +68,7 @@ def latest(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
     return list(by_key.values())
 
 
-def figures(records: list[EpisodeRecord]) -> dict[str, Any]:
+def figures(records: list[EpisodeRecord]) -> Figures:
     """The figures of one group of scored episodes.
 
     ``wall_seconds`` sums the episodes' own wall times, so ``steps_per_second`` is the
@@ -60,14 +91,14 @@ def figures(records: list[EpisodeRecord]) -> dict[str, Any]:
     }
 
 
-def _by_task(records: list[EpisodeRecord]) -> dict[str, Any]:
+def _by_task(records: list[EpisodeRecord]) -> TaskFigures:
     per_task: dict[str, list[EpisodeRecord]] = {}
     for record in records:
         per_task.setdefault(record.task, []).append(record)
     return {**figures(records), "per_task": {task: figures(rs) for task, rs in sorted(per_task.items())}}
 
 
-def summarize(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
+def summarize(records: Iterable[EpisodeRecord]) -> Summary:
     """The summary.json object (top-level keys exactly ``SUMMARY_KEYS``).
 
     The top-level figures are the agent's own episodes (greedy for a model agent);
@@ -84,7 +115,7 @@ def summarize(records: Iterable[EpisodeRecord]) -> dict[str, Any]:
     }
 
 
-def write_summary(path: Path, records: Iterable[EpisodeRecord]) -> dict[str, Any]:
+def write_summary(path: Path, records: Iterable[EpisodeRecord]) -> Summary:
     """Write summary.json and return it."""
     summary = summarize(records)
     path.write_text(json.dumps(summary, indent=2) + "\n")

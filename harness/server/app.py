@@ -45,9 +45,9 @@ import contextlib
 import hmac
 import json
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
+from aiohttp.typedefs import Handler
 from pydantic import BaseModel, ValidationError
 
 from harness.errors import ConfigError, InfrastructureError
@@ -83,10 +83,10 @@ def token_of(header: str) -> str | None:
     return None
 
 
-def error_data(exc: BaseException) -> tuple[int, dict[str, Any]]:
+def error_data(exc: BaseException) -> tuple[int, dict[str, object]]:
     """(HTTP status, error body) for an exception raised while serving a call."""
     if isinstance(exc, ServerError):
-        refusal: dict[str, Any] = {"message": str(exc), "code": exc.code}
+        refusal: dict[str, object] = {"message": str(exc), "code": exc.code}
         if exc.errors is not None:
             refusal["errors"] = exc.errors
         return exc.status, refusal
@@ -96,7 +96,7 @@ def error_data(exc: BaseException) -> tuple[int, dict[str, Any]]:
     if isinstance(exc, ConfigError):
         return 422, {"message": str(exc), "code": "VALIDATION_ERROR"}
     if isinstance(exc, InfrastructureError):
-        data: dict[str, Any] = {"message": str(exc), "code": "INFRASTRUCTURE_ERROR",
+        data: dict[str, object] = {"message": str(exc), "code": "INFRASTRUCTURE_ERROR",
                 "error_type": type(exc).__name__}
         if isinstance(exc, SandboxCrashed):
             data["shared"] = exc.shared
@@ -104,7 +104,7 @@ def error_data(exc: BaseException) -> tuple[int, dict[str, Any]]:
     return 500, {"message": f"{type(exc).__name__}: {exc}", "code": "EXECUTION_ERROR"}
 
 
-def _json(model: BaseModel | dict[str, Any], status: int = 200) -> web.Response:
+def _json(model: BaseModel | dict[str, object], status: int = 200) -> web.Response:
     text = model.model_dump_json() if isinstance(model, BaseModel) else json.dumps(model)
     return web.Response(text=text, status=status, content_type="application/json")
 
@@ -146,7 +146,7 @@ class EnvServer:
             "a token it does not know"
 
     @web.middleware
-    async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         is_health = request.method == "GET" and request.path == "/health"
         if not is_health and (what := self._missing_token(request)) is not None:
             return _json({"detail": f"expected the server's token, got {what}; {AUTH_HINT}",
@@ -297,7 +297,7 @@ class EnvServer:
             return json.dumps({"type": "error", "data": error_data(exc)[1]})
         return json.dumps({"type": result_type, "data": result})
 
-    async def _ws_call(self, session: Session, kind: Any, data: Any) -> tuple[str, Any]:
+    async def _ws_call(self, session: Session, kind: object, data: object) -> tuple[str, object]:
         if kind == "reset":
             body = ResetBody.model_validate(data or {})
             if body.session_id is not None or body.open_session:
@@ -329,7 +329,7 @@ def _ws_error(code: str, message: str) -> str:
     return json.dumps({"type": "error", "data": {"message": message, "code": code}})
 
 
-async def _body(request: web.Request, *, empty_ok: bool = False) -> Any:
+async def _body(request: web.Request, *, empty_ok: bool = False) -> object:
     raw = await request.read()
     if not raw.strip() and empty_ok:
         return {}

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import json
 import os
-from typing import Any
 
 import aiohttp
 from pydantic import ValidationError
@@ -73,8 +72,8 @@ class Connection:
         self.http = aiohttp.ClientSession(connector=self._connector,
                                           headers={"Authorization": f"Bearer {token}"})
 
-    async def call(self, method: str, path: str, body: Any = None, *,
-                   timeout_s: float = 30.0) -> Any:
+    async def call(self, method: str, path: str, body: object = None, *,
+                   timeout_s: float = 30.0) -> object:
         """One HTTP call; its JSON answer, or the error it stands for."""
         try:
             async with self.http.request(method, self.base + path, json=body,
@@ -132,7 +131,7 @@ class RemoteEnv:
         return self._can_jump
 
     async def reset(self, *, seed: int | None = None,
-                    options: dict[str, Any] | None = None) -> tuple[Observation, ResetInfo]:
+                    options: dict[str, object] | None = None) -> tuple[Observation, ResetInfo]:
         if options:
             raise ConfigError(f"expected no reset options, got {sorted(options)}; seed the "
                               "episode with seed=")
@@ -155,6 +154,9 @@ class RemoteEnv:
 
     async def oracle_action(self) -> Action | None:
         _, data = await self._call("oracle", {}, self.options.step_timeout_s)
+        if not isinstance(data, dict):
+            raise EnvServerError(f"expected the oracle's answer as an object from the env server, got "
+                                 f"{type(data).__name__}")
         action = data.get("action")
         return parse_action(action) if action is not None else None
 
@@ -177,7 +179,7 @@ class RemoteEnv:
 
     # ---- internals -----------------------------------------------------------------------
 
-    def _payload(self, action: AgentAction | str | dict, codec: CodecLike) -> tuple[dict[str, Any], float]:
+    def _payload(self, action: AgentAction | str | dict, codec: CodecLike) -> tuple[dict[str, object], float]:
         """(the step's action payload, its time allowance beyond the step timeout)."""
         if isinstance(action, str):
             if codec is None:
@@ -203,7 +205,7 @@ class RemoteEnv:
         self._last = decode_observation(envelope.observation)
         return self._last
 
-    async def _observation(self, kind: str, data: Any, limit_s: float) -> Envelope:
+    async def _observation(self, kind: str, data: object, limit_s: float) -> Envelope:
         _, reply = await self._call(kind, data, limit_s)
         try:
             return Envelope.model_validate(reply)
@@ -211,7 +213,7 @@ class RemoteEnv:
             raise EnvServerError(f"expected an observation envelope from the env server, got "
                                  f"one that does not validate: {exc}") from exc
 
-    async def _call(self, kind: str, data: Any, limit_s: float) -> tuple[str, Any]:
+    async def _call(self, kind: str, data: object, limit_s: float) -> tuple[str, object]:
         """One message and its answer; the session's calls run one at a time."""
         async with self._lock:
             if self._ws is None or self._ws.closed:
@@ -245,7 +247,7 @@ class RemoteEnv:
                 await ws.close()
 
 
-def _allowance(action: Any) -> float:
+def _allowance(action: object) -> float:
     """A wait's or typing's own time (as the server grants it); 0 for what is no action."""
     try:
         parsed = parse_agent_action(action) if isinstance(action, dict) else action

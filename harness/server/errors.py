@@ -22,8 +22,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.errors import ConfigError, HarnessError
 from sandboxes.errors import InfrastructureError, SandboxCrashed
 
@@ -79,7 +77,7 @@ class EnvServerNotExposed(EnvServerRequestError, ConfigError):
     """The server keeps the call off (oracle and jump need ``--expose``)."""
 
 
-def error_from_wire(data: dict[str, Any], *, status: int | None = None) -> Exception:
+def error_from_wire(data: dict[str, object], *, status: int | None = None) -> Exception:
     """The exception an error body of the server stands for (see the tree above)."""
     code = str(data.get("code", "EXECUTION_ERROR"))
     message = str(data.get("message") or data.get("detail") or "the env server failed")
@@ -88,7 +86,7 @@ def error_from_wire(data: dict[str, Any], *, status: int | None = None) -> Excep
         if error_type == "SandboxCrashed":
             return RemoteSandboxCrashed(message, shared=bool(data.get("shared", False)))
         return EnvServerError(f"{error_type}: {message}" if error_type else message,
-                              error_type=error_type)
+                              error_type=None if error_type is None else str(error_type))
     if code == "CAPACITY_REACHED":
         return EnvServerBusy(message, code=code)
     if code == "VALIDATION_ERROR":

@@ -24,7 +24,7 @@ it travels inside those shapes:
 from __future__ import annotations
 
 import base64
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -54,7 +54,7 @@ class ResetBody(BaseModel):
                                    "OpenEnv clients and ignored: the env names its episodes")
     task: str | None = Field(default=None, description="a task of the served suite; None: the "
                              "suite's only task, else its (seed mod n)-th (a random one unseeded)")
-    options: dict[str, Any] | None = Field(default=None, description="EnvOptions fields "
+    options: dict[str, object] | None = Field(default=None, description="EnvOptions fields "
                                            "(codec, max_steps, reward, elements, timeouts) "
                                            "over the server's defaults")
     session_id: str | None = Field(default=None, description="HTTP only: the session to "
@@ -73,11 +73,11 @@ class TextAction(BaseModel):
     text: str = Field(max_length=MAX_TEXT_CHARS, description="the model's text")
     codec: str | None = Field(default=None, description="codec decoding `text` on the server; "
                               "None: the session's codec")
-    action: dict[str, Any] | None = Field(default=None, description="what the agent's own codec "
+    action: dict[str, object] | None = Field(default=None, description="what the agent's own codec "
                                           "decoded `text` into, on the client")
     parse_error: str | None = Field(default=None, max_length=MAX_TEXT_CHARS, description="why the "
                                     "agent's own codec could not decode `text`")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="OpenEnv's action "
+    metadata: dict[str, object] = Field(default_factory=dict, description="OpenEnv's action "
                                      "metadata; ignored")
 
 
@@ -87,7 +87,7 @@ class StepBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    action: dict[str, Any] = Field(description="an action dict, or a TextAction")
+    action: dict[str, object] = Field(description="an action dict, or a TextAction")
     session_id: str = Field(description="the session `/reset` answered with")
     timeout_s: float | None = Field(default=None, gt=0, description="accepted for OpenEnv "
                                     "clients; the session's step timeout applies")
@@ -189,7 +189,7 @@ def decode_observation(wire: WireObservation) -> Observation:
     )
 
 
-def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
+def validation_errors(exc: ValidationError) -> list[dict[str, object]]:
     """Pydantic's error list, as OpenEnv sends it (``errors``), made JSON-safe."""
     return [{"loc": list(item["loc"]), "msg": item["msg"], "type": item["type"]}
             for item in exc.errors(include_url=False, include_context=False)]
@@ -205,14 +205,14 @@ def describe_body(exc: ValidationError, where: str) -> str:
     return f"{where}: {len(parts)} bad field(s): " + "; ".join(parts)
 
 
-def merged_options(defaults: EnvOptions, overrides: dict[str, Any] | None) -> EnvOptions:
+def merged_options(defaults: EnvOptions, overrides: dict[str, object] | None) -> EnvOptions:
     """The server's default options with a reset's overrides (validated as EnvOptions)."""
     if not overrides:
         return defaults
     return EnvOptions.model_validate({**defaults.model_dump(), **overrides})
 
 
-def schemas() -> dict[str, Any]:
+def schemas() -> dict[str, object]:
     """``GET /schema``: JSON schemas of the action, observation and state."""
     action = agent_action_adapter.json_schema()
     return {

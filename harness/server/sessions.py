@@ -25,11 +25,12 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import ValidationError
 
 from harness.actions import AgentAction, parse_agent_action
+from harness.codecs.base import ActionCodec, CodecOptions, Size
 from harness.env import Env, resolve_codec
 from harness.env_providers import EnvOptions, EnvProvider
 from harness.errors import ActionParseError, ConfigError, InfrastructureError
@@ -67,7 +68,7 @@ class ServerError(Exception):
     """A refusal the server answers with an HTTP status and an OpenEnv error code."""
 
     def __init__(self, status: int, code: str, message: str,
-                 errors: list[dict[str, Any]] | None = None) -> None:
+                 errors: list[dict[str, object]] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
@@ -96,9 +97,16 @@ class _Decoded:
     """A codec that hands back what the agent's own codec decoded on the client."""
 
     name = "client"
+    options = CodecOptions()
 
-    def __init__(self, action: dict[str, Any] | None, error: str | None) -> None:
+    def __init__(self, action: dict[str, object] | None, error: str | None) -> None:
         self.action, self.error = action, error
+
+    def encode(self, action: AgentAction, *, size: Size | None = None) -> str:
+        raise NotImplementedError("the client's own codec encodes; this one only hands back what it decoded")
+
+    def prompt(self) -> str:
+        raise NotImplementedError("the client's own codec writes the prompt")
 
     def decode(self, text: str, *, size: tuple[int, int] | None = None) -> AgentAction:
         if self.error is not None:
@@ -106,7 +114,7 @@ class _Decoded:
         return parse_agent_action(self.action)
 
 
-def step_input(payload: object) -> tuple[AgentAction | str, Any]:
+def step_input(payload: object) -> tuple[AgentAction | str, ActionCodec | None]:
     """(what ``Env.step`` takes, the codec for text) from a step's action payload.
 
     Where the line is drawn (as OpenEnv draws it): a structured action (a dict with
@@ -228,10 +236,10 @@ class SessionPool:
 
         return await self._call(session, run)
 
-    async def oracle(self, session: Session) -> dict[str, Any] | None:
+    async def oracle(self, session: Session) -> dict[str, object] | None:
         self._require_exposed("oracle")
 
-        async def run() -> dict[str, Any] | None:
+        async def run() -> dict[str, object] | None:
             action = await self._live(session, "oracle").oracle_action()
             return action.model_dump(mode="json") if action is not None else None
 

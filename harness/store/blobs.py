@@ -20,9 +20,12 @@ import os
 import secrets
 import struct
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from harness.errors import StoreError
+
+if TYPE_CHECKING:
+    import PIL.Image
 
 BlobFormat = Literal["webp", "png"]
 _SUFFIX = {"webp": ".webp", "png": ".png"}
@@ -95,7 +98,7 @@ class BlobDir:
                              "the blob directory is incomplete")
         return path.read_bytes()
 
-    def image(self, digest: str):  # -> PIL.Image.Image
+    def image(self, digest: str) -> PIL.Image.Image:
         """Decode a blob into an RGB PIL image."""
         from PIL import Image
 

@@ -25,7 +25,7 @@ from sandboxes.extras import require_extra
 store_app = typer.Typer(help="Inspect and export a trajectory tree store.", no_args_is_help=True)
 
 
-def _open_read_only(path: Path):  # -> TrajectoryStore
+def _open_read_only(path: Path) -> TrajectoryStore:
     return TrajectoryStore(path, read_only=True)
 
 

@@ -25,9 +25,11 @@ from harness.errors import ConfigError
 from harness.resources import TaskResources
 from harness.rewards import RewardMode
 from harness.store.explore import ExploreConfig, Explorer
-from harness.store.hindsight import hindsight_tasks
+from harness.store.hindsight import Describe, hindsight_tasks
 from harness.store.sink import env_key
 from harness.store.store import TrajectoryStore
+from harness.tasks.base import Task
+from harness.tasks.fsm import FSMTask
 from harness.tasks.registry import make_task, suite_task_ids
 from sandboxes.base import SandboxKind, SandboxProvider
 
@@ -58,7 +60,7 @@ class CollectConfig(ExploreConfig, EnvPlacement):
 
 
 
-def task_for(suite: str):  # -> harness.tasks.base.Task
+def task_for(suite: str) -> Task:
     """The one task a collection grows its tree on, from the task registry."""
     ids = suite_task_ids(suite)
     if len(ids) != 1:
@@ -67,8 +69,11 @@ def task_for(suite: str):  # -> harness.tasks.base.Task
     return make_task(ids[0])
 
 
-def transition_describer(task):  # noqa: ANN001, ANN201 - an FSMTask; returns a Describe
-    """Map transition ids of the task's site onto their instruction phrases."""
+def transition_describer(task: Task) -> Describe | None:
+    """Map transition ids of the task's site onto their instruction phrases (None: not an
+    FSM task)."""
+    if not isinstance(task, FSMTask):
+        return None
     try:
         spec = load_site(task.task.site)
     except Exception:  # noqa: BLE001 - a generated site: fall back to transition ids

@@ -36,10 +36,11 @@ import hashlib
 import json
 import shutil
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -49,8 +50,8 @@ from fsm_sites.errors import FsmSiteError
 from fsm_sites.generator import synthesize_site
 from fsm_sites.library import list_sites
 from fsm_sites.serving.server import resolve_sites
-from fsm_sites.spec.site import dump_spec
-from fsm_sites.synthesis.tasks import save_tasks, synthesize_tasks
+from fsm_sites.spec.site import SiteSpec, dump_spec
+from fsm_sites.synthesis.tasks import TaskSpec, save_tasks, synthesize_tasks
 from harness.errors import ConfigError
 from harness.fsm_tasks_cli import verify_tasks
 from harness.prompts import PromptConfig
@@ -59,6 +60,7 @@ from harness.store.collect import CollectConfig, collect_async
 from harness.store.corpus_split import assemble
 from harness.store.export import ExportConfig, export
 from harness.store.store import TrajectoryStore
+from sandboxes.base import SandboxProvider
 
 Difficulty = Literal["easy", "medium", "hard"]
 DONE = "done.json"
@@ -120,7 +122,7 @@ class SiteSource:
     difficulty: Difficulty | None = None  # a generated site ...
     seed: int = 0  # ... of this seed
 
-    def spec(self) -> Any:  # -> SiteSpec
+    def spec(self) -> SiteSpec:
         if self.name is not None:
             return resolve_sites([self.name])[0]
         assert self.difficulty is not None
@@ -171,8 +173,8 @@ def check_recipe(config: CorpusConfig) -> None:
     path.write_text(yaml.safe_dump(recipe, sort_keys=False), encoding="utf-8")
 
 
-async def build_site(source: SiteSource, config: CorpusConfig, provider: Any, resources: Any,
-                     advance: Any) -> dict:
+async def build_site(source: SiteSource, config: CorpusConfig, provider: SandboxProvider | None,
+                     resources: TaskResources | None, advance: Callable[[int], None] | None) -> dict:
     """Build one site's folder (see the module docstring); returns its ``done.json``."""
     folder = Path(config.out) / "sites" / source.key
     if (folder / DONE).is_file():
@@ -200,7 +202,7 @@ async def build_site(source: SiteSource, config: CorpusConfig, provider: Any, re
     return done
 
 
-def goal_text(spec: Any, task: Any) -> str:
+def goal_text(spec: SiteSpec, task: TaskSpec) -> str:
     """What a task's goal asks, comparable across sites: a named goal's description (its
     id, such as ``form``, names different goals on different sites), else the goal itself
     (a state key or an ``expr:`` condition)."""
@@ -209,8 +211,9 @@ def goal_text(spec: Any, task: Any) -> str:
     return str(task.goal)
 
 
-async def _grow_trees(folder: Path, task_ids: list[str], config: CorpusConfig, provider: Any,
-                      resources: Any, advance: Any) -> dict:
+async def _grow_trees(folder: Path, task_ids: list[str], config: CorpusConfig,
+                      provider: SandboxProvider | None, resources: TaskResources | None,
+                      advance: Callable[[int], None] | None) -> dict:
     """One oracle tree per task into ``folder/store`` (``cua collect --explore tree``)."""
     totals = {"env_steps": 0, "episodes": 0}
     tasks_file = (folder / "tasks.jsonl").resolve()
@@ -241,7 +244,7 @@ def _export(folder: Path, prompt: PromptConfig) -> int:
     return pq.read_metadata(path).num_rows
 
 
-async def build_corpus_async(config: CorpusConfig, *, provider: Any = None,
+async def build_corpus_async(config: CorpusConfig, *, provider: SandboxProvider | None = None,
                              show_progress: bool = True) -> dict:
     """Build (or resume) the corpus and assemble it; returns its statistics."""
     from sandboxes.providers import LocalProvider

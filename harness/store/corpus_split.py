@@ -20,7 +20,7 @@ import json
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 from fsm_sites.synthesis.tasks import load_tasks
 from harness.errors import ConfigError
@@ -36,7 +36,32 @@ def task_of(task_id: str) -> str:
     return task_id.rpartition("#")[2].split("@", 1)[0]
 
 
-def _site_rows(folder: Path) -> list[dict[str, Any]]:
+class ImageCell(TypedDict):
+    """An image in a Parquet row (the ``datasets`` Image layout)."""
+
+    bytes: bytes
+    path: str | None
+
+
+class CorpusRow(TypedDict):
+    """The columns of a corpus row that splitting reads: an SFT export row's
+    (``export.sft_rows``, which has more) and the site's own."""
+
+    task_id: str
+    instruction: str
+    step: int
+    images: list[ImageCell]
+    prompt: object
+    target: str
+    recovery: bool
+    after_error: bool
+    site: str
+    site_key: str
+    goal_kind: str
+    goal: str
+
+
+def _site_rows(folder: Path) -> list[CorpusRow]:
     """The rows of one finished site, with its task's goal and the site's name."""
     import pyarrow.parquet as pq
 
@@ -45,23 +70,23 @@ def _site_rows(folder: Path) -> list[dict[str, Any]]:
     rows = pq.read_table(folder / "sft.parquet").to_pylist()
     for row in rows:
         task = tasks[task_of(row["task_id"])]
-        row.update(site=done["site"], site_key=folder.name, goal_kind=task.goal_kind,
-                   goal=done["goals"][task.id])
+        row.update({"site": done["site"], "site_key": folder.name, "goal_kind": task.goal_kind,
+                    "goal": done["goals"][task.id]})
     return rows
 
 
-def _key(row: dict[str, Any]) -> str:
+def _key(row: CorpusRow) -> str:
     images = [hashlib.sha1(image["bytes"]).hexdigest() for image in row["images"]]
     text = json.dumps([row["prompt"], images, row["target"]], sort_keys=True, ensure_ascii=False)
     return hashlib.sha1(text.encode()).hexdigest()
 
 
-def split_rows(rows_by_site: dict[str, list[dict[str, Any]]], held_out: set[str],
+def split_rows(rows_by_site: dict[str, list[CorpusRow]], held_out: set[str],
                banned_instructions: set[str], banned_goals: set[str]
-               ) -> tuple[dict[str, list[dict[str, Any]]], int]:
+               ) -> tuple[dict[str, list[CorpusRow]], int]:
     """(rows per split, deduplicated; training rows dropped for sharing an instruction or a
     goal with a held-out task)."""
-    out: dict[str, list[dict[str, Any]]] = {split: [] for split in SPLITS}
+    out: dict[str, list[CorpusRow]] = {split: [] for split in SPLITS}
     seen: dict[str, set[str]] = {split: set() for split in SPLITS}
     dropped = 0
     for key, rows in rows_by_site.items():
@@ -104,10 +129,10 @@ def assemble(out: Path, keys: list[str], held_out: set[str], prompt: PromptConfi
     return stats
 
 
-def corpus_stats(splits: dict[str, list[dict[str, Any]]], done: list[dict], held_out: set[str],
+def corpus_stats(splits: dict[str, list[CorpusRow]], done: list[dict], held_out: set[str],
                  prompt: PromptConfig) -> dict:
     """Sites, goal kinds, depths, the share of recovery steps and rows, per split."""
-    def share(rows: list[dict[str, Any]], column: str) -> float:
+    def share(rows: list[CorpusRow], column: Literal["recovery", "after_error"]) -> float:
         return round(sum(bool(r[column]) for r in rows) / len(rows), 4) if rows else 0.0
 
     per_split = {}
@@ -133,7 +158,7 @@ def corpus_stats(splits: dict[str, list[dict[str, Any]]], done: list[dict], held
     }
 
 
-def write_rows(rows: list[dict[str, Any]], target: Path) -> Path:
+def write_rows(rows: list[CorpusRow], target: Path) -> Path:
     """Rows as Parquet in the SFT export's layout, plus the corpus's own columns."""
     import pyarrow as pa
     import pyarrow.parquet as pq

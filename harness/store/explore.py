@@ -26,8 +26,9 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -36,7 +37,7 @@ from harness.agents.random_agent import RandomAgent
 from harness.agents.registry import check_agent, make_agent
 from harness.agents.scripted import ScriptedAgent
 from harness.codecs.base import ActionCodec
-from harness.env import resolve_codec
+from harness.env import DecodingEnv, resolve_codec
 from harness.errors import InfrastructureError, RestoreMismatch
 from harness.rollout import Episode, RolloutSink, RolloutStep, rollout
 from harness.store.index import TreeIndex
@@ -134,7 +135,7 @@ class Explorer:
 
     def __init__(self, store: TrajectoryStore, env: Env, config: ExploreConfig, *,
                  env_key: str, agent: Agent | None = None,
-                 progress: Any = None) -> None:  # a callback taking the steps spent
+                 progress: Callable[[int], None] | None = None) -> None:  # a callback taking the steps spent
         self.store, self.env, self.config, self.env_key = store, env, config, env_key
         self.agent = agent or make_agent(config.agent)
         self.rng = random.Random(config.seed)
@@ -223,7 +224,7 @@ class Explorer:
         return restored.observation
 
     async def _candidate(self, obs: Observation, history: list[Turn], index: int,
-                         existing: set[str], taken: list[dict[str, Any]]) -> tuple[AgentStep, bool]:
+                         existing: set[str], taken: list[dict[str, object]]) -> tuple[AgentStep, bool]:
         """The branch's first step: the agent's own first, then off-path ones (random new
         edges, or wrong element steps); and whether it is the agent's own."""
         if index == 0:
@@ -271,8 +272,6 @@ class Explorer:
 
     def _codec(self) -> ActionCodec:
         """The codec that decodes the agent's text in this env (the env's, by default)."""
-        from harness.env import DecodingEnv
-
         own = self.agent.codec if isinstance(self.agent, CodecAgent) else None
         return resolve_codec(own or (self.env.codec if isinstance(self.env, DecodingEnv) else None))
 

@@ -37,12 +37,12 @@ import json
 from collections.abc import Callable, Iterator
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from pydantic import Field
 
 from harness.errors import StoreError
-from harness.prompts import PromptBuilder, PromptConfig
+from harness.prompts import Message, PromptBuilder, PromptConfig
 from harness.store.index import TreeIndex
 from harness.store.models import FLAG_OFF_PATH, Node, StoredEpisode
 from harness.store.store import TrajectoryStore
@@ -67,10 +67,18 @@ class ExportConfig(PromptConfig):
     jsonl: bool = Field(default=False, description="JSONL + image files instead of Parquet")
 
 
-def verdict_columns(node: Node, prefix: str = "") -> dict[str, Any]:
+def verdict_columns(node: Node, prefix: str = "") -> dict[str, object]:
     """The verdict of the step into ``node`` as columns (None where it had no verdict)."""
     verdict = node.verdict or {}
     return {f"{prefix}{name}": verdict.get(name) for name in VERDICT_FIELDS}
+
+
+class NodeContext(TypedDict):
+    """What acting at a node shows: its screenshots (blob hashes), history and prompt."""
+
+    images: list[str]
+    prompt: list[Message]
+    history: list[str]
 
 
 class _Context:
@@ -99,7 +107,7 @@ class _Context:
                 self._instructions[episode.task_id] = ""
         return episode.task_id, self._instructions[episode.task_id]
 
-    def at(self, node_id: int, instruction: str) -> dict[str, Any]:
+    def at(self, node_id: int, instruction: str) -> NodeContext:
         """Images, history and prompt messages for acting at ``node_id``."""
         path = self.index.path(node_id)
         history = [(child.action, (parent.width, parent.height), parent.elements)
@@ -240,7 +248,7 @@ def row_schema(fmt: ExportFormat) -> pa.Schema:
     messages = pa.list_(pa.struct([("role", text), ("content", pa.list_(part))]))
     images = pa.list_(pa.struct([("bytes", pa.binary()), ("path", text)]))
 
-    def verdict(prefix: str = "", listed: bool = False) -> list[tuple[str, Any]]:
+    def verdict(prefix: str = "", listed: bool = False) -> list[tuple[str, object]]:
         types = [flag, flag, int64, int64]
         return [(f"{prefix}{name}", pa.list_(t) if listed else t)
                 for name, t in zip(VERDICT_FIELDS, types, strict=True)]

@@ -24,7 +24,7 @@ def path_instruction(path: list[Node], describe: Describe | None = None) -> str:
             if not verdict.get("transition_fired"):
                 continue  # a wasted step is not part of what the user asked for
             transition = verdict.get("transition_id")
-            phrase = describe(transition) if describe and transition else None
+            phrase = describe(str(transition)) if describe and transition else None
             phrases.append(phrase or f"do {transition}")
         else:
             phrases.append(node.action_text or "act")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 
 class NodeStatus(StrEnum):
@@ -44,11 +43,11 @@ class Node:
     parent_id: int | None
     depth: int
     state_key: str
-    action: dict[str, Any] | None
+    action: dict[str, object] | None
     action_text: str
     obs_blob: str | None
     url: str
-    verdict: dict[str, Any] | None
+    verdict: dict[str, object] | None
     step_reward: float
     visits: int
     status: NodeStatus
@@ -58,7 +57,7 @@ class Node:
     height: int
     created: float
     error: str | None = None  # the agent error of the step into this node
-    elements: tuple[dict[str, Any], ...] | None = None  # the elements its observation showed
+    elements: tuple[dict[str, object], ...] | None = None  # the elements its observation showed
 
     @property
     def on_shortest_path(self) -> bool | None:
@@ -102,25 +101,25 @@ class Frame:
     screenshot: bytes
     url: str
     state_key: str
-    elements: tuple[dict[str, Any], ...] | None = None
+    elements: tuple[dict[str, object], ...] | None = None
 
 
 @dataclass(frozen=True)
 class Step:
     """One agent step: the action (None: the agent's text did not parse) and what it led to."""
 
-    action: dict[str, Any] | None
+    action: dict[str, object] | None
     action_text: str
     screenshot: bytes
     url: str
     state_key: str
     reward: float = 0.0
-    verdict: dict[str, Any] | None = None
+    verdict: dict[str, object] | None = None
     terminal: bool = False
     error: str | None = None  # the agent error this step produced (shown in the next prompt)
     #: what the agent sent and got (AgentStep.training_fields, images as blob hashes)
-    agent: dict[str, Any] | None = None
-    elements: tuple[dict[str, Any], ...] | None = None  # the elements the new observation showed
+    agent: dict[str, object] | None = None
+    elements: tuple[dict[str, object], ...] | None = None  # the elements the new observation showed
 
 
 @dataclass(frozen=True)
@@ -136,10 +135,10 @@ class Trajectory:
     agent: str = ""
     start_key: str | None = None  # defaults to root.state_key
     episode_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
 
-def action_key(action: dict[str, Any] | None) -> str:
+def action_key(action: dict[str, object] | None) -> str:
     """Canonical JSON of an action: the edge label that merging compares."""
     if action is None:
         return ""

@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Collection
-from typing import Any
 
 from harness.actions import Click, ClickElement
 from harness.agents.base import AgentStep
 from harness.codecs.base import ActionCodec
 from harness.observation import Observation
 from harness.prompts import shown_labels
+from sandboxes.base import UIElement
 
 #: names models often guess; refused wherever the page lists no such element
 COMMON_NAMES = ("Next page", "Next", "Submit", "Continue", "Back", "Home", "Save", "OK", "Search")
 
 
-def wrong_element_step(obs: Observation, rng: random.Random, taken: Collection[dict[str, Any]],
+def wrong_element_step(obs: Observation, rng: random.Random, taken: Collection[dict[str, object]],
                        codec: ActionCodec) -> tuple[AgentStep, ClickElement] | None:
     """A wrong element-mode step at ``obs`` (see the module docstring) and the element action
     it holds, or None where the observation lists no element. ``taken``: the actions already
@@ -41,7 +41,7 @@ def wrong_element_step(obs: Observation, rng: random.Random, taken: Collection[d
     if not elements:
         return None
     shown = shown_labels(elements)
-    named = {a["element"] for a in taken if a.get("type") == ClickElement.model_fields["type"].default}
+    named = {str(a["element"]) for a in taken if a.get("type") == ClickElement.model_fields["type"].default}
     free = [name for element, name in zip(elements, shown, strict=True)
             if name.strip() and element.enabled and name not in named and not _hit(element, taken)]
     if free and rng.random() < 0.5:
@@ -52,11 +52,13 @@ def wrong_element_step(obs: Observation, rng: random.Random, taken: Collection[d
     return AgentStep(text=codec.encode(action, size=(obs.width, obs.height))), action
 
 
-def _hit(element: Any, taken: Collection[dict[str, Any]]) -> bool:
+def _hit(element: UIElement, taken: Collection[dict[str, object]]) -> bool:
     """Whether an explored child already clicked inside ``element``."""
     for action in taken:
         if action.get("type") == Click.model_fields["type"].default:
             x, y = action["x"], action["y"]
+            if not isinstance(x, int | float) or not isinstance(y, int | float):
+                continue  # a click holds numbers here; nothing else can be hit
             if element.x <= x < element.x + element.width and element.y <= y < element.y + element.height:
                 return True
     return False

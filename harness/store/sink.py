@@ -13,7 +13,7 @@ instruction the agent saw, so exports can rebuild its prompts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.actions import describe_action
 from harness.observation import Observation
@@ -83,7 +83,7 @@ class StoreSink(RolloutSink):
         if self.writer is not None and self.committed is None:
             self.writer.abandon()
 
-    def _agent_record(self, transition: RolloutStep) -> dict[str, Any] | None:
+    def _agent_record(self, transition: RolloutStep) -> dict[str, object] | None:
         fields = transition.agent_step.training_fields()
         if not fields:
             return None
@@ -93,7 +93,7 @@ class StoreSink(RolloutSink):
         return fields
 
 
-def _elements(obs: Observation) -> tuple[dict[str, Any], ...] | None:
+def _elements(obs: Observation) -> tuple[dict[str, object], ...] | None:
     if obs.elements is None:
         return None
     return tuple(element.model_dump() for element in obs.elements)

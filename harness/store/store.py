@@ -155,7 +155,7 @@ class TrajectoryStore:
 
     def begin_episode(self, env: str, root: Frame | None = None, *, start_key: str | None = None,
                       from_node: int | None = None, agent: str = "", task_id: str | None = None,
-                      episode_id: str | None = None):
+                      episode_id: str | None = None) -> EpisodeWriter:
         """Start an incremental episode (add_step ..., then commit); nothing is written to
         the database until commit. Pass ``from_node`` to continue from a restored node."""
         return EpisodeWriter(self, env, root, start_key=start_key, from_node=from_node,

@@ -22,8 +22,9 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict, cast
 
 from fsm_sites.engine.machine import Edge
 from fsm_sites.serving.client import SessionView, SiteClient
@@ -42,6 +43,32 @@ from sandboxes.errors import SandboxEvaluationError
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
+
+
+class TkElement(TypedDict):
+    """One widget (or part of one) in the Tk app's state file (``tkapp.write_state``)."""
+
+    id: str
+    value: str
+    kind: str
+    part: str | None
+    box: tuple[int, int, int, int]
+    text: NotRequired[str]
+    focused: NotRequired[bool]
+    selected: NotRequired[bool]
+    stops: NotRequired[list[tuple[str, int, int]]]
+    at: NotRequired[tuple[int, int]]
+    items: NotRequired[list[tuple[str, int, int, int, int]]]
+
+
+class TkAppState(TypedDict):
+    """The Tk app's state file: the session event it shows and its widgets."""
+
+    seq: int
+    page: str | None
+    pid: int
+    viewable: bool
+    elements: list[TkElement]
 
 _SHOWN_TIMEOUT_S = 10.0
 #: How long a MiniWoB read that failed waits for the browser to report the page gone.
@@ -101,7 +128,7 @@ class ChromiumFSMTask(_DesktopFSMTask):
     async def _edge_action(self, sandbox: Sandbox, edge: Edge, page: str) -> Action:
         chromium = self._require_chromium()
         probe = await chromium.evaluate(probe_expression(edge))
-        return await _on_screen(chromium, next_action(edge, probe if isinstance(probe, dict) else None, page))
+        return await _on_screen(chromium, next_action(edge, probe, page))
 
     def _require_chromium(self) -> DesktopChromium:
         if self._chromium is None:
@@ -189,19 +216,19 @@ class TkFSMTask(_DesktopFSMTask):
             raise TaskError(f"expected setup() before using task {self.id}, got no Tk app")
         return self._state_file
 
-    def _app_state(self) -> dict[str, Any] | None:
+    def _app_state(self) -> TkAppState | None:
         try:
-            return dict(json.loads(self._require_state_file().read_text(encoding="utf-8")))
+            return cast(TkAppState, dict(json.loads(self._require_state_file().read_text(encoding="utf-8"))))
         except (OSError, ValueError):
             return None
 
 
-def _center(box: list[int]) -> Click:
+def _center(box: Sequence[int]) -> Click:
     x, y, w, h = box
     return Click(x=max(0, x + w // 2), y=max(0, y + h // 2))
 
 
-def tk_action(edge: Edge, elements: list[dict[str, Any]]) -> Action:
+def tk_action(edge: Edge, elements: list[TkElement]) -> Action:
     """The one action on the Tk app's widgets that moves toward firing ``edge``."""
     mine = [e for e in elements if e["id"] == edge.element]
     if edge.event == "hover":  # a tooltip's label sends hover when the pointer enters it
@@ -241,7 +268,7 @@ def tk_action(edge: Edge, elements: list[dict[str, Any]]) -> Action:
                     f"got elements {sorted({e['id'] for e in elements})}")
 
 
-def _tk_drag(edge: Edge, mine: list[dict[str, Any]]) -> Drag | None:
+def _tk_drag(edge: Edge, mine: list[TkElement]) -> Drag | None:
     """A slider's scale dragged to the value's stop, or a sortable row's handle dragged to
     where the other rows' middles put it at ``to`` (``from>to``)."""
     if edge.event == "change":

@@ -186,7 +186,7 @@ class FSMTask(Task):
     async def _edge_action(self, sandbox: Sandbox, edge: Edge, page: str) -> Action:
         """The one action that moves the surface toward firing ``edge``."""
         probe = await require_browser(sandbox, self.id).evaluate(probe_expression(edge))
-        return next_action(edge, probe if isinstance(probe, dict) else None, page)
+        return next_action(edge, probe, page)
 
     # ---- helpers ------------------------------------------------------------------------
     async def current_state(self) -> State:

@@ -27,7 +27,7 @@ One edge may take several actions, each returned by its own ``cheat`` call:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TypedDict, cast
 
 from fsm_sites.engine.machine import Edge
 from harness.actions import Action, Click, Drag, Key, Move, Scroll, TypeText, Wait
@@ -118,20 +118,49 @@ _PROBE = """(() => {
 })()"""
 
 
+class Point(TypedDict):
+    x: float
+    y: float
+
+
+class DragEnds(TypedDict):
+    x: float
+    y: float
+    to_x: float
+    to_y: float
+
+
+class Probe(TypedDict, total=False):
+    """What ``_PROBE`` answers about an edge's element."""
+
+    page: str | None
+    found: bool
+    box: Point | None
+    drag: DragEnds | None
+    menuOpen: bool
+    focused: bool
+    text: str | None
+    selected: bool
+    escape: bool
+    anchor: list[int]
+    vw: int
+    vh: int
+
+
 def probe_expression(edge: Edge) -> str:
     """The JS expression that describes ``edge``'s element on the page."""
     return _PROBE % (json.dumps(edge.element), json.dumps(edge.value), json.dumps(edge.event))
 
 
-def _in_view(box: dict[str, float], vw: int, vh: int) -> bool:
+def _in_view(box: Point, vw: int, vh: int) -> bool:
     return 0 <= box["x"] < vw and 0 <= box["y"] < vh
 
 
-def _click(box: dict[str, float]) -> Click:
+def _click(box: Point) -> Click:
     return Click(x=max(0, int(box["x"])), y=max(0, int(box["y"])))
 
 
-def _drag(drag: dict[str, float] | None, vw: int, vh: int) -> Action:
+def _drag(drag: DragEnds | None, vw: int, vh: int) -> Action:
     """A slider's or a sortable's drag; the page is still loading without one."""
     if not drag:
         return Wait(seconds=0.2)
@@ -142,11 +171,14 @@ def _drag(drag: dict[str, float] | None, vw: int, vh: int) -> Action:
     return Drag(x=at(drag["x"], vw), y=at(drag["y"], vh), to_x=at(drag["to_x"], vw), to_y=at(drag["to_y"], vh))
 
 
-def next_action(edge: Edge, probe: dict[str, Any] | None, current_page: str) -> Action:
-    """The one action that moves the page toward firing ``edge`` (see the module docstring)."""
-    if not probe or probe.get("page") != current_page or not probe.get("found") or not probe.get("box"):
+def next_action(edge: Edge, answer: object, current_page: str) -> Action:
+    """The one action that moves the page toward firing ``edge`` (see the module docstring);
+    ``answer`` is what the page said to ``probe_expression``."""
+    probe = cast(Probe, answer) if isinstance(answer, dict) else None
+    box = probe.get("box") if probe else None
+    if not probe or probe.get("page") != current_page or not probe.get("found") or not box:
         return Wait(seconds=0.2)  # the page is still loading the new state
-    box, vw, vh = probe["box"], int(probe["vw"]), int(probe["vh"])
+    vw, vh = int(probe["vw"]), int(probe["vh"])
     if not _in_view(box, vw, vh):
         x, y = probe.get("anchor") or (vw // 2, vh // 2)
         return Scroll(x=int(x), y=int(y), dy=int(box["y"] - vh / 2))

@@ -18,8 +18,8 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Mapping
+from typing import TypedDict, TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from fsm_sites.serving.client import LocalSiteClient, SiteClient, SiteUnavailable
@@ -166,7 +166,7 @@ async def _require_site_page(browser: PageReader, sites: SiteClient) -> None:
         raise PageLeft(f"the page at {url} is not one of the site's pages; go back (alt+Left)")
 
 
-async def _confirmed(browser: PageReader, status: dict[str, Any], sites: SiteClient, sid: str) -> bool:
+async def _confirmed(browser: PageReader, status: Mapping[str, object], sites: SiteClient, sid: str) -> bool:
     """Whether the server took the event of the prefetched page the page shows (the
     session's seq reached the one that event gets) and has exactly that page as the
     session's (same digest): then its verdict is recorded and the page is current, and
@@ -190,7 +190,15 @@ async def _confirmed(browser: PageReader, status: dict[str, Any], sites: SiteCli
     return False
 
 
-async def hand_back(browser: PageReader, sites: SiteClient, outbox: list[dict[str, Any]]) -> object:
+class HandedOver(TypedDict):
+    """One event the page handed over instead of posting it (site.js ``post``)."""
+
+    id: int
+    session: str
+    body: str
+
+
+async def hand_back(browser: PageReader, sites: SiteClient, outbox: list[HandedOver]) -> object:
     """Apply the events the page handed over (``outbox``: site.js ``post`` with
     ``handOver(true)``) in this process, exactly as the site app's ``POST /s/<id>/event``
     would (``page_event``: the same checks, verdicts and refusals), and hand the page their
