@@ -147,7 +147,7 @@ def test_a_bank_goal_asks_for_a_rows_place_in_the_order_shown() -> None:
     _, page = m.step(m.initial, UIEvent("home", "go_activity", "click", None))
     assert not m.goal_predicate(goal.id)(page)  # newest first: Metro Transit (Jun 14) is second
     _, by_amount = m.step(page, UIEvent("activity", "row", "sort", "amount"))
-    assert [item.get("ref") for _, item in m.instances(by_amount, "open")][0] == "t8"
+    assert [item.get("ref") for _, item in m.views.instances(by_amount, "open")][0] == "t8"
     assert m.goal_predicate(goal.id)(by_amount)
 
 
