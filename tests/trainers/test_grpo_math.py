@@ -16,6 +16,7 @@ from trainers.grpo.advantages import (
     step_advantages,
     zero_variance_groups,
 )
+from trainers.grpo.config import LossSpec
 from trainers.grpo.losses import aggregate, episode_token_weights, grpo_loss, kl_k3, token_entropy
 
 
@@ -134,3 +135,11 @@ def test_gradients_flow_only_through_the_new_log_probabilities() -> None:
     loss, _ = grpo_loss(logp_new, torch.log(torch.tensor([[0.5]])), torch.tensor([2.0]), torch.ones(1, 1))
     loss.backward()
     assert logp_new.grad is not None and logp_new.grad.item() == pytest.approx(-2.0)  # -A * rho
+
+
+def test_the_learning_rate_warms_up_over_the_first_updates_then_follows_the_schedule() -> None:
+    warm = LossSpec(warmup_updates=2)
+    assert [warm.lr_factor(done, 6) for done in range(4)] == pytest.approx([1 / 3, 2 / 3, 1.0, 1.0])
+    decaying = LossSpec(warmup_updates=1, lr_scheduler="linear")
+    assert [decaying.lr_factor(done, 4) for done in range(4)] == pytest.approx([0.5, 0.75, 0.5, 0.25])
+    assert [LossSpec().lr_factor(done, 4) for done in range(4)] == [1.0] * 4

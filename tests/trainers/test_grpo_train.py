@@ -162,11 +162,13 @@ def test_grpo_trains_on_a_miniwob_task_with_its_episode_reward(tmp_path, tiny_di
 
 def test_resume_continues_bit_identically(tmp_path, tiny_dir) -> None:
     full = tmp_path / "full"
-    train_grpo(grpo_config(full, tiny_dir), agent_class=TeacherMix)
+    warm = {"warmup_updates": 1}  # the resumed run goes on with the warm-up where it stood
+    train_grpo(grpo_config(full, tiny_dir, loss=warm), agent_class=TeacherMix)
+    assert [x["learning_rate"] for x in lines(full, "update")] == pytest.approx([5e-4, 1e-3])
     resumed = tmp_path / "resumed"
     shutil.copytree(full, resumed)
     shutil.rmtree(resumed / "checkpoints" / "update-2")
-    train_grpo(grpo_config(resumed, tiny_dir, resume=True), agent_class=TeacherMix)
+    train_grpo(grpo_config(resumed, tiny_dir, loss=warm, resume=True), agent_class=TeacherMix)
 
     a = torch.load(full / "checkpoints" / "update-2" / "model.pt")
     b = torch.load(resumed / "checkpoints" / "update-2" / "model.pt")

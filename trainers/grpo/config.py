@@ -98,6 +98,9 @@ class LossSpec(_Strict):
     minibatch: int = Field(default=16, ge=1, description="steps (completions) per optimizer step")
     learning_rate: float = Field(default=1e-4, gt=0, description="AdamW learning rate")
     lr_scheduler: Literal["constant", "linear"] = Field(default="constant", description="learning-rate schedule over the run")
+    warmup_updates: int = Field(default=0, ge=0, description="updates over which the learning rate "
+                                "rises linearly: update u (from 1) runs at u / (warmup_updates + 1) "
+                                "of it, so AdamW's first, largest steps move the policy less; 0: none")
     weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay")
     max_grad_norm: float = Field(default=1.0, gt=0, description="gradient clipping norm")
     clip_low: float = Field(default=0.2, ge=0, lt=1, description="PPO clip: ratios below 1 - this are clipped")
@@ -108,6 +111,12 @@ class LossSpec(_Strict):
         default="episode-mean", description="episode-mean (each episode's token mean over its "
         "steps, then the mean over episodes: episode length does not decide the gradient), "
         "token-mean (every token alike) or seq-mean (each step's token mean, then the mean)")
+
+    def lr_factor(self, done: int, updates: int) -> float:
+        """The learning rate's multiplier for the update after ``done`` updates of ``updates``:
+        the warm-up's ramp times the schedule's (constant, or linear decay to 0)."""
+        warmup = min(1.0, (done + 1) / (self.warmup_updates + 1))
+        return warmup * (1.0 if self.lr_scheduler == "constant" else 1.0 - done / updates)
 
 
 class NoOpSpec(_Strict):

@@ -168,9 +168,8 @@ class Trainer:
         loss = config.loss
         self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=loss.learning_rate,
                                            weight_decay=loss.weight_decay)
-        updates = config.updates
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, (lambda u: 1.0) if loss.lr_scheduler == "constant" else (lambda u: 1.0 - u / updates))
+            self.optimizer, lambda done: loss.lr_factor(done, config.updates))
         self.sampler = random.Random(config.seed)
         self.shuffle = torch.Generator().manual_seed(config.seed)
         self.curriculum = Curriculum(task_ids(config.tasks), config.curriculum)
@@ -291,6 +290,7 @@ class Trainer:
         figures = merge_figures(self.ranks.gather(
             optimize(self.policy, self.reference, steps, self.config.loss, self.optimizer, self.shuffle,
                      update=update, ranks=self.ranks)))
+        learning_rate = self.scheduler.get_last_lr()[0]  # this update's, before the step to the next
         self.scheduler.step()
         train_s = time.perf_counter() - started
         await self.store_other_ranks(everything)
@@ -311,7 +311,7 @@ class Trainer:
                 "groups": outcome.stats.groups, "truncated": outcome.stats.truncated,
                 "silent_groups": outcome.stats.silent_groups, "dropped_groups": outcome.stats.dropped_groups,
                 "resampled_groups": outcome.stats.resampled_groups, "no_op_steps": outcome.stats.no_op_steps,
-                **figures, "learning_rate": self.scheduler.get_last_lr()[0],
+                **figures, "learning_rate": learning_rate,
                 "rollout_s": round(rollout_s, 3), "train_s": round(train_s, 3),
                 "tasks": sorted(set(outcome.tasks)), "events": events,
                 "pool": self.curriculum.summary(), **({"ranks": self.ranks.world} if self.ranks.world > 1 else {})}
