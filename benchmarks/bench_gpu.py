@@ -73,18 +73,22 @@ VARIANTS = (("lora", True), ("lora", False), ("full", True), ("full", False))
 class Budget:
     """Wall-clock seconds left of ``--budget-s``, and each phase's record."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, only: frozenset[str] | None = None) -> None:
         self.end = time.monotonic() + seconds
         self.seconds = seconds
+        self.only = only
         self.phases: dict[str, dict[str, Any]] = {}
 
     def left(self) -> float:
         return self.end - time.monotonic()
 
     def run(self, name: str, estimate: float, work: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
-        """``work()``'s record under ``name``; skipped when less than ``estimate`` s are left."""
+        """``work()``'s record under ``name``; skipped when less than ``estimate`` s are left,
+        or when ``--phases`` leaves it out (then it is not recorded)."""
         import torch
 
+        if self.only is not None and name not in self.only:
+            return None
         if self.left() < estimate:
             self.phases[name] = {"status": "skipped", "reason": f"needs about {estimate:.0f} s, "
                                  f"{max(self.left(), 0):.0f} s left of --budget-s {self.seconds:.0f}"}
@@ -238,9 +242,20 @@ def run_variant(budget: Budget, preset: Preset, make: Callable[[str, bool], Any]
 
     def timed() -> dict[str, Any]:
         policy = make(finetune, checkpointing)
-        record, optimizer = ph.update(policy, steps, finetune, peak_tflops)
+        batch, too_big = list(steps), None
+        while True:  # the recorded batch, halved while it runs out of memory
+            try:
+                record, optimizer = ph.update(policy, batch, finetune, peak_tflops)
+                break
+            except Exception as exc:
+                if not ph.is_oom(exc) or len(batch) == 1:
+                    raise
+            too_big = len(batch)
+            batch = batch[:len(batch) // 2]
+            policy.model.zero_grad(set_to_none=True)
+            ph.free(policy.device)
         kept.update(policy=policy, optimizer=optimizer)
-        return record
+        return {**record, **({"oom_at": too_big} if too_big else {})}
 
     budget.run(f"update/{name}", preset.estimates["update"], timed)
     if checkpointing and kept:
@@ -267,7 +282,8 @@ def table(phases: dict[str, dict[str, Any]]) -> str:
                                else f"bs {k}: {v['status']}" for k, v in p["batch_sizes"].items())
         elif name.startswith("update/") and p["status"] == "ok":
             mfu = f"{100 * p['mfu']:.1f}%" if p.get("mfu") is not None else "n/a"
-            result = f"batch {p['batch']} ({p['tokens']} tokens), MFU {mfu}"
+            result = f"batch {p['batch']} ({p['tokens']} tokens), MFU {mfu}" + (
+                f"; batch {p['oom_at']} ran out of memory" if p.get("oom_at") else "")
         elif name.startswith("largest/") and p["status"] == "ok":
             result = f"largest batch {p['largest']} (tried {list(p['tried'])}, cap {p['cap']})"
         peak = p.get("peak_gib")
@@ -286,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=Path, default=ROOT / "benchmarks" / "data" / "gpu_batch",
                         help="recorded batch (python -m benchmarks.gpu_batch record)")
     parser.add_argument("--skip-tests", action="store_true", help="leave out the gpu-marked tests")
+    parser.add_argument("--phases", default=None, help="only these phases, comma-separated names as in "
+                        "the table (e.g. gpu_tests,update/lora,update/full); default: all")
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default: "
                         "benchmarks/results/bench_gpu.json on CUDA, runs/bench-quick/ on the CPU)")
     args = parser.parse_args(argv)
@@ -295,7 +313,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error(f"--device: expected a usable device, got {args.device} but CUDA is not available; "
                      "pass --device cpu")
-    budget = Budget(args.budget_s)
+    only = frozenset(n.strip() for n in args.phases.split(",") if n.strip()) if args.phases else None
+    known = {"peak", "correctness", "gpu_tests", "generate"} | {
+        f"{kind}/{f}{'+ckpt' if c else ''}" for f, c in VARIANTS for kind in ("update", "largest")}
+    if only is not None and not only <= known:
+        parser.error(f"--phases: expected names among {', '.join(sorted(known))}, "
+                     f"got {', '.join(sorted(only - known))}")
+    budget = Budget(args.budget_s, only)
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
         context = measure(args, budget, Path(tmp))

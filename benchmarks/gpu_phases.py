@@ -207,6 +207,7 @@ def update(policy: Any, steps: Sequence[TrainStep], finetune: str, peak_tflops: 
     return {"status": "ok", "seconds": seconds, "peak_gib": peak_gib(device), "batch": len(steps),
             "tokens": sum(shape["lengths"]), "image_patches": sum(shape["patches"]),
             "trainable_params": policy.trainable_parameters(), "model_tflops": tflops,
+            "attention": getattr(policy.model.config, "_attn_implementation", None),
             "mfu": tflops / peak_tflops if peak_tflops else None, "loss": figures.get("loss")}, optimizer
 
 

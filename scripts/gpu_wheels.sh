@@ -8,9 +8,9 @@
 #
 # The set is requirements/gpu.txt and everything it requires, at the versions the project is
 # tested with (.venv), less torch, torchvision and vllm (scripts/gpu_closure.py). `download`
-# fetches wheels only, for PYTHON_VERSION (default 3.11) and PLATFORM (default
+# fetches wheels only, for PYTHON_VERSION (default 3.12, the lent H200's) and PLATFORM (default
 # manylinux_2_28_x86_64; pip also takes older manylinux tags); set PYTHON_VERSION to the
-# GPU machine's Python (python3 -V there) when it is not 3.11. SKIP="numpy pillow" leaves
+# GPU machine's Python (python3 -V there) when it is not 3.12. SKIP="numpy pillow" leaves
 # names out (about 23 MiB) for a machine known to have them.
 #
 # `install` first shows the machine's own torch and transformers, then runs, with the
@@ -28,7 +28,7 @@ if [ $# -gt 0 ] && [ "$1" != "--" ]; then DIR="$(cd "$(dirname "$1")" && pwd)/$(
 [ "${1:-}" = "--" ] && shift
 PY="${PY:-$ROOT/.venv/bin/python}"
 [ -x "$PY" ] || PY="$(command -v python3)"
-PYTHON_VERSION="${PYTHON_VERSION:-3.11}"
+PYTHON_VERSION="${PYTHON_VERSION:-3.12}"
 PLATFORM="${PLATFORM:-manylinux_2_28_x86_64}"
 ABI="cp${PYTHON_VERSION/./}"
 

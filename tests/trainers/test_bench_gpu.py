@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks.bench_gpu import Budget, main
+from benchmarks import gpu_phases
+from benchmarks.bench_gpu import PRESETS, Budget, main, run_variant
 from benchmarks.gpu_batch import FIXTURE, VIEWPORT, load_steps
 from trainers.models.inputs import open_image
 
@@ -63,6 +64,33 @@ def test_a_phase_that_does_not_fit_or_runs_out_of_memory_is_recorded_and_the_run
     assert budget.phases["fine"]["x"] == 1
 
 
+def test_an_update_that_runs_out_of_memory_is_retried_at_half_the_batch(monkeypatch) -> None:
+    tried: list[int] = []
+
+    def update(policy, steps, finetune, peak_tflops):
+        tried.append(len(steps))
+        if len(steps) > 4:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.52 GiB")
+        return {"status": "ok", "batch": len(steps), "tokens": 10 * len(steps)}, None
+
+    monkeypatch.setattr(gpu_phases, "update", update)
+    policy = type("Policy", (), {"model": torch.nn.Linear(2, 2), "device": torch.device("cpu")})()
+    budget = Budget(60)
+    run_variant(budget, PRESETS["tiny"], lambda finetune, checkpointing: policy, list(range(16)), "lora", False, None)
+    assert tried == [16, 8, 4]
+    assert budget.phases["update/lora"]["batch"] == 4 and budget.phases["update/lora"]["oom_at"] == 8
+
+
+def test_phases_picks_what_runs_and_refuses_a_name_it_does_not_know(tmp_path, capsys) -> None:
+    out = tmp_path / "bench_gpu.json"
+    assert main(["--device", "cpu", "--preset", "tiny", "--phases", "peak,update/full", "--out", str(out)]) == 0
+    assert list(json.loads(out.read_text())["phases"]) == ["peak", "update/full"]
+    with pytest.raises(SystemExit):
+        main(["--device", "cpu", "--preset", "tiny", "--phases", "peak,update/ful", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert "expected names among" in err and "got update/ful" in err
+
+
 def test_the_3b_model_has_the_released_shapes_and_a_screenshot_its_token_count() -> None:
     from trainers.models.checkpoint import count_parameters
     from trainers.models.real_shapes import random_policy
@@ -84,7 +112,8 @@ def test_the_wheel_set_is_what_the_gpu_path_needs_without_torch() -> None:
     import transformers
 
     assert pins["transformers"] == transformers.__version__ and pins["peft"] == peft.__version__
-    assert {"tokenizers", "safetensors", "accelerate", "pydantic", "jinja2", "pytest-asyncio"} <= set(pins)
+    # openai: the gpu tests import the GRPO loop, whose backends import it (the first H200 run's lesson)
+    assert {"tokenizers", "safetensors", "accelerate", "pydantic", "jinja2", "pytest-asyncio", "openai"} <= set(pins)
     assert not {"torch", "torchvision", "vllm", "sympy", "qwen-vl-utils", "av"} & set(pins)
     assert not any(name.startswith("nvidia-") for name in pins)
 
