@@ -44,7 +44,7 @@ from pydantic import Field
 from harness.errors import StoreError
 from harness.prompts import Message, PromptBuilder, PromptConfig
 from harness.store.index import TreeIndex
-from harness.store.models import FLAG_OFF_PATH, Node, StoredEpisode
+from harness.store.models import FLAG_OFF_PATH, Node, StoredEpisode, Tree
 from harness.store.store import TrajectoryStore
 from sandboxes.extras import import_extra
 
@@ -134,9 +134,16 @@ def _strayed(node: Node) -> bool:
         verdict.get("transition_fired") and not verdict.get("on_shortest_path"))
 
 
+def trees_by_content(store: TrajectoryStore) -> list[Tree]:
+    """The store's trees by (env, start state), not by id: ids follow the order in which
+    concurrent collection happened to insert them, so exporting by id gave the same rows in
+    another order from run to run, and a seeded shuffle of them another training run."""
+    return sorted(store.trees(), key=lambda tree: (tree.env, tree.start_key, tree.id))
+
+
 def sft_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
     """One example per kept step (see the module docstring), deduplicated per task."""
-    for tree in store.trees():
+    for tree in trees_by_content(store):
         index = TreeIndex.load(store, tree.id)
         ctx = _Context(store, index, config)
         seen: set[tuple[int, str, str | None]] = set()
@@ -186,7 +193,7 @@ def _dispreferred(index: TreeIndex, node: Node) -> bool:
 
 def dpo_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
     """At each branching node: every preferred child against every dispreferred sibling."""
-    for tree in store.trees():
+    for tree in trees_by_content(store):
         index = TreeIndex.load(store, tree.id)
         ctx = _Context(store, index, config)
         for parent_id, kids in sorted(index.children.items()):
@@ -211,7 +218,7 @@ def dpo_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
 def grpo_rows(store: TrajectoryStore, config: ExportConfig) -> Iterator[dict]:
     """For each node with two or more explored children: the sibling actions, their step
     rewards and verdicts."""
-    for tree in store.trees():
+    for tree in trees_by_content(store):
         index = TreeIndex.load(store, tree.id)
         ctx = _Context(store, index, config)
         for parent_id, kids in sorted(index.children.items()):

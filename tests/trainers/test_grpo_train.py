@@ -95,6 +95,9 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
     assert all(u["episodes"] == 2 and u["branches"] == 2 for u in updates)
     assert any(u["success"] == 0.5 for u in updates)  # the oracle's episode solved, the sample did not
     assert all(math.isfinite(u["loss"]) and u["entropy"] > 0 for u in updates)
+    # where the update's time went: the model's calls and the rest of the rollout (envs), and CPU
+    assert all(0 < u["generation_s"] <= u["rollout_s"] and u["env_s"] == pytest.approx(
+        u["rollout_s"] - u["generation_s"], abs=2e-3) and u["cpu_s"] > 0 for u in updates)
     assert all(u["heldout_states"] >= 8 and 0 <= u["heldout_exact_match"] <= 1 for u in updates)
     # the sampled episodes' junk ends them at once (no_op.effect: end), recorded all the same
     assert all(u["no_op_steps"] >= 1 and u["dropped_groups"] == 0 for u in updates)
@@ -173,7 +176,7 @@ def test_resume_continues_bit_identically(tmp_path, tiny_dir) -> None:
     a = torch.load(full / "checkpoints" / "update-2" / "model.pt")
     b = torch.load(resumed / "checkpoints" / "update-2" / "model.pt")
     assert all(torch.equal(a[k], b[k]) for k in a)
-    noisy = {"rollout_s", "train_s", "seconds"}
+    noisy = {"rollout_s", "train_s", "generation_s", "env_s", "cpu_s", "seconds"}
     last_full, last_resumed = lines(full, "update")[-1], lines(resumed, "update")[-1]
     assert {k: v for k, v in last_full.items() if k not in noisy} == \
         {k: v for k, v in last_resumed.items() if k not in noisy}

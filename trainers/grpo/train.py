@@ -263,10 +263,13 @@ class Trainer:
         from trainers.grpo.optimize import optimize
 
         await self.backend.sync(self.policy, update - 1)  # the weights that sample this update
-        started = time.perf_counter()
+        generator = getattr(self.agent, "generator", None)  # in-process rollouts: time its model calls
+        generated_before = generator.seconds if generator is not None else 0.0
+        cpu_before, started = time.process_time(), time.perf_counter()
         with self.ranks.full_params(self.policy.model):  # FSDP: generation needs whole weights
             groups, keep, resampled = await self.collect(update)
         rollout_s = time.perf_counter() - started
+        generation_s = generator.seconds - generated_before if generator is not None else None
         everything = [r for g in groups for r in g]  # dropped groups too: env steps, the store
         rollouts = [r for g, kept in zip(groups, keep, strict=True) if kept for r in g]
         mains = [r for r in everything if r.parent is None]
@@ -313,6 +316,9 @@ class Trainer:
                 "resampled_groups": outcome.stats.resampled_groups, "no_op_steps": outcome.stats.no_op_steps,
                 **figures, "learning_rate": learning_rate,
                 "rollout_s": round(rollout_s, 3), "train_s": round(train_s, 3),
+                **({"generation_s": round(generation_s, 3), "env_s": round(rollout_s - generation_s, 3)}
+                   if generation_s is not None else {}),
+                "cpu_s": round(time.process_time() - cpu_before, 3),
                 "tasks": sorted(set(outcome.tasks)), "events": events,
                 "pool": self.curriculum.summary(), **({"ranks": self.ranks.world} if self.ranks.world > 1 else {})}
 

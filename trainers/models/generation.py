@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -84,8 +85,9 @@ class Generator:
     def __init__(self, policy: Policy, *, seed: int = 0) -> None:
         self.policy = policy
         self.lock = threading.Lock()
-        #: model.generate calls made (one per batch)
+        #: model.generate calls made (one per batch), and the wall seconds they took together
         self.calls = 0
+        self.seconds = 0.0
         self._rng = random.Random(seed)
         tokenizer = policy.tokenizer
         self.never = [i for i in (tokenizer.convert_tokens_to_ids(t) for t in NEVER_GENERATED)
@@ -100,6 +102,7 @@ class Generator:
             return []
         seeds = [r.seed if r.seed is not None else self._rng.getrandbits(63) for r in requests]
         with self.lock, torch.inference_mode(), _generation_mode(self.policy.model):
+            began = time.perf_counter()
             batch = encode_prompts(self.policy, [r.prompt for r in requests],
                                    raw=[r.raw_prompt for r in requests])
             sampler = RowSampler(requests, seeds, self.never, batch["input_ids"].device)
@@ -113,6 +116,7 @@ class Generator:
                 out = model.generate(**batch, logits_processor=[sampler], synced_gpus=False,
                                      stopping_criteria=stopping, streamer=streamer)
             self.calls += 1
+            self.seconds += time.perf_counter() - began
         return self._unpack(requests, batch, out)
 
     def _config(self, requests: Sequence[GenerationRequest]) -> Any:

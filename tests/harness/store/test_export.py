@@ -256,3 +256,17 @@ def test_dpo_and_grpo_instructions_match_a_scan_of_every_episode(tmp_path, monke
     assert len(fast["dpo"]) > 50 and len(fast["grpo"]) > 20
     assert {r["task_id"] for r in fast["dpo"] + fast["grpo"]} == {None, "t1", "t2", "unstored"}
     assert fast == slow
+
+
+def test_the_export_does_not_depend_on_the_order_concurrent_collection_inserted_trees(tmp_path):
+    def collected(name: str, envs: tuple[str, ...]) -> list[dict]:
+        store = TrajectoryStore(tmp_path / name)
+        store.put_task("t", "buy the thing")
+        for env in envs:  # one tree per env: the order two concurrent workers finished in
+            n = len(env)  # each site's own clicks, so the two trees' rows differ
+            store.insert_trajectory(trajectory([("a", click(n, 1)), ("b", click(n, 2))], success=True,
+                                               task_id="t", env=env))
+        return [row["target"] for row in sft_rows(store, CANON.model_copy(update={"steps": "all"}))]
+
+    first, second = collected("one", ("fsm:mail", "fsm:shopping")), collected("two", ("fsm:shopping", "fsm:mail"))
+    assert len(set(first)) == 4 and first == second

@@ -1,0 +1,42 @@
+"""Issue 21's GRPO measurement on the corpus (benchmarks/bench_grpo_corpus.py): which tasks it
+trains and judges on, and how a run's time is split. The runs themselves are the benchmark's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.bench_grpo_corpus import corpus_tasks, time_split
+
+
+def _site(root, name: str, difficulties: list[int]) -> None:
+    folder = root / "sites" / name
+    folder.mkdir(parents=True)
+    lines = [json.dumps({"id": f"{name}-{i}", "site": name, "difficulty": str(d)}) for i, d in enumerate(difficulties)]
+    (folder / "tasks.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_training_tasks_come_from_training_sites_only_and_are_short(tmp_path) -> None:
+    _site(tmp_path, "bank", [1, 4, 5])
+    _site(tmp_path, "jobs", [1, 2])
+    held = [f"fsm:{(tmp_path / 'sites' / 'jobs' / 'tasks.jsonl').resolve()}"]
+    (tmp_path / "stats.json").write_text(json.dumps({"sites": {"held_out": ["jobs"]}, "heldout_tasks": held}))
+
+    train, heldout, depth = corpus_tasks(tmp_path, max_depth=4)
+
+    bank = (tmp_path / "sites" / "bank" / "tasks.jsonl").resolve()
+    assert train == [f"fsm:{bank}#bank-0", f"fsm:{bank}#bank-1"]  # bank-2 is 5 steps long
+    assert heldout == held and not any("jobs" in t for t in train)
+    assert depth[f"fsm:{bank}#bank-2"] == 5 and len(depth) == 5
+    with pytest.raises(SystemExit, match="at most 0 steps"):
+        corpus_tasks(tmp_path, max_depth=0)
+
+
+def test_a_runs_time_is_split_per_update_into_env_generation_and_training() -> None:
+    lines = [{"event": "update", "update": u, "env_steps": 10 * u, "env_s": 4.0 + u, "generation_s": 2.0,
+              "train_s": 1.0, "cpu_s": 3.0, "success": 0.25, "clip_fraction": 0.05, "kl": 0.01} for u in (1, 2)]
+    split = time_split([{"event": "heldout"}, *lines])
+    assert split["updates"] == 2 and split["env_steps"] == 20
+    assert split["per_update_s"] == {"env_s": 5.5, "generation_s": 2.0, "train_s": 1.0}
+    assert split["process_cpu_per_update_s"] == 3.0 and split["clip_fraction"] == [0.05, 0.05]
