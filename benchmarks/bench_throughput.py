@@ -72,7 +72,7 @@ class CountingCollator(SFTCollator):
         return batch
 
 
-class StepClock(TrainerCallback):  # type: ignore[misc]
+class StepClock(TrainerCallback):
     """When each optimizer step of TRL's loop ended (the first mark: the loop's start)."""
 
     def __init__(self) -> None:
@@ -171,7 +171,7 @@ def measure(args: argparse.Namespace, presets: list[str], tmp: Path) -> list[dic
         raise SystemExit(f"--rows: expected at least --batch {args.batch} rows, got {len(examples)} in {args.rows}")
     cells = []
     for preset in presets:
-        made = init_checkpoint(ModelInitConfig(out=tmp / preset, preset=preset, seed=0))  # type: ignore[arg-type]
+        made = init_checkpoint(ModelInitConfig(out=tmp / preset, preset=preset, seed=0))
         for trainer in ("sft", "grpo"):
             print(f"[bench_throughput] {preset} {trainer}", file=sys.stderr, flush=True)
             load_before = os.getloadavg()[0]
