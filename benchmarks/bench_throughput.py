@@ -12,9 +12,10 @@ in the project's default CPU training mode: element-list observation, json codec
 screenshot (``trainers/configs/sft-corpus.yaml``, ``grpo-tiny.yaml``).
 
 **Cells**, for each preset (a random-init checkpoint, ``init_checkpoint`` at seed 0), each
-after its own ``peak``:
+between two peaks:
 - ``peak``: ``gpu_phases.matmul_peak``, fp32 square matmuls on the same threads (best of 5
-  rounds): the denominator of the ratio, measured just before the cell it divides.
+  rounds), just before and just after the cell; the higher of the two is the denominator of
+  the ratio (on a shared machine, the rate the cores gave a plain matmul around that cell).
 - ``sft``: ``cua train sft``'s step: TRL's SFTTrainer as ``trainers.training.sft.sft_trainer``
   builds it, with sft-corpus.yaml's ``train`` section (AdamW, cosine schedule) and the
   project's collator, trained for ``warmup`` + ``steps`` steps of ``--batch`` rows in TRL's
@@ -32,7 +33,9 @@ attention, 2 x layers x width x length^2 per sequence; the backward is twice the
 a step is 3 x (2 P T + 2 L d sum n^2). Tokens are the real ones (the attention mask), never
 padding; there is no image, so the vision tower adds nothing. Each cell reports medians over
 its timed steps: seconds per step, tokens/s, model GFLOP/s and their ratio to the peak, with
-the 1-minute load average before and after it and the torch threads.
+the 1-minute load average before and after it, the torch threads, and the CPU share (this
+process's CPU time over the wall time of a step: about the threads on a quiet machine, less
+when other processes take the cores, so a reader sees how much a loaded machine slowed it).
 """
 
 from __future__ import annotations
@@ -73,16 +76,17 @@ class CountingCollator(SFTCollator):
 
 
 class StepClock(TrainerCallback):
-    """When each optimizer step of TRL's loop ended (the first mark: the loop's start)."""
+    """When each optimizer step of TRL's loop ended, in wall and in this process's CPU time
+    (the first mark: the loop's start)."""
 
     def __init__(self) -> None:
-        self.marks: list[float] = []
+        self.marks: list[tuple[float, float]] = []
 
     def on_train_begin(self, *args: Any, **kwargs: Any) -> None:
-        self.marks.append(time.perf_counter())
+        self.marks.append((time.perf_counter(), time.process_time()))
 
     def on_step_end(self, *args: Any, **kwargs: Any) -> None:
-        self.marks.append(time.perf_counter())
+        self.marks.append((time.perf_counter(), time.process_time()))
 
 
 def write_sample(corpus_rows: Path, out: Path = SAMPLE, count: int = 64) -> Path:
@@ -114,10 +118,12 @@ def sft_cell(checkpoint: Path, examples: list[Any], batch: int, warmup: int, ste
     policy = run.policy()
     collator, clock = CountingCollator(policy), StepClock()
     sft_trainer(run, policy, examples, [clock], collator).train()
-    seconds = [b - a for a, b in zip(clock.marks, clock.marks[1:], strict=False)][warmup:]
+    seconds = [b[0] - a[0] for a, b in zip(clock.marks, clock.marks[1:], strict=False)][warmup:]
+    cpu = [b[1] - a[1] for a, b in zip(clock.marks, clock.marks[1:], strict=False)][warmup:]
     lengths = collator.lengths[warmup:warmup + steps]
     flops = [update_flops(policy.model, {"lengths": n, "patches": []}, "full") for n in lengths]
-    return {"seconds_each": seconds, "tokens_each": [sum(n) for n in lengths], "flops_each": flops,
+    return {"seconds_each": seconds, "cpu_seconds_each": cpu, "tokens_each": [sum(n) for n in lengths],
+            "flops_each": flops,
             "padded_tokens_each": collator.padded[warmup:warmup + steps],
             "seconds": statistics.median(seconds),
             "tokens_per_s": statistics.median(sum(n) / s for n, s in zip(lengths, seconds, strict=True)),
@@ -150,7 +156,8 @@ def grpo_cell(checkpoint: Path, examples: list[Any], repeats: int) -> dict[str, 
     policy = load_policy(PolicyConfig(path=checkpoint, device="cpu", finetune="full"))
     record, _ = update(policy, grpo_steps(policy, examples), "full", None, repeats=repeats)
     flops = 1e12 * record["model_tflops"] * record["seconds"]
-    return {"seconds_each": record["seconds_each"], "tokens_each": [record["tokens"]] * repeats,
+    return {"seconds_each": record["seconds_each"], "cpu_seconds_each": record["cpu_seconds_each"],
+            "tokens_each": [record["tokens"]] * repeats,
             "flops_each": [flops] * repeats,
             "seconds": record["seconds"], "tokens_per_s": record["tokens"] / record["seconds"],
             "gflops": 1e3 * record["model_tflops"], "trainable_params": record["trainable_params"],
@@ -158,7 +165,7 @@ def grpo_cell(checkpoint: Path, examples: list[Any], repeats: int) -> dict[str, 
 
 
 def measure(args: argparse.Namespace, presets: list[str], tmp: Path) -> list[dict[str, Any]]:
-    """Every (preset, trainer) cell, each after its own matmul peak."""
+    """Every (preset, trainer) cell, between two matmul peaks."""
     import torch
 
     from benchmarks.gpu_phases import matmul_peak
@@ -175,15 +182,18 @@ def measure(args: argparse.Namespace, presets: list[str], tmp: Path) -> list[dic
         for trainer in ("sft", "grpo"):
             print(f"[bench_throughput] {preset} {trainer}", file=sys.stderr, flush=True)
             load_before = os.getloadavg()[0]
-            peak = matmul_peak(torch.device("cpu"), torch.float32, args.matmul)
+            peaks = [matmul_peak(torch.device("cpu"), torch.float32, args.matmul)]
             if trainer == "sft":
                 cell = sft_cell(made.path, examples, args.batch, 1, args.steps, args.threads, tmp / preset)
             else:
                 cell = grpo_cell(made.path, examples[:args.batch], args.steps)
-            peak_gflops = 1e3 * peak["tflops"]
+            peaks.append(matmul_peak(torch.device("cpu"), torch.float32, args.matmul))
+            peak_gflops = 1e3 * max(p["tflops"] for p in peaks)
+            cell["cpu_share"] = statistics.median(c / s for c, s in zip(cell["cpu_seconds_each"], cell["seconds_each"],
+                                                                        strict=True))
             cells.append({"preset": preset, "trainer": trainer, "batch": args.batch, "threads": args.threads,
                           "params": {"language": made.parameters.language, "vision": made.parameters.vision}, **cell,
-                          "peak_gflops": peak_gflops, "peak": peak, "ratio": cell["gflops"] / peak_gflops,
+                          "peak_gflops": peak_gflops, "peaks": peaks, "ratio": cell["gflops"] / peak_gflops,
                           "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)})
     return cells
 
@@ -191,10 +201,11 @@ def measure(args: argparse.Namespace, presets: list[str], tmp: Path) -> list[dic
 def table(cells: list[dict[str, Any]]) -> None:
     print_table("Training throughput (model FLOPs against a fp32 matmul of the same run)",
                 ["preset / trainer", "s/step", "tokens/step", "tokens/s", "model GFLOP/s", "matmul GFLOP/s",
-                 "ratio", "load before/after", "threads"],
+                 "ratio", "CPU share", "load before/after", "threads"],
                 [(f"{c['preset']} {c['trainer']}", fmt(c["seconds"], 2), fmt(statistics.median(c["tokens_each"]), 0),
                   fmt(c["tokens_per_s"], 0), fmt(c["gflops"], 2), fmt(c["peak_gflops"], 1),
-                  fmt(100 * c["ratio"], 1, "%"), f"{c['load_before']:.2f} / {c['load_after']:.2f}",
+                  fmt(100 * c["ratio"], 1, "%"), fmt(c["cpu_share"], 2),
+                  f"{c['load_before']:.2f} / {c['load_after']:.2f}",
                   str(c["threads"])) for c in cells])
 
 

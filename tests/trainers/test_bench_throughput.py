@@ -25,7 +25,8 @@ def test_the_quick_run_measures_sft_and_grpo_against_the_same_runs_matmul(tmp_pa
             # forward + backward: 3 x (2 P T + causal attention), attention well below the
             # matmuls at these lengths, and nothing from the vision tower (no image)
             assert 6 * language * tokens < flops < 2 * 6 * language * tokens
-        assert cell["load_before"] >= 0 and cell["load_after"] >= 0
+        assert cell["load_before"] >= 0 and cell["load_after"] >= 0 and cell["cpu_share"] > 0
+        assert len(cell["cpu_seconds_each"]) == 2
     sft = cells[("tiny", "sft")]
     assert all(p > t for p, t in zip(sft["padded_tokens_each"], sft["tokens_each"], strict=True))  # padding not counted
     assert cells[("tiny", "grpo")]["trainable_params"] == sft["trainable_params"]  # full fine-tuning both
