@@ -21,6 +21,7 @@ checkpointed runs show the MFU the same work would have without it.
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -185,10 +186,11 @@ def update_flops(model: Any, shape: dict[str, Any], finetune: str) -> float:
     return (3 if finetune == "full" else 2) * language + vision_flops
 
 
-def update(policy: Any, steps: Sequence[TrainStep], finetune: str, peak_tflops: float | None
-           ) -> tuple[dict[str, Any], Any]:
-    """One warmed-up GRPO update over ``steps`` (one minibatch); the figures and the
-    optimizer (kept for ``largest_batch``)."""
+def update(policy: Any, steps: Sequence[TrainStep], finetune: str, peak_tflops: float | None,
+           repeats: int = 1) -> tuple[dict[str, Any], Any]:
+    """One warmed-up GRPO update over ``steps`` (one minibatch), timed ``repeats`` times
+    (``seconds``: the median; ``seconds_each``: every timing, ``cpu_seconds_each``: this
+    process's CPU time in each); the figures and the optimizer (kept for ``largest_batch``)."""
     device = policy.device
     spec = LossSpec(epochs=1, minibatch=len(steps), kl_coef=0.0, learning_rate=1e-6)
     optimizer = torch.optim.AdamW(policy.parameters(), lr=spec.learning_rate)
@@ -196,15 +198,19 @@ def update(policy: Any, steps: Sequence[TrainStep], finetune: str, peak_tflops: 
     optimize(policy, None, steps[:1], spec, optimizer, shuffle, update=0)  # kernels, AdamW state
     free(device)
     reset_peak(device)
-    sync(device)
-    start = time.perf_counter()
-    figures = optimize(policy, None, steps, spec, optimizer, shuffle, update=1)
-    sync(device)
-    seconds = time.perf_counter() - start
+    timings, cpu = [], []
+    for number in range(1, repeats + 1):
+        sync(device)
+        start, start_cpu = time.perf_counter(), time.process_time()
+        figures = optimize(policy, None, steps, spec, optimizer, shuffle, update=number)
+        sync(device)
+        timings.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    seconds = statistics.median(timings)
     shape = batch_shape(policy, steps)
     flops = update_flops(policy.model, shape, finetune)
     tflops = flops / seconds / 1e12
-    return {"status": "ok", "seconds": seconds, "peak_gib": peak_gib(device), "batch": len(steps),
+    return {"status": "ok", "seconds": seconds, "seconds_each": timings, "cpu_seconds_each": cpu, "peak_gib": peak_gib(device), "batch": len(steps),
             "tokens": sum(shape["lengths"]), "image_patches": sum(shape["patches"]),
             "trainable_params": policy.trainable_parameters(), "model_tflops": tflops,
             "attention": getattr(policy.model.config, "_attn_implementation", None),
