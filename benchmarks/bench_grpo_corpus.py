@@ -129,6 +129,22 @@ def compare(arm_eval: Path, baseline: Path) -> dict[str, Any]:
                                   "both", "only_a", "only_b", "neither", "mcnemar_p") if k in group}
 
 
+def figure(results: dict[str, Any], path: Path) -> None:
+    """Held-out-site success (percent, with the Wilson interval) of the SFT model and of each
+    arm per seed, as grouped bars (``trainers.charts``)."""
+    from trainers.charts import Bar, bar_chart
+
+    def bar(group: str, key: str, rate: float | None, ci: list[float] | None) -> Bar:
+        return Bar(group, key, 100 * (rate or 0.0), (100 * ci[0], 100 * ci[1]) if ci else None)
+
+    sft = results["sft"]
+    bars = [bar("SFT", f"seed {seed}", sft["success_rate"], sft["success_ci"]) for seed in results["seeds"]]
+    bars += [bar(r["arm"], f"seed {r['seed']}", r["success_rate"], r["success_ci"]) for r in results["runs"]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(bar_chart(f"held-out-site success, % ({sft['episodes']} tasks, greedy; 95% Wilson)",
+                              bars, percent=False), encoding="utf-8")
+
+
 def run_seed(args: argparse.Namespace, seed: int, root: Path, train: list[str]) -> dict[str, dict[str, Any]]:
     started, load_before = time.perf_counter(), load()
     procs = {name: (start_arm(args, name, seed, root / f"{name}-{seed}", train), root / f"{name}-{seed}")
@@ -164,6 +180,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--runs", type=Path, default=Path("runs/grpo-corpus"),
                         help="the runs' folders (resumable: a finished run is not run again)")
     parser.add_argument("--out", default=None, help="result JSON (default benchmarks/results/)")
+    parser.add_argument("--figure", type=Path, default=Path("docs/images/grpo_corpus.svg"))
     args = parser.parse_args(argv)
     train, heldout, depth = corpus_tasks(args.corpus, args.max_depth)
     console.print(f"{len(train)} training tasks (at most {args.max_depth} steps), held-out suites: {len(heldout)}")
@@ -172,7 +189,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "train_tasks": len(train),
                                "sft": {"success_rate": sft.get("success_rate"), "success_ci": sft.get("success_ci"),
                                        "episodes": sft.get("episodes"), "by_depth": by_depth(baseline, depth)},
-                               "runs": []}
+                               "seeds": args.seeds, "runs": []}
     for seed in args.seeds:
         runs = run_seed(args, seed, args.runs, train)
         for name, run in runs.items():
@@ -193,7 +210,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print_table(f"held-out-site success after GRPO (SFT: {success_cell(sft.get('success_rate') or 0.0, sft.get('episodes') or 0)})",
                 ["arm", "seed", "held-out", "vs SFT (paired)", "env steps", "CPU-min", "s/update env / gen / train"], rows)
     path = write_results("bench_grpo_corpus", results, args.out)
-    console.print(f"results: {path}")
+    figure(results, args.figure)
+    console.print(f"results: {path}\nfigure: {args.figure}")
     return results
 
 
