@@ -96,8 +96,11 @@ def run_corpus(config: CorpusConfig) -> None:
     require_extra("export", "the corpus's Parquet splits")
     check_output_dir(config.out, "--out")
     stats = build_corpus(config)
-    typer.echo(json.dumps({"out": str(config.out), "rows": stats["rows"], "sites": stats["sites"]["total"],
-                           "recovery_share": stats["splits"]["train"]["recovery_share"]}))
+    summary = {"out": str(config.out), "rows": stats["rows"], "sites": stats["sites"]["total"],
+               "recovery_share": stats["splits"]["train"]["recovery_share"]}
+    if "reexport" in stats:  # missing source rows would make the comparison unfair: show them
+        summary["reexport"] = {k: stats["reexport"][k] for k in ("source", "source_rows_missing")}
+    typer.echo(json.dumps(summary))
 
 
 def register(app: typer.Typer) -> None:
@@ -117,6 +120,10 @@ def register(app: typer.Typer) -> None:
             "the oracle in the browser, oracle trees with wrong element steps (on-path, recovery "
             "and long-history steps, with verdicts), split by site, deduplicated by (prompt, "
             "target); resumable (finished sites are skipped). Writes OUT/train/sft.parquet, "
-            "OUT/heldout/sft.parquet and OUT/stats.json. "
-            "Example: cua data corpus runs/corpus --generated 40 --seed 0"))
+            "OUT/heldout/sft.parquet and OUT/stats.json. With --source CORPUS, no site is built: "
+            "that corpus's stores are exported again in this prompt (the same rows and held-out "
+            "sites; no browser). "
+            "Example: cua data corpus runs/corpus --generated 40 --seed 0; "
+            "cua data corpus runs/corpus-screenshot --source runs/corpus "
+            "--set prompt.observation=screenshot+elements"))
     app.add_typer(data_app, name="data")

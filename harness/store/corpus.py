@@ -27,6 +27,9 @@ deduplicated, with its statistics. The layout::
     OUT/train/sft.parquet        training rows (TRL's layout, as `cua store export` writes)
     OUT/heldout/sft.parquet      rows of the held-out sites (never in training)
     OUT/stats.json               sites, goal kinds, depths, recovery share, rows, build time
+
+With ``source`` set, no site is built: the source corpus's stores are exported again in
+``prompt`` (``corpus_reexport``: the same rows in another prompt format).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ Difficulty = Literal["easy", "medium", "hard"]
 DONE = "done.json"
 RECIPE_FILE = "corpus.yaml"
 #: the fields a rerun must share with the corpus it resumes (the site list may grow)
-RECIPE_FIELDS = ("seed", "tasks", "budget", "candidates", "max_depth", "prompt")
+RECIPE_FIELDS = ("seed", "tasks", "budget", "candidates", "max_depth", "prompt", "source")
 
 
 def _curated() -> list[str]:
@@ -102,6 +105,14 @@ class CorpusConfig(BaseModel):
     prompt: PromptConfig = Field(
         default=PromptConfig(codec="json", observation="elements", system_prompt=False),
         description="the prompt rows are rendered with (train with the same one)")
+    source: Path | None = Field(default=None, description="a corpus built by `cua data corpus`: "
+                                "re-export its stores in `prompt` instead of building sites (the "
+                                "same rows and held-out sites, another prompt; no browser)")
+
+    @field_validator("source")
+    @classmethod
+    def _absolute(cls, source: Path | None) -> Path | None:
+        return None if source is None else Path(source).resolve()  # the recipe names one folder
 
     @field_validator("sites")
     @classmethod
@@ -191,7 +202,7 @@ async def build_site(source: SiteSource, config: CorpusConfig, provider: Sandbox
     kept = [t for t, v in zip(tasks, verdicts, strict=True) if v.kept]
     save_tasks(kept, folder / "tasks.jsonl")
     collected = await _grow_trees(folder, [t.id for t in kept], config, provider, resources, advance)
-    rows = _export(folder, config.prompt)
+    rows = export_site(folder / "store", folder, config.prompt)
     done = {"key": source.key, "site": spec.name, "generated": source.name is None,
             "difficulty": source.difficulty, "tasks_synthesized": len(tasks), "tasks_kept": len(kept),
             "goal_kinds": {kind: sum(t.goal_kind == kind for t in kept) for kind in ("named", "state", "expr")},
@@ -232,11 +243,11 @@ async def _grow_trees(folder: Path, task_ids: list[str], config: CorpusConfig,
     return totals
 
 
-def _export(folder: Path, prompt: PromptConfig) -> int:
-    """The site store's SFT export (the oracle's own steps) as ``folder/sft.parquet``; its rows."""
+def export_site(store_dir: Path, folder: Path, prompt: PromptConfig, *, read_only: bool = False) -> int:
+    """A site store's SFT export (the oracle's own steps) as ``folder/sft.parquet``; its rows."""
     import pyarrow.parquet as pq
 
-    store = TrajectoryStore(folder / "store")
+    store = TrajectoryStore(store_dir, read_only=read_only)
     try:
         path = export(store, "sft", folder, ExportConfig(**prompt.model_dump(), steps="agent"))
     finally:
@@ -246,9 +257,14 @@ def _export(folder: Path, prompt: PromptConfig) -> int:
 
 async def build_corpus_async(config: CorpusConfig, *, provider: SandboxProvider | None = None,
                              show_progress: bool = True) -> dict:
-    """Build (or resume) the corpus and assemble it; returns its statistics."""
+    """Build (or resume) the corpus and assemble it (or re-export ``config.source``'s);
+    returns its statistics."""
     from sandboxes.providers import LocalProvider
 
+    if config.source is not None:
+        from harness.store.corpus_reexport import reexport_corpus
+
+        return reexport_corpus(config, show_progress=show_progress)
     plan = plan_sites(config)
     held_out = held_out_keys(config, [s.key for s in plan])  # refused before anything is written
     check_recipe(config)
@@ -258,8 +274,7 @@ async def build_corpus_async(config: CorpusConfig, *, provider: SandboxProvider 
         if provider is None:
             provider = await stack.enter_async_context(LocalProvider())
         resources = await stack.enter_async_context(TaskResources())
-        with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), disable=not show_progress) as progress:
+        with corpus_progress(show_progress) as progress:
             sites_bar = progress.add_task("sites", total=len(plan), completed=len(plan) - len(todo))
             steps_bar = progress.add_task("env steps", total=len(todo) * config.tasks * config.budget)
             queue: asyncio.Queue[SiteSource] = asyncio.Queue()
@@ -276,6 +291,12 @@ async def build_corpus_async(config: CorpusConfig, *, provider: SandboxProvider 
             await asyncio.gather(*(worker() for _ in range(min(config.concurrency, len(todo)))))
     return assemble(Path(config.out), [s.key for s in plan], held_out, config.prompt,
                     built=[s.key for s in todo], seconds=time.perf_counter() - started)
+
+
+def corpus_progress(show: bool) -> Progress:
+    """The progress display of a corpus build or re-export (bars added by the caller)."""
+    return Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), disable=not show)
 
 
 def build_corpus(config: CorpusConfig) -> dict:

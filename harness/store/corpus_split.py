@@ -11,6 +11,11 @@
 - **Columns**: the store's SFT export's (TRL's ``messages`` + ``images``, ``prompt``,
   ``target``, the verdict, ``recovery``, ``after_error``) plus ``site``, ``site_key``,
   ``goal_kind`` and ``goal`` of the row's task.
+- **A re-export** (``corpus_reexport``) keeps only the rows its source corpus kept (by site
+  and row id), in the source's order: with images in the prompt, two rows that were one by
+  (prompt, target) can differ by their screenshot, an export's row order may have changed
+  since the source was built (which decides the duplicate kept), and the comparison needs the
+  same rows.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class CorpusRow(TypedDict):
 
     task_id: str
     instruction: str
+    id: str
     step: int
     images: list[ImageCell]
     prompt: object
@@ -102,22 +108,35 @@ def split_rows(rows_by_site: dict[str, list[CorpusRow]], held_out: set[str],
     return out, dropped
 
 
+#: the rows of each split, (site key, row id) -> position
+RowIds = dict[str, dict[tuple[str, str], int]]
+
+
 def assemble(out: Path, keys: list[str], held_out: set[str], prompt: PromptConfig, *,
-             built: list[str], seconds: float) -> dict:
+             built: list[str], seconds: float, source: tuple[RowIds, dict] | None = None) -> dict:
     """Write ``train/`` and ``heldout/`` from the finished sites among ``keys`` and the
-    statistics (``stats.json``); returns the statistics."""
+    statistics (``stats.json``); returns the statistics. A re-export passes ``source``: the
+    source corpus's rows per split (only those are kept, in its order) and what to record."""
     started = time.perf_counter()
     folders = {key: out / "sites" / key for key in keys if (out / "sites" / key / "done.json").is_file()}
     rows_by_site = {key: _site_rows(folder) for key, folder in folders.items()}
+    exported = sum(len(rows) for rows in rows_by_site.values())
+    if source is not None:
+        wanted = {row for ids in source[0].values() for row in ids}
+        rows_by_site = {key: [r for r in rows if (key, r["id"]) in wanted] for key, rows in rows_by_site.items()}
     done = [json.loads((folder / "done.json").read_text(encoding="utf-8")) for folder in folders.values()]
     instructions = {t.instruction for key in folders if key in held_out
                     for t in load_tasks(folders[key] / "tasks.jsonl")}
     goals = {goal for d in done if d["key"] in held_out for goal in d["goals"].values()}
     splits, dropped = split_rows(rows_by_site, held_out, instructions, goals)
+    if source is not None:
+        for split, rows in splits.items():
+            order = source[0][split]
+            rows.sort(key=lambda r: order.get((r["site_key"], r["id"]), len(order)))
     for split, rows in splits.items():
         write_rows(rows, out / split / "sft.parquet")
     stats = corpus_stats(splits, done, held_out, prompt)
-    stats["rows"]["before_dedup"] = sum(len(rows) for rows in rows_by_site.values())
+    stats["rows"]["before_dedup"] = exported
     stats["rows"]["dropped_for_split"] = dropped
     stats["build"] = {"sites_built_now": len(built), "seconds_now": round(seconds, 1),
                       "site_seconds_total": round(sum(d["seconds"] for d in done), 1),
@@ -125,6 +144,10 @@ def assemble(out: Path, keys: list[str], held_out: set[str], prompt: PromptConfi
                       "env_steps": sum(d["env_steps"] for d in done)}
     stats["heldout_tasks"] = [f"fsm:{(folders[k] / 'tasks.jsonl').resolve()}" for k in sorted(folders)
                               if k in held_out]
+    if source is not None:
+        kept = sum(len(rows) for rows in rows_by_site.values())
+        stats["reexport"] = {**source[1], "rows_not_in_source": exported - kept,
+                             "source_rows_missing": sum(len(source[0][s]) - len(splits[s]) for s in SPLITS)}
     (out / STATS_FILE).write_text(json.dumps(stats, indent=1), encoding="utf-8")
     return stats
 
@@ -156,6 +179,18 @@ def corpus_stats(splits: dict[str, list[CorpusRow]], done: list[dict], held_out:
         "rows": {split: per_split[split]["rows"] for split in SPLITS},
         "splits": per_split,
     }
+
+
+def row_ids(corpus: Path) -> RowIds:
+    """A built corpus's rows of each split, (site key, row id) -> position."""
+    import pyarrow.parquet as pq
+
+    ids: RowIds = {}
+    for split in SPLITS:
+        table = pq.read_table(Path(corpus) / split / "sft.parquet", columns=["site_key", "id"])
+        rows = zip(table["site_key"].to_pylist(), table["id"].to_pylist(), strict=True)
+        ids[split] = {row: i for i, row in enumerate(rows)}
+    return ids
 
 
 def write_rows(rows: list[CorpusRow], target: Path) -> Path:

@@ -1,5 +1,6 @@
 """`cua data corpus` on two small sites in real Chromium: the three kinds of steps, the split
-by site, deduplication, resuming, and `cua train sft` reading the corpus."""
+by site, deduplication, resuming, `cua train sft` reading the corpus, and its re-export in
+another prompt (`--source`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from fsm_sites.spec.site import dump_spec
 from fsm_sites.synthesis.tasks import load_tasks
 from harness.errors import ConfigError
-from harness.store.corpus import DONE, CorpusConfig, build_corpus_async
+from harness.store.corpus import DONE, RECIPE_FILE, CorpusConfig, build_corpus_async
 from harness.store.corpus_split import split_rows, task_of
 from tests.fsm_sites.widgets_spec import tiny_shop
 
@@ -137,3 +138,62 @@ async def test_sft_training_reads_the_train_split_with_the_corpus_prompt(corpus,
     assert len(rows) == stats["rows"]["train"]
     with pytest.raises(ValueError, match="data.prompt"):
         SFTConfig.model_validate({**fields, "data": {"corpus": config.out, "prompt": {"codec": "json"}}})
+
+
+@pytest.fixture(scope="module")
+async def reexported(corpus, tmp_path_factory) -> tuple[CorpusConfig, dict]:
+    config = CorpusConfig(out=tmp_path_factory.mktemp("reexport") / "corpus", source=corpus[0].out,
+                          prompt={"observation": "screenshot+elements"})  # the rest: the source's
+    return config, await build_corpus_async(config, show_progress=False)
+
+
+async def test_a_reexport_holds_the_same_rows_and_held_out_sites_with_a_screenshot(corpus, reexported, tmp_path):
+    from trainers.training.config import SFTConfig
+    from trainers.training.run import Run
+
+    (source, source_stats), (config, stats) = corpus, reexported
+    assert stats["prompt"] == {**source.prompt.model_dump(mode="json"), "observation": "screenshot+elements"}
+    assert stats["sites"]["held_out"] == source_stats["sites"]["held_out"] == [HELD_OUT]
+    assert stats["rows"] == {**source_stats["rows"], "before_dedup": stats["rows"]["before_dedup"],
+                             "dropped_for_split": stats["rows"]["dropped_for_split"]}
+    assert stats["reexport"]["source"] == str(Path(source.out).resolve())
+    assert stats["reexport"]["source_prompt"] == source_stats["prompt"]
+    assert stats["reexport"]["source_rows_missing"] == 0
+    for split in ("train", "heldout"):
+        before, after = _rows(source, split), _rows(config, split)
+        assert [(r["site_key"], r["id"], r["target"]) for r in after] == \
+               [(r["site_key"], r["id"], r["target"]) for r in before]
+        assert not any(r["images"] for r in before)
+        assert all(len(r["images"]) == 1 and r["images"][0]["bytes"].startswith(b"\x89PNG")
+                   and r["prompt"][-1]["content"][0]["type"] == "image" for r in after)
+    assert not list(Path(config.out).glob("sites/*/store"))  # the source's stores are read, not copied
+    assert stats["heldout_tasks"] == [f"fsm:{(Path(config.out) / 'sites' / HELD_OUT / 'tasks.jsonl').resolve()}"]
+    fields = {"out": tmp_path / "run", "model": {"path": tmp_path / "tiny", "finetune": "full"},
+              "data": {"corpus": config.out, "prompt": stats["prompt"]}}
+    assert len(Run(SFTConfig.model_validate(fields), "sft").rows("sft")) == stats["rows"]["train"]
+    with pytest.raises(ValueError, match="data.prompt"):
+        SFTConfig.model_validate({**fields, "data": {"corpus": config.out, "prompt": source_stats["prompt"]}})
+    again = await build_corpus_async(config, show_progress=False)  # a rerun resumes: nothing to export
+    assert again["build"]["sites_built_now"] == 0 and again["rows"] == stats["rows"]
+
+
+async def test_a_reexport_refuses_what_is_not_a_built_corpus_and_an_out_holding_another(
+        corpus, reexported, tmp_path):
+    source, target = corpus[0].out, reexported[0].out
+
+    async def reexport(out: Path, source: Path, **fields) -> dict:
+        return await build_corpus_async(CorpusConfig(out=out, source=source, **fields), show_progress=False)
+
+    with pytest.raises(ConfigError, match="expected a corpus built by `cua data corpus` in .*, got no stats.json"):
+        await reexport(tmp_path / "a", tmp_path)
+    with pytest.raises(ConfigError, match="got .*, a re-export of .*; re-export from --source"):
+        await reexport(tmp_path / "b", target)
+    with pytest.raises(ConfigError, match="expected only --out and prompt beside it .*, got tasks"):
+        await reexport(tmp_path / "c", source, tasks=2)
+    with pytest.raises(ConfigError, match="expected the recipe of the corpus in .* got other prompt"):
+        await reexport(target, source, prompt={"observation": "screenshot"})
+    (tmp_path / "d").mkdir()  # an OUT holding a corpus that `cua data corpus` built
+    (tmp_path / "d" / RECIPE_FILE).write_bytes((Path(source) / RECIPE_FILE).read_bytes())
+    with pytest.raises(ConfigError, match="got other source"):
+        await reexport(tmp_path / "d", source)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
