@@ -15,6 +15,7 @@ from harness.agents.registry import check_agent
 from harness.cli_config import check_output_dir, config_command, guarded, removed_on_failure
 from harness.store.collect import CollectConfig, collect, task_for
 from harness.store.corpus import CorpusConfig, build_corpus
+from harness.store.corpus_reexport import reexport_corpus
 from harness.store.damage import verify_store
 from harness.store.export import PARQUET_PURPOSE, ExportConfig, export
 from harness.store.stats import JSON_KEYS, store_stats
@@ -95,7 +96,7 @@ def run_collect(config: CollectConfig) -> None:
 def run_corpus(config: CorpusConfig) -> None:
     require_extra("export", "the corpus's Parquet splits")
     check_output_dir(config.out, "--out")
-    stats = build_corpus(config)
+    stats = build_corpus(config) if config.source is None else reexport_corpus(config)
     summary = {"out": str(config.out), "rows": stats["rows"], "sites": stats["sites"]["total"],
                "recovery_share": stats["splits"]["train"]["recovery_share"]}
     if "reexport" in stats:  # missing source rows would make the comparison unfair: show them

@@ -257,14 +257,13 @@ def export_site(store_dir: Path, folder: Path, prompt: PromptConfig, *, read_onl
 
 async def build_corpus_async(config: CorpusConfig, *, provider: SandboxProvider | None = None,
                              show_progress: bool = True) -> dict:
-    """Build (or resume) the corpus and assemble it (or re-export ``config.source``'s);
-    returns its statistics."""
+    """Build (or resume) the corpus and assemble it; returns its statistics."""
     from sandboxes.providers import LocalProvider
 
     if config.source is not None:
-        from harness.store.corpus_reexport import reexport_corpus
-
-        return reexport_corpus(config, show_progress=show_progress)
+        raise ConfigError(f"source: expected no source for a build, got {config.source}; a "
+                          "re-export is corpus_reexport.reexport_corpus (what `cua data corpus "
+                          "--source` runs)")
     plan = plan_sites(config)
     held_out = held_out_keys(config, [s.key for s in plan])  # refused before anything is written
     check_recipe(config)

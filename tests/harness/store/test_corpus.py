@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from typer.testing import CliRunner
 
 from fsm_sites.spec.site import dump_spec
 from fsm_sites.synthesis.tasks import load_tasks
+from harness.cli import app
 from harness.errors import ConfigError
 from harness.store.corpus import DONE, RECIPE_FILE, CorpusConfig, build_corpus_async
+from harness.store.corpus_reexport import reexport_corpus
 from harness.store.corpus_split import split_rows, task_of
 from tests.fsm_sites.widgets_spec import tiny_shop
 
@@ -144,7 +147,7 @@ async def test_sft_training_reads_the_train_split_with_the_corpus_prompt(corpus,
 async def reexported(corpus, tmp_path_factory) -> tuple[CorpusConfig, dict]:
     config = CorpusConfig(out=tmp_path_factory.mktemp("reexport") / "corpus", source=corpus[0].out,
                           prompt={"observation": "screenshot+elements"})  # the rest: the source's
-    return config, await build_corpus_async(config, show_progress=False)
+    return config, reexport_corpus(config, show_progress=False)
 
 
 async def test_a_reexport_holds_the_same_rows_and_held_out_sites_with_a_screenshot(corpus, reexported, tmp_path):
@@ -173,7 +176,7 @@ async def test_a_reexport_holds_the_same_rows_and_held_out_sites_with_a_screensh
     assert len(Run(SFTConfig.model_validate(fields), "sft").rows("sft")) == stats["rows"]["train"]
     with pytest.raises(ValueError, match="data.prompt"):
         SFTConfig.model_validate({**fields, "data": {"corpus": config.out, "prompt": source_stats["prompt"]}})
-    again = await build_corpus_async(config, show_progress=False)  # a rerun resumes: nothing to export
+    again = reexport_corpus(config, show_progress=False)  # a rerun resumes: nothing to export
     assert again["build"]["sites_built_now"] == 0 and again["rows"] == stats["rows"]
 
 
@@ -181,19 +184,21 @@ async def test_a_reexport_refuses_what_is_not_a_built_corpus_and_an_out_holding_
         corpus, reexported, tmp_path):
     source, target = corpus[0].out, reexported[0].out
 
-    async def reexport(out: Path, source: Path, **fields) -> dict:
-        return await build_corpus_async(CorpusConfig(out=out, source=source, **fields), show_progress=False)
+    def reexport(out: Path, source: Path, **fields) -> dict:
+        return reexport_corpus(CorpusConfig(out=out, source=source, **fields), show_progress=False)
 
     with pytest.raises(ConfigError, match="expected a corpus built by `cua data corpus` in .*, got no stats.json"):
-        await reexport(tmp_path / "a", tmp_path)
-    with pytest.raises(ConfigError, match="got .*, a re-export of .*; re-export from --source"):
-        await reexport(tmp_path / "b", target)
+        reexport(tmp_path / "a", tmp_path)
+    result = CliRunner().invoke(app, ["data", "corpus", str(tmp_path / "b"), "--source", str(target)])
+    assert result.exit_code != 0 and "a re-export of" in result.output, result.output  # not a source
     with pytest.raises(ConfigError, match="expected only --out and prompt beside it .*, got tasks"):
-        await reexport(tmp_path / "c", source, tasks=2)
+        reexport(tmp_path / "c", source, tasks=2)
     with pytest.raises(ConfigError, match="expected the recipe of the corpus in .* got other prompt"):
-        await reexport(target, source, prompt={"observation": "screenshot"})
+        reexport(target, source, prompt={"observation": "screenshot"})
     (tmp_path / "d").mkdir()  # an OUT holding a corpus that `cua data corpus` built
     (tmp_path / "d" / RECIPE_FILE).write_bytes((Path(source) / RECIPE_FILE).read_bytes())
     with pytest.raises(ConfigError, match="got other source"):
-        await reexport(tmp_path / "d", source)
+        reexport(tmp_path / "d", source)
     assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
+    with pytest.raises(ConfigError, match="expected no source for a build"):
+        await build_corpus_async(CorpusConfig(out=tmp_path / "e", source=source), show_progress=False)
