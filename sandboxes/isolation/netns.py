@@ -189,9 +189,16 @@ class NetNamespace:
         return ["nsenter", f"--net={self.path}"]
 
     def close(self) -> None:
-        """Delete the namespace (its veth pair and rules go with it). Idempotent.
+        """Delete the veth pair, then the namespace (its rules go with it). Idempotent.
 
-        Processes still inside keep it alive in the kernel; end them first."""
+        The pair is deleted first, and explicitly: a deleted namespace's veth pair is torn
+        down later, by the kernel's namespace clean-up worker, so on a loaded machine its host
+        end outlived ``close`` (and a leak check right after found it). Deleting one end
+        deletes both, before ``ip`` returns. Processes still inside keep the namespace alive
+        in the kernel; end them first."""
+        host_if = f"{self.name}h"
+        if os.path.exists(f"/sys/class/net/{host_if}"):
+            subprocess.run(["ip", "link", "del", host_if], capture_output=True)
         if os.path.exists(self.path):
             subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
 

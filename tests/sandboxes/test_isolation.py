@@ -171,14 +171,17 @@ async def test_every_process_of_a_jail_ends_with_it(service: ServiceNetwork) -> 
     proc = await jail.spawn(["sh", "-c", shell])
     assert await wait_until(lambda: len(jail.pids()) >= 4, timeout=10), jail.pids()
     pids = jail.pids()
-    namespace, root = jail.network.path, jail.root
+    namespace, root, host_end = jail.network.path, jail.root, f"/sys/class/net/{jail.network.name}h"
+    assert os.path.exists(host_end)
     await jail.close()
+    # gone when close returns: not left to the kernel's namespace clean-up, which lags under load
+    assert not os.path.exists(host_end)
     await asyncio.wait_for(proc.wait(), 10)
     assert await wait_until(lambda: not any(procs.is_alive(p) for p in pids), timeout=10)
     assert not os.path.exists(namespace) and not os.path.exists(root)
     after = leftovers()
     assert after.namespaces == before.namespaces and after.homes == before.homes
-    assert after.cgroups == before.cgroups
+    assert after.cgroups == before.cgroups and after.interfaces == before.interfaces
 
 
 async def test_jail_processes_end_when_its_launcher_dies(service: ServiceNetwork) -> None:
