@@ -45,17 +45,17 @@ from benchmarks.common import console, print_table, success_cell, write_results
 def corpus_tasks(corpus: Path, max_depth: int) -> tuple[list[str], list[str], dict[str, int]]:
     """The training sites' task ids of at most ``max_depth`` steps, the held-out suites
     (one ``fsm:FILE`` per held-out site) and every task id's shortest-path length."""
-    stats = json.loads((corpus / "stats.json").read_text(encoding="utf-8"))
+    from fsm_sites.synthesis.tasks import load_tasks
+    from harness.store.corpus_split import read_manifest
+
+    stats = read_manifest(corpus)
     held = set(stats["sites"]["held_out"])
     train, depth = [], {}
     for folder in sorted(p for p in (corpus / "sites").iterdir() if (p / "tasks.jsonl").is_file()):
-        for line in (folder / "tasks.jsonl").read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            task = json.loads(line)
-            task_id = f"fsm:{(folder / 'tasks.jsonl').resolve()}#{task['id']}"
-            depth[task_id] = int(task["difficulty"])
-            if folder.name not in held and depth[task_id] <= max_depth:
+        for task in load_tasks(folder / "tasks.jsonl"):
+            task_id = f"fsm:{(folder / 'tasks.jsonl').resolve()}#{task.id}"
+            depth[task_id] = task.difficulty
+            if folder.name not in held and task.difficulty <= max_depth:
                 train.append(task_id)
     if not train:
         raise SystemExit(f"--corpus: expected training-site tasks of at most {max_depth} steps in "

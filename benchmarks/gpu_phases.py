@@ -210,7 +210,8 @@ def update(policy: Any, steps: Sequence[TrainStep], finetune: str, peak_tflops: 
     shape = batch_shape(policy, steps)
     flops = update_flops(policy.model, shape, finetune)
     tflops = flops / seconds / 1e12
-    return {"status": "ok", "seconds": seconds, "seconds_each": timings, "cpu_seconds_each": cpu, "peak_gib": peak_gib(device), "batch": len(steps),
+    return {"status": "ok", "seconds": seconds, "seconds_each": timings, "cpu_seconds_each": cpu,
+            "peak_gib": peak_gib(device), "batch": len(steps),
             "tokens": sum(shape["lengths"]), "image_patches": sum(shape["patches"]),
             "trainable_params": policy.trainable_parameters(), "model_tflops": tflops,
             "attention": getattr(policy.model.config, "_attn_implementation", None),

@@ -13,7 +13,8 @@ from benchmarks.bench_grpo_corpus import corpus_tasks, time_split
 def _site(root, name: str, difficulties: list[int]) -> None:
     folder = root / "sites" / name
     folder.mkdir(parents=True)
-    lines = [json.dumps({"id": f"{name}-{i}", "site": name, "difficulty": str(d)}) for i, d in enumerate(difficulties)]
+    lines = [json.dumps({"id": f"{name}-{i}", "site": name, "start_state": "home{}", "goal": "g", "goal_kind": "named",
+                         "instruction": f"task {i}", "difficulty": d, "oracle_path": []}) for i, d in enumerate(difficulties)]
     (folder / "tasks.jsonl").write_text("\n".join(lines) + "\n")
 
 
