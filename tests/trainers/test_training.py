@@ -66,15 +66,16 @@ def train_losses(out: Path) -> dict[int, float]:
 
 
 def test_sft_collects_trains_evaluates_and_reports(tmp_path, tiny_dir, oracle_store) -> None:
-    """An empty store: the config's collect section fills it; --set overrides the file; the
-    dense held-out metric is measured before, every 4 steps and at the end."""
+    """An empty store: the config's collect section fills it; --set overrides the file (label
+    renaming on); the dense held-out metric is measured before, every 4 steps and at the end."""
     config = run_config(tmp_path, tmp_path / "new-store", tiny_dir,
                         collect={"tasks": [TASKS[0]], "seeds": [0, 1]},
                         eval={"tasks": [TASKS[0]], "seed": 100, "episodes": 1, "concurrency": 2,
                               "max_steps": 2, "max_new_tokens": 8, "samples": 1},
                         heldout={"states": str(oracle_store), "every": 4})
     result = CliRunner().invoke(app, ["train", "sft", "--config", str(write(tmp_path, config)),
-                                      "--set", "train.max_steps=8", "--set", "train.save_steps=4"])
+                                      "--set", "train.max_steps=8", "--set", "train.save_steps=4",
+                                      "--set", "data.rename_labels=0.3"])
     assert result.exit_code == 0, result.output
     out = tmp_path / "run"
     losses = train_losses(out)
@@ -85,6 +86,8 @@ def test_sft_collects_trains_evaluates_and_reports(tmp_path, tiny_dir, oracle_st
         **ELEMENTS, "coordinates": "pixel", "history_images": 1}
     lines = metrics(out)
     assert [r["episodes"] for r in lines if r["event"] == "collect"] == [2]
+    renaming = [r for r in lines if r["event"] == "rename_labels"]
+    assert len(renaming) == 1 and renaming[0]["probability"] == 0.3 and renaming[0]["vocabulary"] > 5
     evals = {r["phase"]: r for r in lines if r["event"] == "eval"}
     assert set(evals) == {"before", "after"} and evals["after"]["agent"].startswith(f"hf:{out / 'model'}?")
     low, high = evals["after"]["success_ci"]

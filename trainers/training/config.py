@@ -64,6 +64,12 @@ class DataConfig(_Strict):
     steps: StepSelection = Field(
         default="advancing", description="SFT rows: 'advancing' (steps verified to advance toward "
         "the goal) or 'all' (every step of every successful path)")
+    rename_labels: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="label renaming (trainers.training.augment): "
+        "the probability that each element label of a training row is renamed, consistently in "
+        "its list, instruction, history and target, to another training row's label, so that "
+        "only copying from the list predicts it; a fresh renaming each time a row is batched. "
+        "0: rows as exported. Needs observation: elements")
 
     @field_validator("prompt")
     @classmethod
@@ -73,6 +79,14 @@ class DataConfig(_Strict):
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return prompt
+
+    @model_validator(mode="after")
+    def _renaming_needs_text(self) -> DataConfig:
+        if self.rename_labels and self.prompt.observation != "elements":
+            raise ValueError(f"expected data.rename_labels only with observation: elements, got "
+                             f"observation: {self.prompt.observation} (its screenshots would still "
+                             "show the old labels); set data.rename_labels: 0")
+        return self
 
     @model_validator(mode="after")
     def _one_source(self) -> DataConfig:

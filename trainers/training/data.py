@@ -27,6 +27,7 @@ from harness.store.export import ExportConfig, export
 from harness.store.store import TrajectoryStore
 from trainers.errors import TrainingDataError
 from trainers.models.inputs import PolicyParts, completion_ids, encode_completions
+from trainers.training.augment import LabelRenamer
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -144,16 +145,30 @@ def _feature_prompt(feature: dict[str, Any]) -> Prompt[bytes]:
     return Prompt(json.loads(feature["prompt"]), images, list(range(len(images))))
 
 
+def _renamed(features: list[dict[str, Any]], rename: LabelRenamer | None,
+             *keys: str) -> tuple[list[Prompt[bytes]], list[list[str]]]:
+    """Each feature's prompt and its ``keys`` replies, renamed as one where ``rename`` is set."""
+    prompts = [_feature_prompt(f) for f in features]
+    replies = [[f[k] for k in keys] for f in features]
+    if rename is None:
+        return prompts, replies
+    out = [rename(p.messages, *r) for p, r in zip(prompts, replies, strict=True)]
+    return ([Prompt(m, p.images, p.image_steps) for p, (m, _) in zip(prompts, out, strict=True)],
+            [r for _, r in out])
+
+
 class SFTCollator:
     """Batches for SFT: prompt tokens as the agent encodes them, then the target's tokens;
-    labels are the target's tokens, -100 elsewhere."""
+    labels are the target's tokens, -100 elsewhere. With ``rename`` each row's labels are
+    renamed afresh (``trainers.training.augment``)."""
 
-    def __init__(self, policy: PolicyParts) -> None:
+    def __init__(self, policy: PolicyParts, rename: LabelRenamer | None = None) -> None:
         self.policy = policy
+        self.rename = rename
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, Any]:
-        prompts = [_feature_prompt(f) for f in features]
-        targets = [completion_ids(self.policy, f["target"]) for f in features]
+        prompts, replies = _renamed(features, self.rename, "target")
+        targets = [completion_ids(self.policy, target) for (target,) in replies]
         encoded = encode_completions(self.policy, prompts, targets)
         inputs = dict(encoded.inputs)
         inputs["labels"] = inputs["input_ids"].masked_fill(~encoded.completion_mask, -100)
@@ -162,14 +177,16 @@ class SFTCollator:
 
 class PreferenceCollator:
     """Batches for TRL's DPOTrainer: every prompt with its chosen reply, then every prompt
-    with its rejected reply, and the mask of the reply tokens."""
+    with its rejected reply, and the mask of the reply tokens (labels renamed as in
+    ``SFTCollator``, the same renaming for a pair's prompt and both replies)."""
 
-    def __init__(self, policy: PolicyParts) -> None:
+    def __init__(self, policy: PolicyParts, rename: LabelRenamer | None = None) -> None:
         self.policy = policy
+        self.rename = rename
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, Any]:
-        prompts = [_feature_prompt(f) for f in features]
-        chosen = [completion_ids(self.policy, f["chosen"]) for f in features]
-        rejected = [completion_ids(self.policy, f["rejected"]) for f in features]
+        prompts, replies = _renamed(features, self.rename, "chosen", "rejected")
+        chosen = [completion_ids(self.policy, c) for c, _ in replies]
+        rejected = [completion_ids(self.policy, r) for _, r in replies]
         encoded = encode_completions(self.policy, prompts + prompts, chosen + rejected)
         return {**encoded.inputs, "completion_mask": encoded.completion_mask.long()}

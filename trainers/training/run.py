@@ -19,15 +19,18 @@ import dataclasses
 import difflib
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from harness.cli_config import check_output_dir
+from harness.prompts import Message
 from trainers.errors import ConfigError, ModelDirError, TrainingDataError
 from trainers.models.checkpoint import ModelInitConfig, init_checkpoint
 from trainers.models.policy import Policy, load_policy
+from trainers.training.augment import LabelRenamer
 from trainers.training.collect import ensure_data
 from trainers.training.config import TrainConfig
 from trainers.training.data import export_rows, read_export
@@ -170,6 +173,17 @@ class Run:
                                       self.out / "data" / "heldout")
             callbacks.append(heldout_callback(probe, policy, self.metrics))
         return callbacks
+
+    def renamer(self, prompts: Sequence[Sequence[Message]]) -> LabelRenamer | None:
+        """The collator's label renaming (``data.rename_labels``), its vocabulary every label
+        of the training rows; None where the rows are trained as exported."""
+        probability = self.config.data.rename_labels
+        if not probability:
+            return None
+        renamer = LabelRenamer.from_messages(prompts, probability, seed=self.config.train.seed)
+        self.metrics.write("rename_labels", probability=probability,
+                           vocabulary=len(renamer.vocabulary))
+        return renamer
 
     # ---- running -------------------------------------------------------------------------
     def evaluate(self, phase: str, model_dir: Path, *, with_prompt: bool) -> None:

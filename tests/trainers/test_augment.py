@@ -1,0 +1,107 @@
+"""Label renaming (``data.rename_labels``): a renamed prompt is the prompt the one prompt
+builder writes for the same page with its elements renamed, the target still names a listed
+element, and the collator trains on the renamed target."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.prompts import PromptBuilder, PromptConfig, named_element
+from sandboxes.base import UIElement
+from trainers.errors import TrainingDataError
+from trainers.training.augment import LabelRenamer, listed_labels
+from trainers.training.config import DataConfig
+from trainers.training.data import SFTCollator
+
+BUILDER = PromptBuilder(PromptConfig(codec="json", observation="elements", system_prompt=False))
+
+
+def element(i: int, role: str, label: str, **more: object) -> UIElement:
+    return UIElement(id=f"e{i}", role=role, label=label, x=0, y=20 * i, width=50, height=10, **more)
+
+
+PAGE = [element(0, "link", "Inbox", section="navigation"), element(1, "tab", "Inbox"),
+        element(2, "button", "Archive", row="Lunch on Friday?"),
+        element(3, "button", "Archive", row="Quarterly report"),
+        element(4, "button", "+", row="Quarterly report"), element(5, "textbox", "Search", value="Inbox"),
+        element(6, "link", "Mailbox"), element(7, "link", "Mailbox")]
+INSTRUCTION = "Archive 'Quarterly report' from the inbox, then search."
+TARGET = {"type": "click_element", "element": 'Archive in row "Quarterly report"'}
+
+
+def prompt_text(page: list[UIElement], instruction: str, history: list[str]) -> str:
+    past = [({"type": "click_element", "element": name}, (640, 400), None) for name in history]
+    built = BUILDER.build(instruction=instruction, history=past, images=[], image_steps=[],
+                          error=None, elements=page)
+    return "".join(p["text"] for m in built.messages for p in m["content"] if p["type"] == "text")
+
+
+def test_listed_labels_are_the_lists_labels_and_rows_without_values_signs_or_numbers() -> None:
+    text = prompt_text(PAGE, INSTRUCTION, [])
+    assert "Mailbox #2" in text  # the last-resort number the list gives the second copy
+    assert listed_labels(text) == ["Inbox", "Archive", "Lunch on Friday?", "Quarterly report",
+                                   "Search", "Mailbox"]  # no "+", no value
+
+
+def test_a_renamed_prompt_is_the_prompt_of_the_renamed_page() -> None:
+    """Renaming every label of the text equals building the prompt from renamed elements:
+    the list, the instruction (in its own case), the history and the target agree."""
+    messages = BUILDER.build(instruction=INSTRUCTION, history=[({"type": "click_element",
+                             "element": "Inbox in navigation"}, (640, 400), None)], images=[],
+                             image_steps=[], error=None, elements=PAGE).messages
+    vocabulary = ["Drafts", "Spam folder", "Team offsite agenda", "Compose", "Settings", "Labels"]
+    renamer = LabelRenamer(1.0, vocabulary, seed=3)
+    mapping = LabelRenamer(1.0, vocabulary, seed=3).mapping(messages)
+    assert set(mapping) == {"Inbox", "Archive", "Lunch on Friday?", "Quarterly report", "Search",
+                            "Mailbox"}
+    assert len(set(mapping.values())) == len(mapping)  # two labels never merge
+    renamed, (target,) = renamer(messages, json.dumps(TARGET))
+
+    def new(label: str | None) -> str | None:
+        return None if label is None else mapping.get(label, label)
+
+    page = [e.model_copy(update={"label": new(e.label), "row": new(e.row), "value": new(e.value)})
+            for e in PAGE]
+    instruction = (f"{mapping['Archive']} '{mapping['Quarterly report']}' from the "
+                   f"{mapping['Inbox'].lower()}, then {mapping['Search'].lower()}.")
+    expected = prompt_text(page, instruction, [f"{mapping['Inbox']} in navigation"])
+    got = "".join(p["text"] for m in renamed for p in m["content"] if p["type"] == "text")
+    assert got == expected
+    assert f'= "{mapping["Inbox"]}"' in got  # a value that reads as a renamed label follows it
+    found, error = named_element(json.loads(target)["element"], page)
+    assert error is None and found == page[3]
+
+
+def test_renaming_is_seeded_partial_and_leaves_an_untouched_row_alone() -> None:
+    messages = BUILDER.build(instruction=INSTRUCTION, history=[], images=[], image_steps=[],
+                             error=None, elements=PAGE).messages
+    vocabulary = [f"Label {i}" for i in range(50)]
+    first = LabelRenamer(0.5, vocabulary, seed=7)(messages, "x")
+    assert first == LabelRenamer(0.5, vocabulary, seed=7)(messages, "x") and first[0] != messages
+    sizes = {len(LabelRenamer(0.5, vocabulary, seed=s).mapping(messages)) for s in range(20)}
+    assert min(sizes) < 6 and max(sizes) > 0  # some labels, not all, on most draws
+    assert LabelRenamer(0.0, vocabulary)(messages, "x") == (list(messages), ["x"])
+
+
+def test_renaming_needs_element_lists_to_rename_with() -> None:
+    with pytest.raises(TrainingDataError, match="expected element labels to rename with"):
+        LabelRenamer.from_messages([[{"role": "user", "content": [{"type": "text", "text": "hi"}]}]], 0.5)
+    with pytest.raises(ValueError, match="expected data.rename_labels only with observation: elements"):
+        DataConfig(store="s", rename_labels=0.5,
+                   prompt=PromptConfig(observation="screenshot+elements"))
+
+
+def test_the_collator_trains_on_the_renamed_target(tiny_policy) -> None:
+    built = BUILDER.build(instruction=INSTRUCTION, history=[], images=[], image_steps=[],
+                          error=None, elements=PAGE)
+    feature = {"images": [], "prompt": json.dumps(built.messages), "target": json.dumps(TARGET)}
+    renamer = LabelRenamer(1.0, ["Drafts", "Spam folder", "Compose", "Settings", "Labels", "Sent"])
+    batch = SFTCollator(tiny_policy, renamer)([feature])
+    labels = batch["labels"][0]
+    trained = tiny_policy.processor.tokenizer.decode(labels[labels != -100])
+    assert "Quarterly report" not in trained and "Archive" not in trained
+    prompt = tiny_policy.processor.tokenizer.decode(batch["input_ids"][0][labels == -100])
+    renamed = json.loads(trained.split("<|im_end|>")[0])["element"]
+    assert renamed.split(" in row ")[0] in prompt and "Quarterly report" not in prompt

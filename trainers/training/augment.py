@@ -1,0 +1,135 @@
+"""Label renaming: training rows whose element labels only copying can predict.
+
+A model trained on a few dozen sites learns their labels by heart: on a site it never saw it
+answers with a training site's label ("Inbox", "Next page") that its element list does not
+hold (BENCHMARKS.md, issue 21 row 1). Renaming fixes what that failure needs. Each label of a
+row's element list is replaced, with probability ``p``, by a label of another training row
+(so a renamed label reads like a real one), everywhere the row writes it: the element list,
+the instruction, the previous actions, the last error and the target action. The row stays
+the same task on a page that names its elements differently, and its target is still the
+element the list shows, now under a name only the list gives away.
+
+The labels of an element list are what is renamed (``- role "label"`` and its ``in row
+"..."``), never values (``= "..."``) for their own sake; a value that reads the same as a
+renamed label is renamed with it (a combobox showing its option "Lead"), so the same words
+stay the same words everywhere in the row. A label is matched as a whole word, the longest first, as written
+and, for labels of four or more characters, in lower case (the instruction's "hardware
+board" for the option "Hardware"). Labels a whole-word match cannot find safely are left as
+they are: those that start or end with a sign (``+``, ``-``, ``$12.50``) and those whose JSON
+form escapes a character (the actions write them escaped). Prompts with images cannot be
+renamed: the screenshot would still show the old label (``DataConfig`` refuses the
+combination).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from harness.prompts import Message
+from trainers.errors import TrainingDataError
+
+#: an element line: ``- role "label"`` then an optional `` in row "row"``
+_LINE = re.compile(r'^- \S+ "((?:[^"\\]|\\.)*)"(?: in row "((?:[^"\\]|\\.)*)")?', re.MULTILINE)
+_LIST = re.compile(r"^Elements:\n((?:- [^\n]*(?:\n|$))*)", re.MULTILINE)
+_NUMBERED = re.compile(r" #\d+$")
+#: a label renaming can find as a whole word: word characters at its edges (a closing ``?``,
+#: ``!``, ``.`` or ``)`` allowed); ``+``, ``-`` or ``$12.50`` would match bullets and prices
+_RENAMABLE = re.compile(r"\w(?:.*[\w?!.)])?", re.DOTALL)
+
+
+def listed_labels(text: str) -> list[str]:
+    """The distinct renamable labels (and rows) of the element list in a prompt's text, in
+    list order, with a last-resort ``#k`` number taken off (``Mailbox #2`` is ``Mailbox``'s
+    copy). Left out: labels whose JSON form escapes a character (the actions write them
+    escaped) and labels that do not start with a word character or end with one (``+``,
+    ``-``: a whole-word match could not tell them from a list's bullets)."""
+    found: dict[str, None] = {}
+    for block in _LIST.findall(text):
+        for match in _LINE.finditer(block):
+            for quoted in match.groups():
+                if quoted is None:
+                    continue
+                label = _NUMBERED.sub("", json.loads(f'"{quoted}"'))
+                if _RENAMABLE.fullmatch(label) and json.dumps(label, ensure_ascii=False) == f'"{label}"':
+                    found[label] = None
+    return list(found)
+
+
+@dataclass
+class LabelRenamer:
+    """Renames a row's element labels consistently across its prompt and replies (see the
+    module docstring). ``vocabulary`` is what a renamed label becomes; ``seed`` makes the
+    sequence of renamings a run sees repeatable."""
+
+    probability: float
+    vocabulary: Sequence[str]
+    seed: int = 0
+    _random: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.probability <= 1.0:
+            raise TrainingDataError(f"expected a renaming probability in [0, 1], got {self.probability}")
+        if self.probability and len(set(self.vocabulary)) < 2:
+            raise TrainingDataError(
+                f"expected element labels to rename with, got {len(set(self.vocabulary))} in the "
+                "training rows (label renaming needs the element-list observation); set "
+                "data.rename_labels: 0")
+        self._random = random.Random(self.seed)
+
+    @classmethod
+    def from_messages(cls, prompts: Iterable[Sequence[Message]], probability: float,
+                      seed: int = 0) -> LabelRenamer:
+        """A renamer whose vocabulary is every label the rows' element lists show."""
+        vocabulary: dict[str, None] = {}
+        for messages in prompts:
+            for label in listed_labels(_text(messages)):
+                vocabulary[label] = None
+        return cls(probability, sorted(vocabulary), seed)
+
+    def mapping(self, messages: Sequence[Message]) -> dict[str, str]:
+        """The renaming of one row: each listed label, with probability ``p``, to a label the
+        row does not show (so two labels never merge)."""
+        labels = listed_labels(_text(messages))
+        shown = set(labels)
+        renamed: dict[str, str] = {}
+        for label in labels:
+            if self._random.random() >= self.probability:
+                continue
+            for _ in range(8):
+                new = self.vocabulary[self._random.randrange(len(self.vocabulary))]
+                if new not in shown:
+                    renamed[label] = new
+                    shown.add(new)
+                    break
+        return renamed
+
+    def __call__(self, messages: Sequence[Message], *replies: str) -> tuple[list[Message], list[str]]:
+        """The row's messages and replies with one fresh renaming applied to all of them."""
+        mapping = self.mapping(messages)
+        if not mapping:
+            return list(messages), list(replies)
+        rename = _substitution(mapping)
+        out: list[Message] = [
+            {"role": m["role"], "content": [{"type": "text", "text": rename(p["text"])}
+                                            if p["type"] == "text" else p for p in m["content"]]}
+            for m in messages]
+        return out, [rename(r) for r in replies]
+
+
+def _substitution(mapping: dict[str, str]) -> Callable[[str], str]:
+    """One pass over a text replacing every mapped label (longest first, whole words)."""
+    table = dict(mapping)
+    for old, new in mapping.items():
+        if len(old) >= 4 and old.lower() != old:
+            table.setdefault(old.lower(), new.lower())
+    alternatives = "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w])(?:{alternatives})(?![\w])")
+    return lambda text: pattern.sub(lambda m: table[m.group(0)], text)
+
+
+def _text(messages: Sequence[Message]) -> str:
+    return "\n".join(p["text"] for m in messages for p in m["content"] if p["type"] == "text")
