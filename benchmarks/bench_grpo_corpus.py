@@ -161,8 +161,22 @@ def figure(results: dict[str, Any], path: Path) -> None:
                               bars, percent=False), encoding="utf-8")
 
 
+def check_reused(args: argparse.Namespace, out: Path) -> None:
+    """A finished run is reused only under the same budget: arms at unequal env steps would
+    be compared as if equal."""
+    import yaml
+
+    had = yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8")).get("env_steps")
+    if had != args.env_steps:
+        raise SystemExit(f"--runs: expected {out} to have run with env_steps {args.env_steps}, got {had}; "
+                         "give --runs a new folder for this budget")
+
+
 def run_seed(args: argparse.Namespace, seed: int, root: Path, train: list[str]) -> dict[str, dict[str, Any]]:
     started, load_before = time.perf_counter(), load()
+    for name in args.arms:
+        if (root / f"{name}-{seed}" / "model").is_dir():
+            check_reused(args, root / f"{name}-{seed}")
     procs = {name: (start_arm(args, name, seed, root / f"{name}-{seed}", train), root / f"{name}-{seed}")
              for name in args.arms if not (root / f"{name}-{seed}" / "model").is_dir()}
     runs: dict[str, dict[str, Any]] = {}
@@ -197,7 +211,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="one more override for every arm (e.g. loss.learning_rate=4e-4)")
     parser.add_argument("--runs", type=Path, default=Path("runs/grpo-corpus"),
-                        help="the runs' folders (resumable: a finished run is not run again)")
+                        help="the runs' folders (resumable: a finished run is not run again; "
+                        "one made under another --env-steps is refused)")
     parser.add_argument("--out", default=None, help="result JSON (default benchmarks/results/)")
     parser.add_argument("--figure", type=Path, default=Path("docs/images/grpo_corpus.svg"))
     return parser

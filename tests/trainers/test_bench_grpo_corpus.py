@@ -8,7 +8,14 @@ import json
 
 import pytest
 
-from benchmarks.bench_grpo_corpus import arm_sets, corpus_tasks, main, make_parser, time_split
+from benchmarks.bench_grpo_corpus import (
+    arm_sets,
+    check_reused,
+    corpus_tasks,
+    main,
+    make_parser,
+    time_split,
+)
 from benchmarks.bench_grpo_learning import CONFIG
 
 
@@ -60,6 +67,11 @@ def test_every_arm_gets_the_same_env_step_budget_capped_by_updates(tmp_path, cap
         assert (config.env_steps, config.updates, config.seed) == (300, 20, 1)
     unbudgeted = make_parser().parse_args(["--corpus", str(tmp_path), "--model", str(tmp_path)])
     assert not any(s.startswith("env_steps=") for s in arm_sets(unbudgeted, "step", 0, tmp_path, ["t"]))
+    # a finished run is reused only under the same budget (the runs of 10 updates had none)
+    (tmp_path / "config.yaml").write_text("updates: 10\nenv_steps: null\n")
+    check_reused(unbudgeted, tmp_path)
+    with pytest.raises(SystemExit, match="env_steps 300, got None; give --runs a new folder"):
+        check_reused(args, tmp_path)
     with pytest.raises(SystemExit):
         main(["--corpus", str(tmp_path), "--model", str(tmp_path), "--env-steps", "0"])
     assert "--env-steps: expected a budget of at least 1 env step, got 0" in capsys.readouterr().err

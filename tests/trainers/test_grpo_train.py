@@ -112,6 +112,9 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
     assert all(e["success_ci"][0] <= e["success_rate"] <= e["success_ci"][1] for e in evals)
     assert "Success (95% CI): before: " in page
     assert "<h2>Per update</h2>" in page and "<th>clip fraction</th><th>KL</th>" in page
+    total = updates[-1]["env_steps"]
+    assert total == sum(u["update_env_steps"] for u in updates) and lines(out, "stop")[-1]["reason"] == "updates"
+    assert f"stopped after update 2: 2 updates done, {total} env steps used" in page
     from tests.trainers.test_training import scalars
 
     seen = scalars(out)  # report_to's default: the same lines in TensorBoard
