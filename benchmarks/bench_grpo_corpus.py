@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.bench_grpo_corpus --corpus runs/corpus \\
         --model runs/sft-corpus/model --baseline runs/sft-corpus/eval/after \\
-        [--seeds 0 1 2] [--updates 8] [--runs runs/grpo-corpus]
+        [--seeds 0 1 2] [--env-steps 400] [--updates 20] [--runs runs/grpo-corpus]
 
 **The split is the corpus's own** (``cua data corpus``; BENCHMARKS.md "Issue 21: the
 corpus"): GRPO trains on tasks of the *training* sites whose shortest path is at most
@@ -12,10 +12,16 @@ sites** (``stats.json``'s ``heldout_tasks``: 268 tasks on 9 sites that no traini
 from), one episode each at layout seed 100, at most ``--eval-steps`` steps.
 
 **The arms** are ``bench_grpo_learning``'s three (``cua train grpo`` with
-``trainers/configs/grpo-tiny.yaml``, the same updates, group size and tasks per update, so
-the same env-step budget up to early episode ends): ``outcome`` (episode reward only),
-``step`` (verified step rewards, discounted) and ``step+tree`` (plus one branched state per
-group). The arms of one seed run at once, one torch thread each.
+``trainers/configs/grpo-tiny.yaml``, the same group size and tasks per update):
+``outcome`` (episode reward only), ``step`` (verified step rewards, discounted) and
+``step+tree`` (plus one branched state per group). **They are compared at equal env steps**
+with ``--env-steps N``: every arm's run stops after the update in which its env steps reach
+N (``cua train grpo``'s ``env_steps``; ``--updates`` is then only the cap). The same number
+of updates is not the same budget: dynamic sampling redraws the groups whose rewards are
+all equal, far more of them under outcome rewards, so in 10 updates the outcome arm took
+about twice the step arm's env steps (BENCHMARKS.md). Each run's env steps used and why it
+stopped (``env_steps`` or ``updates``) are in the results. The arms of one seed run at
+once, one torch thread each.
 
 **What is written** (``benchmarks/results/bench_grpo_corpus.json``): per arm and seed the
 held-out success with its Wilson CI, the paired comparison with the SFT model's evaluation
@@ -63,15 +69,21 @@ def corpus_tasks(corpus: Path, max_depth: int) -> tuple[list[str], list[str], di
     return train, list(stats["heldout_tasks"]), depth
 
 
-def start_arm(args: argparse.Namespace, name: str, seed: int, out: Path, train: list[str]) -> subprocess.Popen[bytes]:
-    """``cua train grpo`` for one arm and seed (no evaluation inside: the arms are evaluated
-    afterwards on the held-out sites, all in the same way)."""
-    sets = [f"out={out}", f"model.path={args.model}", "init=null", f"updates={args.updates}",
+def arm_sets(args: argparse.Namespace, name: str, seed: int, out: Path, train: list[str]) -> list[str]:
+    """The ``--set`` overrides of one arm's run: every arm the same budget (``--env-steps``,
+    capped by ``--updates``), its own reward settings, then ``--set``'s for every arm."""
+    budget = [f"env_steps={args.env_steps}"] if args.env_steps is not None else []
+    return [f"out={out}", f"model.path={args.model}", "init=null", f"updates={args.updates}", *budget,
             f"seed={seed}", f"tasks=[{', '.join(train)}]", f"rollout.max_steps={args.max_steps}",
             "eval=null", "signal.patience=1000", "checkpoint_every=1000", "filmstrips=0",
             *VARIANTS[name], *args.set]
+
+
+def start_arm(args: argparse.Namespace, name: str, seed: int, out: Path, train: list[str]) -> subprocess.Popen[bytes]:
+    """``cua train grpo`` for one arm and seed (no evaluation inside: the arms are evaluated
+    afterwards on the held-out sites, all in the same way)."""
     argv = [sys.executable, "-m", "harness.cli", "train", "grpo", "--config", str(CONFIG)]
-    for item in sets:
+    for item in arm_sets(args, name, seed, out, train):
         argv += ["--set", item]
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "run.log", "wb") as log:
@@ -86,11 +98,15 @@ def wait_cpu(proc: subprocess.Popen[bytes]) -> float:
 
 
 def time_split(lines: list[dict[str, Any]]) -> dict[str, Any]:
-    """Row 4: the run's seconds per update, split into env, generation and training."""
+    """Row 4: the run's seconds per update, split into env, generation and training; the env
+    steps it used and why it stopped (``env_steps``: the budget reached; ``updates``: the cap;
+    None: a run from before ``cua train grpo`` wrote its ``stop`` line)."""
     updates = [x for x in lines if x["event"] == "update"]
+    stops = [x for x in lines if x["event"] == "stop"]
     n = len(updates)
     parts = {k: sum(u.get(k, 0.0) for u in updates) / n for k in ("env_s", "generation_s", "train_s")}
-    return {"updates": n, "env_steps": updates[-1]["env_steps"], "per_update_s": {k: round(v, 2) for k, v in parts.items()},
+    return {"updates": n, "env_steps": updates[-1]["env_steps"], "stop_reason": stops[-1]["reason"] if stops else None,
+            "per_update_s": {k: round(v, 2) for k, v in parts.items()},
             "process_cpu_per_update_s": round(sum(u.get("cpu_s", 0.0) for u in updates) / n, 2),
             "train_success": [u["success"] for u in updates], "clip_fraction": [u.get("clip_fraction") for u in updates],
             "kl": [u.get("kl") for u in updates]}
@@ -145,8 +161,22 @@ def figure(results: dict[str, Any], path: Path) -> None:
                               bars, percent=False), encoding="utf-8")
 
 
+def check_reused(args: argparse.Namespace, out: Path) -> None:
+    """A finished run is reused only under the same budget: arms at unequal env steps would
+    be compared as if equal."""
+    import yaml
+
+    had = yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8")).get("env_steps")
+    if had != args.env_steps:
+        raise SystemExit(f"--runs: expected {out} to have run with env_steps {args.env_steps}, got {had}; "
+                         "give --runs a new folder for this budget")
+
+
 def run_seed(args: argparse.Namespace, seed: int, root: Path, train: list[str]) -> dict[str, dict[str, Any]]:
     started, load_before = time.perf_counter(), load()
+    for name in args.arms:
+        if (root / f"{name}-{seed}" / "model").is_dir():
+            check_reused(args, root / f"{name}-{seed}")
     procs = {name: (start_arm(args, name, seed, root / f"{name}-{seed}", train), root / f"{name}-{seed}")
              for name in args.arms if not (root / f"{name}-{seed}" / "model").is_dir()}
     runs: dict[str, dict[str, Any]] = {}
@@ -163,7 +193,7 @@ def run_seed(args: argparse.Namespace, seed: int, root: Path, train: list[str]) 
     return runs
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, required=True, help="a `cua data corpus` folder")
     parser.add_argument("--model", type=Path, required=True, help="the SFT model to start from")
@@ -171,17 +201,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="the SFT model's `cua eval` folder on the held-out tasks (made when not given)")
     parser.add_argument("--arms", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--updates", type=int, default=8)
+    parser.add_argument("--env-steps", type=int, default=None, metavar="N",
+                        help="every arm's env-step budget: a run stops after the update in which "
+                        "its env steps reach N (--updates is then the cap); the fair comparison")
+    parser.add_argument("--updates", type=int, default=8, help="updates per run (with --env-steps: the most)")
     parser.add_argument("--max-depth", type=int, default=4, help="longest training task (shortest-path steps)")
     parser.add_argument("--max-steps", type=int, default=6, help="steps per training episode")
     parser.add_argument("--eval-steps", type=int, default=15, help="steps per held-out episode")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="one more override for every arm (e.g. loss.learning_rate=4e-4)")
     parser.add_argument("--runs", type=Path, default=Path("runs/grpo-corpus"),
-                        help="the runs' folders (resumable: a finished run is not run again)")
+                        help="the runs' folders (resumable: a finished run is not run again; "
+                        "one made under another --env-steps is refused)")
     parser.add_argument("--out", default=None, help="result JSON (default benchmarks/results/)")
     parser.add_argument("--figure", type=Path, default=Path("docs/images/grpo_corpus.svg"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = make_parser()
     args = parser.parse_args(argv)
+    if args.env_steps is not None and args.env_steps < 1:
+        parser.error(f"--env-steps: expected a budget of at least 1 env step, got {args.env_steps}")
     train, heldout, depth = corpus_tasks(args.corpus, args.max_depth)
     console.print(f"{len(train)} training tasks (at most {args.max_depth} steps), held-out suites: {len(heldout)}")
     baseline = args.baseline or args.runs / "sft-eval"
@@ -204,11 +245,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows = [[r["arm"], str(r["seed"]), success_cell(r["success_rate"] or 0.0, r["episodes"] or 0),
              f"{100 * r['vs_sft']['difference']:+.1f} [{100 * r['vs_sft']['difference_ci'][0]:+.1f}, "
              f"{100 * r['vs_sft']['difference_ci'][1]:+.1f}] p={r['vs_sft']['mcnemar_p']:.2g}",
-             str(r["env_steps"]), f"{r['cpu_s'] / 60:.1f}",
+             f"{r['env_steps']} ({r.get('stop_reason') or '?'})", f"{r['cpu_s'] / 60:.1f}",
              " / ".join(f"{r['per_update_s'][k]:.0f}" for k in ("env_s", "generation_s", "train_s"))]
             for r in results["runs"]]
     print_table(f"held-out-site success after GRPO (SFT: {success_cell(sft.get('success_rate') or 0.0, sft.get('episodes') or 0)})",
-                ["arm", "seed", "held-out", "vs SFT (paired)", "env steps", "CPU-min", "s/update env / gen / train"], rows)
+                ["arm", "seed", "held-out", "vs SFT (paired)", "env steps (stopped by)", "CPU-min", "s/update env / gen / train"], rows)
     path = write_results("bench_grpo_corpus", results, args.out)
     figure(results, args.figure)
     console.print(f"results: {path}\nfigure: {args.figure}")

@@ -1,5 +1,6 @@
 """Issue 21's GRPO measurement on the corpus (benchmarks/bench_grpo_corpus.py): which tasks it
-trains and judges on, and how a run's time is split. The runs themselves are the benchmark's."""
+trains and judges on, the budget every arm gets, and how a run's time is split. The runs
+themselves are the benchmark's."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ import json
 
 import pytest
 
-from benchmarks.bench_grpo_corpus import corpus_tasks, time_split
+from benchmarks.bench_grpo_corpus import (
+    arm_sets,
+    check_reused,
+    corpus_tasks,
+    main,
+    make_parser,
+    time_split,
+)
+from benchmarks.bench_grpo_learning import CONFIG
 
 
 def _site(root, name: str, difficulties: list[int]) -> None:
@@ -38,6 +47,31 @@ def test_a_runs_time_is_split_per_update_into_env_generation_and_training() -> N
     lines = [{"event": "update", "update": u, "env_steps": 10 * u, "env_s": 4.0 + u, "generation_s": 2.0,
               "train_s": 1.0, "cpu_s": 3.0, "success": 0.25, "clip_fraction": 0.05, "kl": 0.01} for u in (1, 2)]
     split = time_split([{"event": "heldout"}, *lines])
-    assert split["updates"] == 2 and split["env_steps"] == 20
+    assert split["updates"] == 2 and split["env_steps"] == 20 and split["stop_reason"] is None  # an older run
+    stop = {"event": "stop", "reason": "env_steps", "updates": 2, "env_steps": 20, "env_steps_budget": 15}
+    assert time_split([*lines, stop])["stop_reason"] == "env_steps"
     assert split["per_update_s"] == {"env_s": 5.5, "generation_s": 2.0, "train_s": 1.0}
     assert split["process_cpu_per_update_s"] == 3.0 and split["clip_fraction"] == [0.05, 0.05]
+
+
+def test_every_arm_gets_the_same_env_step_budget_capped_by_updates(tmp_path, capsys) -> None:
+    """--env-steps reaches every arm's `cua train grpo` as its env_steps, which the config takes."""
+    from harness.cli_config import load_config
+    from trainers.grpo.config import GRPOConfig
+
+    args = make_parser().parse_args(["--corpus", str(tmp_path), "--model", str(tmp_path / "m"),
+                                     "--env-steps", "300", "--updates", "20"])
+    for arm in ("outcome", "step", "step+tree"):
+        sets = arm_sets(args, arm, 1, tmp_path / arm, ["fsm:shop/open_mug"])
+        config = load_config(GRPOConfig, file=CONFIG, sets=sets)
+        assert (config.env_steps, config.updates, config.seed) == (300, 20, 1)
+    unbudgeted = make_parser().parse_args(["--corpus", str(tmp_path), "--model", str(tmp_path)])
+    assert not any(s.startswith("env_steps=") for s in arm_sets(unbudgeted, "step", 0, tmp_path, ["t"]))
+    # a finished run is reused only under the same budget (the runs of 10 updates had none)
+    (tmp_path / "config.yaml").write_text("updates: 10\nenv_steps: null\n")
+    check_reused(unbudgeted, tmp_path)
+    with pytest.raises(SystemExit, match="env_steps 300, got None; give --runs a new folder"):
+        check_reused(args, tmp_path)
+    with pytest.raises(SystemExit):
+        main(["--corpus", str(tmp_path), "--model", str(tmp_path), "--env-steps", "0"])
+    assert "--env-steps: expected a budget of at least 1 env step, got 0" in capsys.readouterr().err

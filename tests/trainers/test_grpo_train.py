@@ -112,6 +112,9 @@ def test_grpo_updates_change_the_policy_and_write_metrics_report_and_store(tmp_p
     assert all(e["success_ci"][0] <= e["success_rate"] <= e["success_ci"][1] for e in evals)
     assert "Success (95% CI): before: " in page
     assert "<h2>Per update</h2>" in page and "<th>clip fraction</th><th>KL</th>" in page
+    total = updates[-1]["env_steps"]
+    assert total == sum(u["update_env_steps"] for u in updates) and lines(out, "stop")[-1]["reason"] == "updates"
+    assert f"stopped after update 2: 2 updates done, {total} env steps used" in page
     from tests.trainers.test_training import scalars
 
     seen = scalars(out)  # report_to's default: the same lines in TensorBoard
@@ -180,14 +183,26 @@ def test_resume_continues_bit_identically(tmp_path, tiny_dir) -> None:
     last_full, last_resumed = lines(full, "update")[-1], lines(resumed, "update")[-1]
     assert {k: v for k, v in last_full.items() if k not in noisy} == \
         {k: v for k, v in last_resumed.items() if k not in noisy}
+    assert lines(full, "stop")[-1]["reason"] == lines(resumed, "stop")[-1]["reason"] == "updates"
+    # a resumed run counts the env steps its checkpoint holds: a budget they already reach
+    # runs no further update
+    spent = tmp_path / "spent"
+    shutil.copytree(full, spent)
+    shutil.rmtree(spent / "checkpoints" / "update-2")
+    first = lines(full, "update")[0]["env_steps"]
+    train_grpo(grpo_config(spent, tiny_dir, loss=warm, resume=True, env_steps=first), agent_class=TeacherMix)
+    assert len(lines(spent, "update")) == 2  # the copied run's two, no new one
+    assert lines(spent, "stop")[-1] == {"event": "stop", "reason": "env_steps", "updates": 1, "env_steps": first,
+                                        "env_steps_budget": first, "updates_cap": 2}
 
 
 def test_groups_without_a_signal_are_dropped_and_resampled(tmp_path, tiny_dir) -> None:
     """Outcome rewards in 2 steps: the oracle solves open_mug (2 steps) but neither 3-step
-    task, so those groups are all zeros: dropped, one resampled in their place; the
-    curriculum still counts every group."""
+    task, so those groups are all zeros: dropped, one resampled in their place (their env
+    steps count); the curriculum still counts every group. An env-step budget below one
+    update's steps stops the run after that update, though ``updates`` allows two."""
     out = tmp_path / "run"
-    config = grpo_config(out, tiny_dir, updates=1, reward="outcome", tasks=["fsm:shop/add_lamp", "fsm:shop/open_mug",
+    config = grpo_config(out, tiny_dir, updates=2, env_steps=1, reward="outcome", tasks=["fsm:shop/add_lamp", "fsm:shop/open_mug",
                          "fsm:mail/star_m1"], group={"tasks": 2, "size": 2, "seeds": [0], "resample": 1},
                          rollout={**ROLLOUT, "max_steps": 2}, tree={"branch_states": 0},
                          curriculum={"enabled": False}, filmstrips=0)
@@ -197,6 +212,12 @@ def test_groups_without_a_signal_are_dropped_and_resampled(tmp_path, tiny_dir) -
     assert update["episodes"] == 6 and update["groups"] == 1 and update["silent_groups"] == 0
     assert update["dropped_groups"] == 2 and update["resampled_groups"] == 1
     assert all(p["n"] == 2 for p in update["pool"].values())  # every group's outcomes recorded
+    assert update["update_env_steps"] == update["env_steps"] >= 6  # 6 episodes, each one step at least
+    [stop] = lines(out, "stop")
+    assert stop == {"event": "stop", "reason": "env_steps", "updates": 1, "env_steps": update["env_steps"],
+                    "env_steps_budget": 1, "updates_cap": 2}
+    assert f"stopped after update 1: env-step budget of 1 reached, {stop['env_steps']} env steps used" \
+        in (out / "report.html").read_text()
 
 
 def test_no_op_steps_end_a_training_episode_or_cost_their_penalty() -> None:
@@ -312,6 +333,8 @@ def test_a_curriculum_pool_smaller_than_its_base_tasks_is_refused(tmp_path) -> N
         grpo_config(tmp_path, tmp_path, tasks=tasks, curriculum={"max_pool": 5})
     assert grpo_config(tmp_path, tmp_path, tasks=tasks, curriculum={"max_pool": 6}).curriculum.max_pool == 6
     assert Curriculum(tasks, CurriculumSpec()).max_pool == 12  # unset: room for every task's two variants
+    with pytest.raises(ValidationError, match="expected env_steps of at least 1.*got 0"):
+        grpo_config(tmp_path, tmp_path, env_steps=0)
     with pytest.raises(ValidationError, match="penalty > 0 with effect: penalize"):
         grpo_config(tmp_path, tmp_path, no_op={"effect": "penalize"})
     # the defaults a multi-turn run gets: episode-mean, discounted step returns, no-ops end episodes

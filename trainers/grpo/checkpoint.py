@@ -42,6 +42,14 @@ class LoopState:
     flat_streak: int = 0
     seconds: dict[str, float] = field(default_factory=lambda: {"rollout": 0.0, "train": 0.0, "eval": 0.0})
 
+    def stop_reason(self, updates: int, env_steps: int | None) -> str | None:
+        """Why the run stops here: ``env_steps`` (its env steps reached that budget),
+        ``updates`` (that many updates done) or None (another update runs). A resumed run
+        counts the env steps its checkpoint holds."""
+        if env_steps is not None and self.env_steps >= env_steps:
+            return "env_steps"
+        return "updates" if self.update >= updates else None
+
 
 def checkpoints(out: Path) -> list[Path]:
     """The run's checkpoints, oldest first."""

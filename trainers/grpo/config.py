@@ -1,7 +1,8 @@
 """The config of ``cua train grpo``: one pydantic model per component, every field described.
 
     out: runs/grpo-tiny                 # metrics.jsonl, report.html, checkpoints/, model/
-    updates: 6                          # policy updates
+    updates: 6                          # policy updates (the cap, with env_steps)
+    env_steps: 400                      # stop after the update in which the run's env steps reach 400
     model: {path: runs/tiny, finetune: full, device: cpu}
     prompt: {codec: json, observation: elements, system_prompt: false}
     tasks: [fsm:shop/add_lamp, fsm:mail/open_m2]
@@ -200,7 +201,12 @@ class GRPOConfig(_Strict):
     """`cua train grpo`: online GRPO in live sandboxes with verified step rewards."""
 
     out: Path = Field(description="the run directory: metrics.jsonl, report.html, checkpoints/, model/")
-    updates: int = Field(default=6, ge=1, description="policy updates")
+    updates: int = Field(default=6, ge=1, description="policy updates (with env_steps: the most)")
+    env_steps: int | None = Field(
+        default=None, description="env-step budget: no update starts once the run's env steps "
+        "(every training rollout's, dropped groups and tree branches included) reach it, so the "
+        "update that crosses it runs whole and the run reports the exact count (for comparing "
+        "reward modes at equal env steps); None: updates alone decide")
     model: PolicyConfig = Field(description="the policy to start from (finetune: full or lora)")
     init: Literal["tiny", "small", "base"] | None = Field(
         default=None, description="when model.path does not exist, write a random-init checkpoint "
@@ -239,6 +245,14 @@ class GRPOConfig(_Strict):
         if model.finetune == "none":
             raise ValueError("expected finetune 'full' or 'lora' to train, got 'none'; set model.finetune")
         return model
+
+    @field_validator("env_steps")
+    @classmethod
+    def _budget(cls, env_steps: int | None) -> int | None:
+        if env_steps is not None and env_steps < 1:
+            raise ValueError(f"expected env_steps of at least 1 (an env-step budget), got {env_steps}; "
+                             "set a positive budget or leave it unset (null) to run every update")
+        return env_steps
 
     @model_validator(mode="after")
     def _pool_holds_the_tasks(self) -> GRPOConfig:

@@ -5,7 +5,8 @@ training report's matplotlib charts (``trainers.charts``): held-out success befo
 as bars with their 95% Wilson intervals, held-out success at every evaluation with its
 interval as a band, a line chart per update metric (reward, success,
 held-out success, progress, loss, KL, entropy, clip fraction, time split), a per-update
-table (clip fraction, KL, no-op steps, groups trained, dropped and resampled), the curriculum's
+table (clip fraction, KL, no-op steps, groups trained, dropped and resampled, env steps),
+why the run stopped (updates or the env-step budget) with the env steps it used, the curriculum's
 pool with its success rates, and filmstrips of a few rollouts of the last update (each step's
 screenshot, action and FSM verdict), saved under ``OUT/filmstrips/``.
 """
@@ -70,7 +71,8 @@ PER_UPDATE = (("reward", "reward", "{:.3f}"), ("success", "success", "{:.0%}"),
               ("clip fraction", "clip_fraction", "{:.1%}"), ("KL", "kl", "{:.4f}"),
               ("entropy", "entropy", "{:.3f}"), ("no-op steps", "no_op_steps", "{}"),
               ("groups trained", "groups", "{}"), ("without signal", "silent_groups", "{}"),
-              ("dropped", "dropped_groups", "{}"), ("resampled", "resampled_groups", "{}"))
+              ("dropped", "dropped_groups", "{}"), ("resampled", "resampled_groups", "{}"),
+              ("env steps", "update_env_steps", "{}"))
 
 
 def render(config: Any, records: Sequence[dict[str, Any]]) -> str:
@@ -85,10 +87,12 @@ def render(config: Any, records: Sequence[dict[str, Any]]) -> str:
         charts.append(_heldout_chart(evals))
     last = updates[-1] if updates else {}
     split = " · ".join(f"{k} {v:.0f} s" for k, v in last.get("seconds", {}).items())
+    stops = [r for r in records if r.get("event") == "stop"]
     return render_template(
         "trainers", "grpo_report.html.jinja", config=config, out=str(config.out), updates=updates,
         last=last, split=split, phases=phases, eval_chart=eval_chart(phases) if phases else "",
         success_line=_success_line(phases), charts=charts, columns=PER_UPDATE,
+        stop_line=_stop_line(stops[-1]) if stops else "",
         filmstrips=_filmstrips(Path(config.out)), verdict_words=_verdict_words, thumb=THUMB,
         config_text=yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
 
@@ -100,6 +104,13 @@ def _heldout_chart(evals: Sequence[dict[str, Any]]) -> Markup:
     return Markup(line_chart("held-out success (all evaluations)", Series(
         "held-out success", [[(r["update"], r["success_rate"]) for r in evals]], band),
         x_label="update", percent=True))
+
+
+def _stop_line(stop: dict[str, Any]) -> str:
+    """Why the run stopped, and the env steps it used."""
+    why = f"env-step budget of {stop['env_steps_budget']} reached" if stop["reason"] == "env_steps" \
+        else f"{stop['updates_cap']} updates done"
+    return f"stopped after update {stop['updates']}: {why}, {stop['env_steps']} env steps used"
 
 
 def _success_line(phases: dict[str, dict[str, Any]]) -> str:

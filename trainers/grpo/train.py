@@ -23,7 +23,12 @@ The loop, top to bottom (one update):
    default);
 7. the curriculum folds in the outcomes of every group, dropped ones too; held-out
    evaluation every ``eval.every`` updates; one metrics.jsonl line (clip fraction and KL
-   among its figures); a checkpoint every ``checkpoint_every`` updates.
+   among its figures, the update's env steps and the run's); a checkpoint every
+   ``checkpoint_every`` updates.
+
+The run stops after ``updates`` updates or, with ``env_steps`` (a budget), after the update
+in which its env steps reach the budget (that update runs whole; no new one starts), with a
+``stop`` line saying which and how many env steps it used.
 
 At the end: ``OUT/model`` (with its ``cua_agent.yaml``) and ``OUT/report.html``.
 
@@ -307,6 +312,7 @@ class Trainer:
         n = len(outcome.episodes)
         return {"update": update, "policy_version": update - 1, "episodes": n, "branches": outcome.branches,
                 "steps": outcome.stats.steps, "env_steps": self.loop.env_steps,
+                "update_env_steps": outcome.env_steps,
                 "reward": sum(e[0] for e in outcome.episodes) / n,
                 "success": sum(e[1] for e in outcome.episodes) / n,
                 "progress": sum(e[2] for e in outcome.episodes) / n,
@@ -375,6 +381,18 @@ class Trainer:
             mean_reward=sum(e[3] for e in episodes) / n,
             steps=sum(e[4] for e in episodes), seconds=round(seconds, 2), by_task=by_task)
 
+    def stopped(self) -> dict[str, Any]:
+        """The run's last metrics line: why it stopped and the env steps it used (a
+        comparison at equal env steps quotes these)."""
+        config, loop = self.config, self.loop
+        reason = loop.stop_reason(config.updates, config.env_steps)
+        if self.ranks.main:
+            said = f"env-step budget {config.env_steps} reached" if reason == "env_steps" else \
+                f"{config.updates} updates done"
+            console.print(f"stopped after update {loop.update}: {said}; {loop.env_steps} env steps")
+        return self.write("stop", reason=reason, updates=loop.update, env_steps=loop.env_steps,
+                          env_steps_budget=config.env_steps, updates_cap=config.updates)
+
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
         """A metrics line: written by the main process, returned on every rank."""
         return self.metrics.write(event, **fields) if self.ranks.main else {"event": event, **fields}
@@ -418,25 +436,28 @@ async def _train(config: GRPOConfig, agent_class: type | None, ranks: Ranks) -> 
         await trainer.envs.start()
         if config.eval is not None and trainer.loop.update == 0:
             await trainer.evaluate(0, "before")
-        while trainer.loop.update < config.updates:
+        while trainer.loop.stop_reason(config.updates, config.env_steps) is None:
             update = trainer.loop.update + 1
             line = await trainer.update(update)
-            if every and (update % every == 0 or update == config.updates):
-                phase = "after" if update == config.updates else "during"
+            trainer.loop.update = update
+            last = trainer.loop.stop_reason(config.updates, config.env_steps) is not None
+            if every and (update % every == 0 or last):
+                phase = "after" if last else "during"
                 line["heldout_success"] = (await trainer.evaluate(update, phase))["success_rate"]
-            if probe is not None and probe.due(update, config.updates):
+            if probe is not None and (last or probe.due(update, config.updates)):
                 line.update(probe.measure(trainer.policy))
             line["seconds"] = {k: round(v, 2) for k, v in trainer.loop.seconds.items()}
             trainer.write("update", **line)
             if ranks.main:
                 console.print(f"update {update}/{config.updates}: reward {line['reward']:.3f} · success "
                               f"{line['success']:.0%} · loss {line['loss']:.4f} · kl {line['kl']:.4f} · "
-                              f"rollout {line['rollout_s']:.1f}s train {line['train_s']:.1f}s")
-            trainer.loop.update = update
-            if update % config.checkpoint_every == 0 or update == config.updates:
+                              f"rollout {line['rollout_s']:.1f}s train {line['train_s']:.1f}s · "
+                              f"env steps {line['update_env_steps']} ({line['env_steps']} in all)")
+            if update % config.checkpoint_every == 0 or last:
                 trainer.save()
             if ranks.main:
                 save_filmstrips(Path(config.out), update, trainer.filmstrips)
+        trainer.stopped()
     finally:
         await trainer.close()
     report = Path(config.out) / "report.html"
