@@ -75,6 +75,7 @@ def test_label_only_loss_matches_trls_sft_loss(tiny_dir, tmp_path, finetune, ima
     from trl import SFTTrainer
 
     trainer, batch = trainer_and_batch(tiny_dir, tmp_path, finetune, images)
+    assert type(trainer).compute_loss is not SFTTrainer.compute_loss  # ours, not TRL's, is under test
     trainer._total_train_tokens = 0  # learn()'s steps counted theirs
     labelled = int((batch["labels"][:, 1:] != -100).sum())
     for items in (None, torch.tensor(labelled + 7)):  # its own count; gradient accumulation's

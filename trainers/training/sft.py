@@ -93,8 +93,14 @@ def label_loss_trainer() -> type:
     head that, without Triton (on CPU), scores every position of the padded batch; the labels
     are a few percent of them (BENCHMARKS.md, bench_throughput). Configurations that loss does
     not cover (a custom loss function, label smoothing, DFT, MoE aux loss, sequence
-    parallelism, asking for the outputs) keep TRL's."""
+    parallelism, asking for the outputs) keep TRL's, and so does all of it on a TRL before 1.16
+    (its internals differ) or a transformers whose ``logits_to_keep`` takes no mask."""
+    import trl
+    from packaging.version import Version
     from trl import SFTTrainer
+
+    if Version(trl.__version__) < Version("1.16") or not _keeps_masked_logits():
+        return SFTTrainer
 
     class LabelLossSFTTrainer(SFTTrainer):
         def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
@@ -125,3 +131,14 @@ def label_loss_trainer() -> type:
             self._metrics[mode]["num_tokens"] = [self._total_train_tokens]
 
     return LabelLossSFTTrainer
+
+
+def _keeps_masked_logits() -> bool:
+    """Whether this transformers' models take a boolean ``logits_to_keep`` (per-row positions)."""
+    import torch
+
+    try:
+        from transformers.modeling_utils import slice_logits_to_keep
+    except ImportError:
+        return False
+    return bool(slice_logits_to_keep(torch.zeros(1, 2, 1), torch.tensor([[True, False]])).shape == (1, 1))
