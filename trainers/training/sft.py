@@ -70,8 +70,8 @@ def label_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = Non
     keep = torch.zeros_like(labels, dtype=torch.bool)
     keep[:, :-1] = labels[:, 1:] != -100  # position t predicts token t + 1
     # A boolean logits_to_keep gives the kept positions' logits, flattened: (kept, vocab)
-    logits = model(**{k: v for k, v in inputs.items() if k != "labels"}, use_cache=False,
-                   logits_to_keep=keep).logits
+    model_inputs = {k: v for k, v in inputs.items() if k != "labels"}
+    logits = model(**{**model_inputs, "use_cache": False, "logits_to_keep": keep}).logits
     targets = labels[:, 1:][keep[:, :-1]]
     if logits.shape[:-1] != targets.shape:
         raise TypeError(f"label-only SFT loss: expected logits for the {targets.numel()} label positions, "
