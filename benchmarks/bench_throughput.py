@@ -16,7 +16,7 @@ between two peaks:
 - ``peak``: ``gpu_phases.matmul_peak``, fp32 square matmuls on the same threads (best of 5
   rounds), just before and just after the cell; the higher of the two is the denominator of
   the ratio (on a shared machine, the rate the cores gave a plain matmul around that cell).
-- ``sft``: ``cua train sft``'s step: TRL's SFTTrainer as ``trainers.training.sft.sft_trainer``
+- ``sft``: ``cua train sft``'s step: TRL's SFTTrainer (with our label-only loss) as ``sft_trainer``
   builds it, with sft-corpus.yaml's ``train`` section (AdamW, cosine schedule) and the
   project's collator, trained for ``warmup`` + ``steps`` steps of ``--batch`` rows in TRL's
   shuffled order. A step's time runs from the end of the step before to its own end, so it
