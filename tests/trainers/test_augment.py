@@ -5,6 +5,7 @@ element, and the collator trains on the renamed target."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -83,6 +84,21 @@ def test_renaming_is_seeded_partial_and_leaves_an_untouched_row_alone() -> None:
     sizes = {len(LabelRenamer(0.5, vocabulary, seed=s).mapping(messages)) for s in range(20)}
     assert min(sizes) < 6 and max(sizes) > 0  # some labels, not all, on most draws
     assert LabelRenamer(0.0, vocabulary)(messages, "x") == (list(messages), ["x"])
+
+
+def test_new_labels_are_words_of_the_labels_none_likelier_than_another() -> None:
+    """Ten cart rows' "Remove ..." buttons make "remove" one word of the vocabulary, not the
+    likeliest start of a renamed target (whole-label draws taught the tiny model "Remove")."""
+    page = [element(i, "button", f"Remove item{chr(97 + i)}") for i in range(10)]
+    page += [element(10 + i, "link", name) for i, name in enumerate(["Home", "Cart", "Search 2"])]
+    messages = BUILDER.build(instruction="Empty the cart.", history=[], images=[], image_steps=[],
+                             error=None, elements=page).messages
+    renamer = LabelRenamer.from_messages([messages], 0.5, seed=1)
+    assert renamer.vocabulary == sorted({"remove", "home", "cart", "search"}
+                                        | {f"item{chr(97 + i)}" for i in range(10)})
+    starts = Counter(renamer.new_label().split()[0] for _ in range(2800))
+    assert set(starts) == {w.capitalize() for w in renamer.vocabulary}
+    assert max(starts.values()) < 2 * 2800 / len(renamer.vocabulary)
 
 
 def test_renaming_needs_element_lists_to_rename_with() -> None:

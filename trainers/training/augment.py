@@ -3,11 +3,14 @@
 A model trained on a few dozen sites learns their labels by heart: on a site it never saw it
 answers with a training site's label ("Inbox", "Next page") that its element list does not
 hold (BENCHMARKS.md, issue 21 row 1). Renaming fixes what that failure needs. Each label of a
-row's element list is replaced, with probability ``p``, by a label of another training row
-(so a renamed label reads like a real one), everywhere the row writes it: the element list,
+row's element list is replaced, with probability ``p``, by one to three words drawn from the
+training rows' labels, everywhere the row writes it: the element list,
 the instruction, the previous actions, the last error and the target action. The row stays
 the same task on a page that names its elements differently, and its target is still the
-element the list shows, now under a name only the list gives away.
+element the list shows, now under a name only the list gives away. The words are drawn each
+as likely: drawing whole labels instead made "Remove ..." (many cart rows' buttons) the
+likeliest start of a renamed target, and the tiny model learned to answer "Remove ..." to
+everything rather than to copy (BENCHMARKS.md, issue 21 row 1).
 
 The labels of an element list are what is renamed (``- role "label"`` and its ``in row
 "..."``), never values (``= "..."``) for their own sake; a value that reads the same as a
@@ -36,6 +39,7 @@ from trainers.errors import TrainingDataError
 _LINE = re.compile(r'^- \S+ "((?:[^"\\]|\\.)*)"(?: in row "((?:[^"\\]|\\.)*)")?', re.MULTILINE)
 _LIST = re.compile(r"^Elements:\n((?:- [^\n]*(?:\n|$))*)", re.MULTILINE)
 _NUMBERED = re.compile(r" #\d+$")
+_WORD = re.compile(r"[^\W\d_]{2,}")
 #: a label renaming can find as a whole word: word characters at its edges (a closing ``?``,
 #: ``!``, ``.`` or ``)`` allowed); ``+``, ``-`` or ``$12.50`` would match bullets and prices
 _RENAMABLE = re.compile(r"\w(?:.*[\w?!.)])?", re.DOTALL)
@@ -62,7 +66,7 @@ def listed_labels(text: str) -> list[str]:
 @dataclass
 class LabelRenamer:
     """Renames a row's element labels consistently across its prompt and replies (see the
-    module docstring). ``vocabulary`` is what a renamed label becomes; ``seed`` makes the
+    module docstring). ``vocabulary`` is the words a renamed label is made of; ``seed`` makes the
     sequence of renamings a run sees repeatable."""
 
     probability: float
@@ -75,24 +79,32 @@ class LabelRenamer:
             raise TrainingDataError(f"expected a renaming probability in [0, 1], got {self.probability}")
         if self.probability and len(set(self.vocabulary)) < 2:
             raise TrainingDataError(
-                f"expected element labels to rename with, got {len(set(self.vocabulary))} in the "
-                "training rows (label renaming needs the element-list observation); set "
-                "data.rename_labels: 0")
+                f"expected element labels to rename with, got {len(set(self.vocabulary))} words in "
+                "the training rows' labels (label renaming needs the element-list observation); "
+                "set data.rename_labels: 0")
         self._random = random.Random(self.seed)
 
     @classmethod
     def from_messages(cls, prompts: Iterable[Sequence[Message]], probability: float,
                       seed: int = 0) -> LabelRenamer:
-        """A renamer whose vocabulary is every label the rows' element lists show."""
+        """A renamer whose vocabulary is every word of two letters or more of the labels the
+        rows' element lists show."""
         vocabulary: dict[str, None] = {}
         for messages in prompts:
             for label in listed_labels(_text(messages)):
-                vocabulary[label] = None
+                for word in _WORD.findall(label):
+                    vocabulary[word.lower()] = None
         return cls(probability, sorted(vocabulary), seed)
 
+    def new_label(self) -> str:
+        """One to three words of the vocabulary, each as likely, the first capitalised: no
+        label, and no first word, is likelier than another, so only copying predicts it."""
+        words = [self._random.choice(self.vocabulary) for _ in range(self._random.randint(1, 3))]
+        return " ".join([words[0].capitalize(), *words[1:]])
+
     def mapping(self, messages: Sequence[Message]) -> dict[str, str]:
-        """The renaming of one row: each listed label, with probability ``p``, to a label the
-        row does not show (so two labels never merge)."""
+        """The renaming of one row: each listed label, with probability ``p``, to a new label
+        the row does not show (so two labels never merge)."""
         labels = listed_labels(_text(messages))
         shown = set(labels)
         renamed: dict[str, str] = {}
@@ -100,7 +112,7 @@ class LabelRenamer:
             if self._random.random() >= self.probability:
                 continue
             for _ in range(8):
-                new = self.vocabulary[self._random.randrange(len(self.vocabulary))]
+                new = self.new_label()
                 if new not in shown:
                     renamed[label] = new
                     shown.add(new)
