@@ -19,7 +19,7 @@ from harness.prompts import Prompt
 from trainers.grpo.advantages import StepSample, combined_advantages, zero_variance_groups
 from trainers.grpo.config import AdvantageSpec, NoOpSpec
 from trainers.grpo.rollouts import Rollout, no_op_steps, training_rewards
-from trainers.models.inputs import encode_completions
+from trainers.models.inputs import completion_logits, encode_completions
 
 if TYPE_CHECKING:
     import torch
@@ -180,14 +180,11 @@ def score(model: torch.nn.Module, policy: Policy, steps: Sequence[TrainStep]) ->
     from torch.nn.utils.rnn import pad_sequence
 
     encoded = encode_completions(policy, [s.prompt for s in steps], [s.token_ids for s in steps])
-    logits = model(**encoded.inputs, use_cache=False).logits
-    mask = encoded.completion_mask[:, 1:]
-    picked = torch.log_softmax(logits[:, :-1][mask].float(), dim=-1)
-    targets = encoded.inputs["input_ids"][:, 1:][mask]
+    logits, targets, counts = completion_logits(model, encoded)  # the LM head at the completions only
+    picked = torch.log_softmax(logits.float(), dim=-1)
     chosen = picked.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     with torch.no_grad():
         entropy = -(picked.exp() * picked).sum(-1)
-    counts = mask.sum(dim=1).tolist()
     logprobs = pad_sequence(list(chosen.split(counts)), batch_first=True)
     entropies = pad_sequence(list(entropy.split(counts)), batch_first=True)
     lengths = torch.tensor(counts, device=logprobs.device)

@@ -8,6 +8,9 @@ into tensors here, so a model is trained on exactly the tokens it generates from
     ids = completion_ids(policy, "click(x=3, y=4)")          # a target's tokens + <|im_end|>
     logps = completion_logprobs(policy, prompts, [ids, ...]) # per-token log-probs (with grad
                                                              # when the model trains)
+    encoded = encode_completions(policy, prompts, [ids, ...])
+    logits, targets, counts = completion_logits(model, encoded)  # the LM head run only where
+                                                             # a completion token is predicted
 
 Prompt tokens are the chat template's rendering (with the generation prompt) tokenized with
 each image's ``<|image_pad|>`` expanded; completion tokens are appended after them as
@@ -17,6 +20,7 @@ reproduces the generation's own log-probabilities.
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -150,10 +154,53 @@ def completion_logprobs(policy: PolicyParts, prompts: Sequence[Prompt[bytes]],
     import torch
 
     encoded = encode_completions(policy, prompts, completions)
-    logits = policy.model(**encoded.inputs, use_cache=False).logits
-    mask = encoded.completion_mask[:, 1:]
-    # Only the completion positions go through log_softmax: the vocabulary is large.
-    picked = torch.log_softmax(logits[:, :-1][mask].float(), dim=-1)
-    targets = encoded.inputs["input_ids"][:, 1:][mask]
+    logits, targets, counts = completion_logits(policy.model, encoded)
+    picked = torch.log_softmax(logits.float(), dim=-1)
     values = picked.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    return list(values.split(mask.sum(dim=1).tolist()))
+    return list(values.split(counts))
+
+
+def completion_logits(model: Any, encoded: EncodedCompletions) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """``model``'s logits that predict the completion tokens, flattened row by row to
+    (tokens, vocab); those tokens, (tokens,); and each row's count of them. The LM head runs
+    only at those positions (``kept_logits``)."""
+    import torch
+
+    mask = encoded.completion_mask
+    keep = torch.zeros_like(mask)
+    keep[:, :-1] = mask[:, 1:]  # position t predicts token t + 1
+    targets = encoded.inputs["input_ids"][:, 1:][mask[:, 1:]]
+    return kept_logits(model, encoded.inputs, keep), targets, keep.sum(dim=1).tolist()
+
+
+def kept_logits(model: Any, inputs: dict[str, Any], keep: torch.Tensor) -> torch.Tensor:
+    """``model``'s logits (no KV cache) at the positions where the boolean ``keep`` (batch x
+    length) is True, flattened row by row to (kept, vocab). Where this transformers takes a
+    boolean ``logits_to_keep`` the LM head runs only there: the vocabulary is large and the
+    kept positions are often a few percent of the padded batch. Otherwise, and for a forward
+    that ignores the argument, every position's logits are computed and the kept ones picked."""
+    call = {k: v for k, v in inputs.items() if k != "logits_to_keep"}
+    call["use_cache"] = False
+    if keeps_masked_logits():
+        call["logits_to_keep"] = keep
+    logits = model(**call).logits
+    if logits.ndim == 3 and logits.shape[:2] == keep.shape:
+        logits = logits[keep]
+    kept = int(keep.sum())
+    if logits.ndim != 2 or logits.shape[0] != kept:
+        raise TypeError(f"expected the model's logits at the {kept} kept positions, got shape "
+                        f"{tuple(logits.shape)}; its forward must take a boolean logits_to_keep "
+                        "(transformers >= 5) or ignore it")
+    return logits
+
+
+@functools.cache
+def keeps_masked_logits() -> bool:
+    """Whether this transformers' models take a boolean ``logits_to_keep`` (per-row positions)."""
+    import torch
+
+    try:
+        from transformers.modeling_utils import slice_logits_to_keep
+    except ImportError:
+        return False
+    return bool(slice_logits_to_keep(torch.zeros(1, 2, 1), torch.tensor([[True, False]])).shape == (1, 1))

@@ -32,7 +32,12 @@ from typing import Any
 
 from harness.prompts import PromptConfig
 from trainers.errors import TrainingDataError
-from trainers.models.inputs import PolicyParts, completion_ids, encode_completions
+from trainers.models.inputs import (
+    PolicyParts,
+    completion_ids,
+    completion_logits,
+    encode_completions,
+)
 from trainers.training.config import HeldoutSpec
 from trainers.training.data import SFTExample, export_rows, read_export, sft_examples
 from trainers.training.metrics import MetricsLog
@@ -91,16 +96,14 @@ def score_batch(policy: PolicyParts, states: list[SFTExample]) -> dict[str, Any]
         with torch.inference_mode():
             encoded = encode_completions(policy, [s.prompt for s in states],
                                          [completion_ids(policy, s.target) for s in states])
-            logits = model(**encoded.inputs, use_cache=False).logits[:, :-1]
+            logits, targets, counts = completion_logits(model, encoded)  # the target positions only
     finally:
         model.train(was_training)
-    mask = encoded.completion_mask[:, 1:]
-    targets = encoded.inputs["input_ids"][:, 1:]
-    hits = (logits.argmax(dim=-1) == targets) & mask
-    exact = (hits.sum(dim=1) == mask.sum(dim=1)).sum().item()
-    logprobs = torch.log_softmax(logits[mask].float(), dim=-1)
-    nll = -logprobs.gather(-1, targets[mask].unsqueeze(-1)).sum().item()
-    return {"exact": int(exact), "tokens": int(mask.sum().item()), "correct": int(hits.sum().item()),
+    hits = logits.argmax(dim=-1) == targets
+    exact = sum(bool(row.all()) for row in hits.split(counts))
+    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    nll = -logprobs.gather(-1, targets.unsqueeze(-1)).sum().item()
+    return {"exact": int(exact), "tokens": len(targets), "correct": int(hits.sum().item()),
             "nll": float(nll)}
 
 

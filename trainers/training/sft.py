@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainers.models.inputs import keeps_masked_logits, kept_logits
 from trainers.training.config import SFTConfig
 from trainers.training.data import SFTCollator, SFTExample, as_dataset, sft_examples
 from trainers.training.run import Run
@@ -70,14 +71,8 @@ def label_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = Non
     labels = inputs["labels"]
     keep = torch.zeros_like(labels, dtype=torch.bool)
     keep[:, :-1] = labels[:, 1:] != -100  # position t predicts token t + 1
-    # A boolean logits_to_keep gives the kept positions' logits, flattened: (kept, vocab)
-    model_inputs = {k: v for k, v in inputs.items() if k != "labels"}
-    logits = model(**{**model_inputs, "use_cache": False, "logits_to_keep": keep}).logits
+    logits = kept_logits(model, {k: v for k, v in inputs.items() if k != "labels"}, keep)  # (kept, vocab)
     targets = labels[:, 1:][keep[:, :-1]]
-    if logits.shape[:-1] != targets.shape:
-        raise TypeError(f"label-only SFT loss: expected logits for the {targets.numel()} label positions, "
-                        f"got shape {tuple(logits.shape)}; the model's forward must accept a boolean "
-                        "logits_to_keep (transformers >= 5)")
     logprobs = torch.log_softmax(logits.float(), dim=-1)
     count = targets.numel() if num_items_in_batch is None else num_items_in_batch
     # Clamped like TRL's: a batch without labels is a differentiable zero, not 0 / 0
@@ -100,7 +95,7 @@ def label_loss_trainer() -> type:
     from packaging.version import Version
     from trl import SFTTrainer
 
-    if Version(trl.__version__) < Version("1.16") or not _keeps_masked_logits():
+    if Version(trl.__version__) < Version("1.16") or not keeps_masked_logits():
         return SFTTrainer
 
     class LabelLossSFTTrainer(SFTTrainer):
@@ -132,14 +127,3 @@ def label_loss_trainer() -> type:
             self._metrics[mode]["num_tokens"] = [self._total_train_tokens]
 
     return LabelLossSFTTrainer
-
-
-def _keeps_masked_logits() -> bool:
-    """Whether this transformers' models take a boolean ``logits_to_keep`` (per-row positions)."""
-    import torch
-
-    try:
-        from transformers.modeling_utils import slice_logits_to_keep
-    except ImportError:
-        return False
-    return bool(slice_logits_to_keep(torch.zeros(1, 2, 1), torch.tensor([[True, False]])).shape == (1, 1))
