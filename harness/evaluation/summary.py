@@ -1,4 +1,5 @@
-"""summary.json: success rate, reward, steps and speed over a results.jsonl, per task too.
+"""summary.json: success rate, reward, steps, refused steps and speed over a results.jsonl,
+per task too.
 
 Episodes that failed for infrastructure reasons after every retry carry an ``error``;
 they are left out of every figure (they measure the harness, not the agent) and the CLI
@@ -24,8 +25,8 @@ from harness.evaluation.stats import wilson_interval
 from harness.records import EpisodeRecord
 
 SUMMARY_KEYS = (
-    "episodes", "success_rate", "success_ci", "progress", "mean_reward", "steps", "wall_seconds",
-    "steps_per_second", "per_task", "sampled",
+    "episodes", "success_rate", "success_ci", "progress", "mean_reward", "steps", "refused_steps",
+    "wall_seconds", "steps_per_second", "per_task", "sampled",
 )
 
 
@@ -38,6 +39,7 @@ class Figures(TypedDict):
     progress: float
     mean_reward: float
     steps: int
+    refused_steps: float
     wall_seconds: float
     steps_per_second: float
 
@@ -78,6 +80,7 @@ def figures(records: list[EpisodeRecord]) -> Figures:
     successes = sum(r.success for r in records)
     steps = sum(r.steps for r in records)
     wall = sum(r.wall_seconds for r in records)
+    refused = sum(s.error is not None for r in records for s in r.trajectory)
     return {
         "episodes": n,
         "success_rate": round(successes / n, 4) if n else 0.0,
@@ -86,6 +89,9 @@ def figures(records: list[EpisodeRecord]) -> Figures:
         "progress": round(sum(r.progress for r in records) / n, 4) if n else 0.0,
         "mean_reward": round(sum(r.reward for r in records) / n, 4) if n else 0.0,
         "steps": steps,
+        # the share of steps whose action the env refused or could not parse (an element not
+        # in the list, a malformed reply): where a model fails to copy, this says so
+        "refused_steps": round(refused / steps, 4) if steps else 0.0,
         "wall_seconds": round(wall, 3),
         "steps_per_second": round(steps / wall, 3) if wall > 0 else 0.0,
     }

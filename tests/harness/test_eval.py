@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from harness.evaluation import SUMMARY_KEYS, summarize
 from harness.evaluation.cli import register
-from harness.records import EpisodeRecord
+from harness.records import EpisodeRecord, StepRecord
 from harness.step_display import action_svg
 
 
@@ -74,7 +74,9 @@ def _record(task: str, index: int, **kw) -> EpisodeRecord:
 def test_summary_figures_by_hand() -> None:
     records = [
         _record("a", 0, success=True, reward=0.8, steps=2, wall_seconds=1.0, progress=1.0),
-        _record("a", 1, success=False, reward=-1.0, steps=4, wall_seconds=3.0),
+        _record("a", 1, success=False, reward=-1.0, steps=4, wall_seconds=3.0, trajectory=[
+            StepRecord(step=i + 1, action=None, error="expected an element label" if i < 3 else None,
+                       reward=0.0, raw_reward=0.0) for i in range(4)]),
         _record("b", 0, success=True, reward=1.0, steps=2, wall_seconds=1.0, progress=1.0),
         _record("b", 1, error="SandboxCrashed: gone"),  # not scored
         _record("b", 0, success=False, reward=-1.0, steps=2, wall_seconds=1.0),  # resumed: wins
@@ -84,6 +86,7 @@ def test_summary_figures_by_hand() -> None:
     assert summary["progress"] == round(1 / 3, 4)  # progress defaults to 1 on success, else 0
     assert summary["mean_reward"] == round((0.8 - 1.0 - 1.0) / 3, 4)
     assert summary["steps"] == 8 and summary["wall_seconds"] == 5.0 and summary["steps_per_second"] == 1.6
+    assert summary["refused_steps"] == round(3 / 8, 4) and summary["per_task"]["b"]["refused_steps"] == 0.0
     assert summary["per_task"]["a"]["success_rate"] == 0.5 and summary["per_task"]["b"]["episodes"] == 1
     # Wilson 95% intervals: 1/3 -> 0.0615-0.7923; 0/1 -> 0-0.7935 (z^2 / (1 + z^2))
     assert summary["success_ci"] == [0.0615, 0.7923] and summary["per_task"]["b"]["success_ci"] == [0.0, 0.7935]
