@@ -23,10 +23,11 @@ def _episode(folder, name: str, success: bool) -> EpisodeRecord:
 
 
 def _summary(records: list[EpisodeRecord]) -> dict:
+    """A summary as written before ``refused_steps`` existed: old runs' reports still render."""
     def figures(rs: list[EpisodeRecord]) -> dict:
         k = sum(r.success for r in rs)
         return {"episodes": len(rs), "success_rate": k / len(rs), "success_ci": wilson_interval(k, len(rs)),
-                "progress": 0.5, "mean_reward": 0.33, "steps": len(rs), "refused_steps": 0.0, "wall_seconds": 1.0,
+                "progress": 0.5, "mean_reward": 0.33, "steps": len(rs), "wall_seconds": 1.0,
                 "steps_per_second": 1.0}
 
     return {**figures(records), "per_task": {r.task: figures([r]) for r in records}, "sampled": None}

@@ -160,7 +160,7 @@ def completion_logprobs(policy: PolicyParts, prompts: Sequence[Prompt[bytes]],
     return list(values.split(counts))
 
 
-def completion_logits(model: Any, encoded: EncodedCompletions) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+def completion_logits(model: torch.nn.Module, encoded: EncodedCompletions) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
     """``model``'s logits that predict the completion tokens, flattened row by row to
     (tokens, vocab); those tokens, (tokens,); and each row's count of them. The LM head runs
     only at those positions (``kept_logits``)."""
@@ -173,7 +173,7 @@ def completion_logits(model: Any, encoded: EncodedCompletions) -> tuple[torch.Te
     return kept_logits(model, encoded.inputs, keep), targets, keep.sum(dim=1).tolist()
 
 
-def kept_logits(model: Any, inputs: dict[str, Any], keep: torch.Tensor) -> torch.Tensor:
+def kept_logits(model: torch.nn.Module, inputs: dict[str, Any], keep: torch.Tensor) -> torch.Tensor:
     """``model``'s logits (no KV cache) at the positions where the boolean ``keep`` (batch x
     length) is True, flattened row by row to (kept, vocab). Where this transformers takes a
     boolean ``logits_to_keep`` the LM head runs only there: the vocabulary is large and the

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from packaging.version import Version
+
 from trainers.models.inputs import keeps_masked_logits, kept_logits
 from trainers.training.config import SFTConfig
 from trainers.training.data import SFTCollator, SFTExample, as_dataset, sft_examples
@@ -62,7 +64,8 @@ class LabelLoss:
     entropy: torch.Tensor  # summed entropy of the label positions' distributions
 
 
-def label_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> LabelLoss:
+def label_loss(model: torch.nn.Module, inputs: dict[str, Any],
+               num_items_in_batch: torch.Tensor | int | None = None) -> LabelLoss:
     """Next-token cross-entropy of the labelled tokens, summed and divided by their count
     (``num_items_in_batch`` under gradient accumulation), as TRL's SFT loss; the LM head and
     the softmax run only at the positions whose next token has a label."""
@@ -92,7 +95,6 @@ def label_loss_trainer() -> type:
     parallelism, asking for the outputs) keep TRL's, and so does all of it on a TRL before 1.16
     (its internals differ) or a transformers whose ``logits_to_keep`` takes no mask."""
     import trl
-    from packaging.version import Version
     from trl import SFTTrainer
 
     if Version(trl.__version__) < Version("1.16") or not keeps_masked_logits():
