@@ -51,6 +51,13 @@ class LoopState:
         return "updates" if self.update >= updates else None
 
 
+def stop_text(stop: dict[str, Any]) -> str:
+    """A ``stop`` metrics line in words (the console's last line and the report's)."""
+    why = (f"env-step budget of {stop['env_steps_budget']} reached" if stop["reason"] == "env_steps"
+           else f"{stop['updates_cap']} updates done")
+    return f"stopped after update {stop['updates']}: {why}, {stop['env_steps']} env steps used"
+
+
 def checkpoints(out: Path) -> list[Path]:
     """The run's checkpoints, oldest first."""
     folder = Path(out) / CHECKPOINTS

@@ -27,6 +27,7 @@ from harness.evaluation.stats import format_rate
 from harness.step_display import verdict_words
 from harness.templating import render as render_template
 from trainers.charts import Series, curve, eval_chart, line_chart
+from trainers.grpo.checkpoint import stop_text
 
 CURVES = ("reward", "success", "heldout_success", "heldout_exact_match", "heldout_token_accuracy",
           "progress", "loss", "kl", "entropy",
@@ -92,7 +93,7 @@ def render(config: Any, records: Sequence[dict[str, Any]]) -> str:
         "trainers", "grpo_report.html.jinja", config=config, out=str(config.out), updates=updates,
         last=last, split=split, phases=phases, eval_chart=eval_chart(phases) if phases else "",
         success_line=_success_line(phases), charts=charts, columns=PER_UPDATE,
-        stop_line=_stop_line(stops[-1]) if stops else "",
+        stop_line=stop_text(stops[-1]) if stops else "",
         filmstrips=_filmstrips(Path(config.out)), verdict_words=_verdict_words, thumb=THUMB,
         config_text=yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
 
@@ -104,13 +105,6 @@ def _heldout_chart(evals: Sequence[dict[str, Any]]) -> Markup:
     return Markup(line_chart("held-out success (all evaluations)", Series(
         "held-out success", [[(r["update"], r["success_rate"]) for r in evals]], band),
         x_label="update", percent=True))
-
-
-def _stop_line(stop: dict[str, Any]) -> str:
-    """Why the run stopped, and the env steps it used."""
-    why = f"env-step budget of {stop['env_steps_budget']} reached" if stop["reason"] == "env_steps" \
-        else f"{stop['updates_cap']} updates done"
-    return f"stopped after update {stop['updates']}: {why}, {stop['env_steps']} env steps used"
 
 
 def _success_line(phases: dict[str, dict[str, Any]]) -> str:

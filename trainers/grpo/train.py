@@ -385,13 +385,12 @@ class Trainer:
         """The run's last metrics line: why it stopped and the env steps it used (a
         comparison at equal env steps quotes these)."""
         config, loop = self.config, self.loop
-        reason = loop.stop_reason(config.updates, config.env_steps)
-        if self.ranks.main:
-            said = f"env-step budget {config.env_steps} reached" if reason == "env_steps" else \
-                f"{config.updates} updates done"
-            console.print(f"stopped after update {loop.update}: {said}; {loop.env_steps} env steps")
-        return self.write("stop", reason=reason, updates=loop.update, env_steps=loop.env_steps,
+        line = self.write("stop", reason=loop.stop_reason(config.updates, config.env_steps),
+                          updates=loop.update, env_steps=loop.env_steps,
                           env_steps_budget=config.env_steps, updates_cap=config.updates)
+        if self.ranks.main:
+            console.print(checkpoint.stop_text(line))
+        return line
 
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
         """A metrics line: written by the main process, returned on every rank."""

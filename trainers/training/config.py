@@ -67,7 +67,8 @@ class DataConfig(_Strict):
     rename_labels: float = Field(
         default=0.0, ge=0.0, le=1.0, description="label renaming (trainers.training.augment): "
         "the probability that each element label of a training row is renamed, consistently in "
-        "its list, instruction, history and target, to another training row's label, so that "
+        "its list, instruction, history and target, to one to three words of the training "
+        "rows' labels, so that "
         "only copying from the list predicts it; a fresh renaming each time a row is batched. "
         "0: rows as exported. Needs observation: elements")
 
