@@ -21,6 +21,12 @@ theirs from a tree path (``harness.store.export``). Both go through
       Last action error: <why the previous action failed>      (only after a failed one)
       Next action:
 
+With ``element_refs="index"`` (set-of-marks) each list line starts with its number instead
+(``[2] button "Archive" in row "Lunch on Friday?"``) and a target element action names that
+number (``"element": "[2]"``): the model copies a short number the list shows instead of a
+label. Previous actions still name their elements by label (the lists they were numbered in
+are not shown), and the env resolves either form (``named_element``).
+
 Previous actions are the actions the env *executed*, encoded with the codec against the
 screenshot they were taken on, not the model's raw text; a step whose text did not parse
 reads ``(no valid action)``.
@@ -43,6 +49,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -59,6 +66,9 @@ from sandboxes.base import UIElement
 
 T = TypeVar("T")
 ObservationMode = Literal["screenshot", "screenshot+elements", "elements"]
+ElementRefs = Literal["label", "index"]
+#: an element named by its number in the list (``element_refs="index"``): ``[12]``
+_INDEX = re.compile(r"\[(\d+)\]")
 #: the codec's action space in each observation mode
 ACTION_SPACES = {"screenshot": "pixels", "screenshot+elements": "pixels+elements", "elements": "elements"}
 #: A chat message: {"role": ..., "content": [{"type": "text", "text": ...} | {"type": "image"}]}
@@ -87,6 +97,10 @@ class PromptConfig(BaseModel):
     observation: ObservationMode = Field(
         default="screenshot", description="what the prompt shows of the screen: 'screenshot', "
         "'screenshot+elements' (and the element list) or 'elements' (the list only, no image)")
+    element_refs: ElementRefs = Field(
+        default="label", description="how a target element action names its element, in the observation "
+        "modes with elements: 'label' (the name the list shows) or 'index' (set-of-marks: each list line "
+        "starts with its number, [k], and the action names [k]); previous actions always name labels")
 
 
 @dataclass(frozen=True)
@@ -127,15 +141,24 @@ class PromptBuilder:
         return self.codec.prompt()
 
     def action_text(self, action: dict[str, object] | AgentAction | None, size: Size,
-                    elements: Sequence[UIElement | dict[str, object]] | None = None) -> str:
+                    elements: Sequence[UIElement | dict[str, object]] | None = None,
+                    refs: ElementRefs | None = None) -> str:
         """An action in the codec's syntax (a training target, or a line of history); in the
-        modes with elements, a click on an element reads as an element action."""
+        modes with elements, a click on an element reads as an element action that names its
+        element as ``refs`` says (default: the config's ``element_refs``; a line of history
+        passes ``"label"``)."""
         if action is None:
             return NO_ACTION
         parsed = parse_agent_action(action) if isinstance(action, dict) else action
         if self.with_elements and elements:
-            parsed = as_element_action(parsed, elements)
+            parsed = element_reference(as_element_action(parsed, elements), elements,
+                                       refs or self.config.element_refs)
         return self.codec.encode(parsed, size=size)
+
+    @property
+    def numbered(self) -> bool:
+        """Whether the element list numbers its lines (``element_refs="index"``)."""
+        return self.config.element_refs == "index"
 
     def build(self, *, instruction: str, history: Sequence[HistoryEntry], images: Sequence[T],
               image_steps: Sequence[int], error: str | None,
@@ -149,11 +172,11 @@ class PromptBuilder:
         k = 0 if self.config.observation == "elements" else self.config.history_images
         limit = self.config.history_actions
         first = 0 if limit is None else max(0, len(history) - limit)
-        lines = [f"{i + 1}. {self.action_text(action, size, shown)}"
+        lines = [f"{i + 1}. {self.action_text(action, size, shown, refs='label')}"
                  for i, (action, size, shown) in enumerate(history) if i >= first]
         text = f"Instruction: {instruction}\n"
         if self.with_elements:
-            text += "Elements:\n" + element_lines(elements) + "\n"
+            text += "Elements:\n" + element_lines(elements, numbered=self.numbered) + "\n"
         text += "Previous actions:\n" + ("\n".join(lines) or "(none)")
         text += "".join(f"\n{line}" for line in _step_lines(error, verdict, over))
         if over is None:
@@ -178,7 +201,7 @@ class PromptBuilder:
         episode is ``over``, the element list (in the modes with one), ``Next action:``."""
         text = "\n".join(_step_lines(obs.last_action_error, verdict, over))
         if self.with_elements:
-            text += "\nElements:\n" + element_lines(obs.elements)
+            text += "\nElements:\n" + element_lines(obs.elements, numbered=self.numbered)
         if over is None:
             text += "\nNext action:"
         shown = [] if self.config.observation == "elements" else [obs]
@@ -277,16 +300,18 @@ def shown_labels(elements: Sequence[UIElement]) -> list[str]:
     return [name.text for name in shown_names(elements)]
 
 
-def element_lines(elements: Sequence[UIElement | dict[str, object]] | None) -> str:
-    """The element list as the prompt shows it: one ``- role "label"`` line per element, where
-    it sits (`` in row "Lunch on Friday?"``, `` in navigation``; see ``shown_names``), its value
-    (``= "text"``) and ``(disabled)`` where they apply."""
+def element_lines(elements: Sequence[UIElement | dict[str, object]] | None, *, numbered: bool = False) -> str:
+    """The element list as the prompt shows it: one ``- role "label"`` line per element
+    (``[k] role "label"``, k from 1, where ``numbered``), where it sits (`` in row "Lunch on
+    Friday?"``, `` in navigation``; see ``shown_names``), its value (``= "text"``) and
+    ``(disabled)`` where they apply."""
     if not elements:
         return "(none)"
     lines = []
-    listed = [e if isinstance(e, UIElement) else UIElement.model_validate(e) for e in elements]
-    for element, name in zip(listed, shown_names(listed), strict=True):
-        line = f"- {element.role} {json.dumps(name.label, ensure_ascii=False)}{name.place}"
+    listed = _listed(elements)
+    for k, (element, name) in enumerate(zip(listed, shown_names(listed), strict=True), start=1):
+        mark = f"[{k}]" if numbered else "-"
+        line = f"{mark} {element.role} {json.dumps(name.label, ensure_ascii=False)}{name.place}"
         if element.value:
             line += f" = {json.dumps(element.value, ensure_ascii=False)}"
         if not element.enabled:
@@ -302,10 +327,10 @@ def _loose(text: str) -> str:
 
 def named_element(wanted: str, elements: Sequence[UIElement]) -> tuple[UIElement | None, str | None]:
     """The element ``wanted`` names, or an agent error: the name the list shows it under
-    (``shown_labels``) as written, then without its quotes, then in any case; then its label
-    alone where one element has it (several: refused with their names); then its id;
-    whitespace ignored. MiniWoB's links "eget" and "Eget" are two elements: the name as
-    written picks its own."""
+    (``shown_labels``) as written, then without its quotes, then in any case; then its number
+    in the list written ``[k]`` (``element_refs="index"``; from 1); then its label alone where
+    one element has it (several: refused with their names); then its id; whitespace ignored.
+    MiniWoB's links "eget" and "Eget" are two elements: the name as written picks its own."""
     asked = " ".join(wanted.split())
     named = list(zip(elements, (" ".join(s.split()) for s in shown_labels(elements)), strict=True))
     tries: list[Callable[[str], bool]] = [
@@ -315,6 +340,12 @@ def named_element(wanted: str, elements: Sequence[UIElement]) -> tuple[UIElement
         found = next((e for e, n in named if fits(n)), None)
         if found is not None:
             return found, None
+    number = _INDEX.fullmatch(asked.strip("\"'"))
+    if number is not None:
+        k = int(number.group(1))
+        if 1 <= k <= len(elements):
+            return elements[k - 1], None
+        return None, f"expected an element number from [1] to [{len(elements)}], got {wanted!r}"
     for any_case in (False, True):  # the label alone, where it is one element's
         labelled = [(e, n) for e, n in named if _loose(e.label) == _loose(asked)
                     or any_case and _loose(e.label).casefold() == _loose(asked).casefold()]
@@ -337,12 +368,32 @@ def as_element_action(action: AgentAction,
     shows it (``shown_labels``: ``Archive in row "Lunch on Friday?"``); any other action as it is."""
     if not isinstance(action, Click):
         return action
-    listed = [e if isinstance(e, UIElement) else UIElement.model_validate(e) for e in elements]
+    listed = _listed(elements)
     inside = [i for i, e in enumerate(listed) if e.x <= action.x < e.x + e.width and e.y <= action.y < e.y + e.height]
     if not inside:
         return action
     target = min(inside, key=lambda i: listed[i].width * listed[i].height)
     return ClickElement(element=shown_labels(listed)[target])
+
+
+def element_reference(action: AgentAction, elements: Sequence[UIElement | dict[str, object]],
+                      refs: ElementRefs) -> AgentAction:
+    """An element action naming its element as ``refs`` says: ``"[k]"`` (its number in the
+    list) for ``"index"``, the name the list shows (``shown_labels``) for a ``"label"`` action
+    that named a number; any other action, and a name the list does not hold (a refused
+    step's), as it is."""
+    if not isinstance(action, ClickElement) or refs == "label" and not _INDEX.fullmatch(action.element.strip()):
+        return action
+    listed = _listed(elements)
+    target, _ = named_element(action.element, listed)
+    if target is None:
+        return action
+    k = next(i for i, element in enumerate(listed) if element is target)
+    return ClickElement(element=f"[{k + 1}]" if refs == "index" else shown_labels(listed)[k])
+
+
+def _listed(elements: Sequence[UIElement | dict[str, object]]) -> list[UIElement]:
+    return [e if isinstance(e, UIElement) else UIElement.model_validate(e) for e in elements]
 
 
 def _words(label: str) -> str:

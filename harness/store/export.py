@@ -116,7 +116,7 @@ class _Context:
                                     images=[n.obs_blob for n in path], image_steps=[n.depth for n in path],
                                     error=path[-1].error, elements=path[-1].elements)
         return {"images": [i for i in prompt.images if i], "prompt": prompt.messages,
-                "history": [self.prompts.action_text(a, size, shown) for a, size, shown in history]}
+                "history": [self.prompts.action_text(a, size, shown, refs="label") for a, size, shown in history]}
 
 
 def _advancing(node: Node, on_success_path: bool) -> bool:

@@ -248,6 +248,37 @@ def test_a_numbered_name_never_collides_with_a_literal_label() -> None:
     assert as_element_action(Click(x=120, y=20), elements) == ClickElement(element="Item #3")
 
 
+def test_index_refs_number_the_list_name_targets_by_number_and_history_by_label() -> None:
+    """``element_refs="index"`` (set-of-marks): the list numbers its lines, a target names
+    its element's number, a line of history the label (its list is not shown), a number a
+    model writes in either mode resolves to that line's element, and one past the list is
+    the agent's error, with the range."""
+    elements = (_element("Cart", 0), _element("Cart", 50, role="link", id_="nav_cart"), _element("3", 100))
+    obs = Observation(screenshot=b"", image_format="png", width=200, height=40,
+                      instruction="Open the cart.", step=0, elements=elements)
+    builder = PromptBuilder(PromptConfig(codec="json", observation="elements", element_refs="index"))
+    click = {"type": "click", "x": 60, "y": 15}
+    prompt = builder.build(instruction="Open the cart.", history=[(click, (200, 40), elements)], images=[],
+                           image_steps=[], error=None, elements=elements)
+    text = prompt.messages[-1]["content"][-1]["text"]
+    assert 'Elements:\n[1] button "Cart"\n[2] link "Cart #2"\n[3] button "3"\n' in text
+    assert '1. {"type": "click_element", "element": "Cart #2"}' in text
+    assert builder.action_text(click, (200, 40), elements) == '{"type": "click_element", "element": "[2]"}'
+    assert builder.action_text(ClickElement(element="[3]"), (200, 40), elements) == (
+        '{"type": "click_element", "element": "[3]"}')
+    assert builder.action_text(ClickElement(element="Nope"), (200, 40), elements) == (
+        '{"type": "click_element", "element": "Nope"}')  # a refused step's name stays as written
+    labels = PromptBuilder(PromptConfig(codec="json", observation="elements"))
+    assert labels.action_text(ClickElement(element="[2]"), (200, 40), elements) == (
+        '{"type": "click_element", "element": "Cart #2"}')
+    assert "[1]" not in labels.build(instruction="x", history=[], images=[], image_steps=[], error=None,
+                                     elements=elements).messages[-1]["content"][-1]["text"]
+    for name, x in (("[2]", 70), ("[1]", 20), ("3", 120), ('"[3]"', 120)):  # "3" is a label
+        assert resolve_element_action(ClickElement(element=name), obs) == (Click(x=x, y=20), None), name
+    click_at, error = resolve_element_action(ClickElement(element="[4]"), obs)
+    assert click_at is None and error == "expected an element number from [1] to [3], got '[4]'"
+
+
 @pytest.mark.parametrize("codec", ["json", "qwen", "uitars", "pyautogui"])
 def test_every_codec_speaks_the_element_action(codec) -> None:
     chosen = get_codec(codec, action_space="pixels+elements")

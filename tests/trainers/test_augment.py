@@ -46,6 +46,16 @@ def test_listed_labels_are_the_lists_labels_and_rows_without_values_signs_or_num
                                    "Search", "Mailbox"]  # no "+", no value
 
 
+def test_a_numbered_list_gives_the_same_labels() -> None:
+    numbered = PromptBuilder(PromptConfig(codec="json", observation="elements", system_prompt=False,
+                                          element_refs="index"))
+    built = numbered.build(instruction=INSTRUCTION, history=[], images=[], image_steps=[], error=None,
+                           elements=PAGE)
+    text = "".join(p["text"] for m in built.messages for p in m["content"] if p["type"] == "text")
+    assert '[3] button "Archive" in row "Lunch on Friday?"' in text
+    assert listed_labels(text) == listed_labels(prompt_text(PAGE, INSTRUCTION, []))
+
+
 def test_a_renamed_prompt_is_the_prompt_of_the_renamed_page() -> None:
     """Renaming every label of the text equals building the prompt from renamed elements:
     the list, the instruction (in its own case), the history and the target agree."""

@@ -46,3 +46,24 @@ async def test_the_vllm_agent_records_tokens_and_log_probs(tiny_dir) -> None:
     agent = make_agent(f"vllm:{tiny_dir}?max_new_tokens=6&gpu_memory_utilization=0.2")
     step = await agent.act(observation("home"), AgentContext.for_episode("t", 0))
     assert len(step.token_ids) == len(step.logprobs) > 0 and step.prompt_token_ids
+
+
+async def test_completion_only_scores_match_every_position_in_bf16_on_the_gpu(tiny_dir) -> None:
+    """GRPO's ``score`` runs the LM head at completion positions only (a boolean
+    ``logits_to_keep``): on CUDA in the policy's own dtype it must pick the same positions
+    as the head over every position (after a step toward the completions, so that a position
+    off by one would change the log-probs by far more than bf16's rounding)."""
+    from tests.trainers.test_completion_logits import every_position, learn, train_steps
+    from trainers.grpo.batch import score
+
+    policy = load_policy(PolicyConfig(path=tiny_dir, finetune="full"))
+    assert policy.device.type == "cuda"
+    steps = train_steps(policy, images=True)
+    learn(policy.model, policy, steps)
+    with torch.no_grad():
+        scored = score(policy.model, policy, steps)
+        expected, _, _, _ = every_position(policy.model, policy, steps)
+    got = scored.logprobs[scored.mask].float()
+    assert got.shape == expected.shape
+    assert torch.allclose(got, expected.float(), atol=0.05)
+    assert (got[1:] - expected.float()[:-1]).abs().max() > 0.5  # one position off would show

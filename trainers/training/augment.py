@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 from harness.prompts import Message
 from trainers.errors import TrainingDataError
 
-#: an element line: ``- role "label"`` then an optional `` in row "row"``
-_LINE = re.compile(r'^- \S+ "((?:[^"\\]|\\.)*)"(?: in row "((?:[^"\\]|\\.)*)")?', re.MULTILINE)
-_LIST = re.compile(r"^Elements:\n((?:- [^\n]*(?:\n|$))*)", re.MULTILINE)
+#: an element line: ``- role "label"`` (``[k] role "label"`` in a numbered list) then an
+#: optional `` in row "row"``
+_LINE = re.compile(r'^(?:-|\[\d+\]) \S+ "((?:[^"\\]|\\.)*)"(?: in row "((?:[^"\\]|\\.)*)")?', re.MULTILINE)
+_LIST = re.compile(r"^Elements:\n((?:(?:-|\[\d+\]) [^\n]*(?:\n|$))*)", re.MULTILINE)
 _NUMBERED = re.compile(r" #\d+$")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 #: a label renaming can find as a whole word: word characters at its edges (a closing ``?``,
