@@ -35,6 +35,15 @@ if TYPE_CHECKING:
 #: How long validate waits for the shell to finish a command the agent entered.
 COMMAND_WAIT_S = 2.0
 
+#: xterm's title until its shell's first prompt, and the one every prompt sets (as before).
+STARTING_TITLE, READY_TITLE = "xterm: starting", "xterm"
+#: The shell's rc file (in the episode's state dir, not its home): the home's own ~/.bashrc as
+#: an interactive bash reads it, then a prompt that ends by setting the title. xterm handles
+#: the prompt's bytes in order, so the title changes once the prompt's text is on the screen.
+SHELL_RC = rf"""[ -f ~/.bashrc ] && . ~/.bashrc
+PS1="${{PS1}}\[\e]2;{READY_TITLE}\a\]"
+"""
+
 
 @dataclass(frozen=True)
 class ShellGoal:
@@ -114,9 +123,16 @@ class XtermTask(Task):
         await desktop.reset()
         self._home = desktop.home
         self.fields = self.goal.prepare(desktop.home, random.Random(seed))
-        proc = desktop.launch(["xterm", "-geometry", "100x30+0+0", "-fa", "DejaVu Sans Mono",
-                               "-fs", "11"])
-        window = await desktop.wait_for_window(lambda w: w.pid == proc.pid, "xterm")
+        rcfile = desktop.state_dir / "bashrc"
+        rcfile.write_text(SHELL_RC, encoding="utf-8")
+        proc = desktop.launch(["xterm", "-geometry", "100x30+0+0", "-fa", "DejaVu Sans Mono", "-fs", "11",
+                               "+bc", "-T", STARTING_TITLE, "-e", "bash", "--rcfile", str(rcfile)])
+        # Ready is the shell's first prompt drawn (the title it sets) in the focused window:
+        # the window maps, the prompt and openbox's focus come later, by more than settle's
+        # quiet window on a loaded machine (two seeded resets screenshotted different screens).
+        window = await desktop.wait_for_window(
+            lambda w: w.pid == proc.pid and w.title == READY_TITLE and w.focused,
+            "xterm (its shell's prompt drawn, the window focused)")
         await desktop.settle()
         center = Click(x=window.x + window.width // 2, y=window.y + window.height // 2)
         self._plan = [center, *(TypeText(text=c + "\n") for c in self.goal.commands(self.fields)), Done()]

@@ -4,9 +4,12 @@ reaches success 1.0, and the evaluators refuse what does not meet the goal."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 import secrets
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -16,7 +19,7 @@ from harness.agents.oracle import OracleAgent
 from harness.env_providers import EnvOptions
 from harness.errors import TaskError
 from harness.rollout import rollout
-from harness.tasks.desktop import task_names
+from harness.tasks.desktop import SHELL_GOALS, task_names
 from harness.tasks.registry import make_task, suite_task_ids
 from sandboxes.procs import is_alive
 from tests.harness.test_eval import _app
@@ -82,6 +85,28 @@ async def test_xterm_evaluator_refuses_wrong_content_and_early_done(desktop_envs
         assert reward == 0.0 and not info.success and not terminated
         _, reward, terminated, _, info = await env.step(Done())
         assert terminated and not info.success and reward == 0.0
+    finally:
+        await desktop_envs.release(env)
+
+
+async def test_xterm_reset_shows_the_drawn_prompt_however_late_the_shell_starts(desktop_envs, monkeypatch) -> None:
+    # A loaded machine starts the shell late; here its ~/.bashrc sleeps in the second episode
+    # (that sleep is the slow shell, not a wait): both seeded resets must show the same screen.
+    goal = SHELL_GOALS["xterm-write-file"]
+    bashrcs = iter(["", "sleep 0.5\n"])
+
+    def prepare(home: Path, rng: random.Random) -> dict[str, str]:
+        (home / ".bashrc").write_text(next(bashrcs), encoding="utf-8")
+        return goal.prepare(home, rng)
+
+    monkeypatch.setitem(SHELL_GOALS, "xterm-write-file", dataclasses.replace(goal, prepare=prepare))
+    env = await desktop_envs.open("desktop:xterm-write-file", EnvOptions())
+    try:
+        fast, _ = await env.reset(seed=0)
+        slow, _ = await env.reset(seed=0)
+        assert fast.image().tobytes() == slow.image().tobytes(), "a late shell's reset showed another screen"
+        (window,) = await env.sandbox.windows()
+        assert window.title == "xterm" and window.focused
     finally:
         await desktop_envs.release(env)
 
