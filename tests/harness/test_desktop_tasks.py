@@ -21,7 +21,7 @@ from harness.errors import TaskError
 from harness.rollout import rollout
 from harness.tasks.desktop import SHELL_GOALS, task_names
 from harness.tasks.registry import make_task, suite_task_ids
-from sandboxes.procs import is_alive
+from sandboxes.procs import is_alive, read_proc
 from tests.harness.test_eval import _app
 
 
@@ -106,7 +106,23 @@ async def test_xterm_reset_shows_the_drawn_prompt_however_late_the_shell_starts(
         slow, _ = await env.reset(seed=0)
         assert fast.image().tobytes() == slow.image().tobytes(), "a late shell's reset showed another screen"
         (window,) = await env.sandbox.windows()
-        assert window.title == "xterm" and window.focused
+        assert window.title == "xterm" and window.icon_name == "xterm prompt 1" and window.focused
+    finally:
+        await desktop_envs.release(env)
+
+
+async def test_an_xterm_step_returns_once_the_command_ended_and_its_prompt_is_drawn(desktop_envs) -> None:
+    env = await desktop_envs.open("desktop:xterm-write-file", EnvOptions())
+    try:
+        await env.reset(seed=0)
+        (command,) = env.task.goal.commands(env.task.fields)
+        # the file is right at once; the command ends (and the next prompt is drawn) later
+        _, reward, terminated, _, _ = await env.step(TypeText(text=command + "; sleep 0.5\n"))
+        assert reward == 1.0 and terminated
+        running = {proc.comm for proc in map(read_proc, env.sandbox.app_pids()) if proc is not None}
+        assert "bash" in running and "sleep" not in running
+        (window,) = await env.sandbox.windows()
+        assert window.icon_name == "xterm prompt 2"
     finally:
         await desktop_envs.release(env)
 
