@@ -6,7 +6,9 @@ not load:
   extras), or one of ours that imports one at its top; a command checks the extra up front
   (``require_extra``), a feature at its point of use (``import_extra``);
 - in a module that ``cua --help`` imports, a heavy core library (``HEAVY_CORE``), or one of
-  ours that imports one at its top.
+  ours that imports one at its top;
+- in a module that ``cua train sft`` imports before it trains, Playwright (``BROWSER``), or
+  one of ours that imports it at its top: SFT trains on a GPU machine that has no browser.
 
 No local import breaks a cycle: ``tests/test_architecture.py`` counts local imports too, and
 finds none.
@@ -39,6 +41,8 @@ EXTRA_MODULES = {module for modules in EXTRAS.values() for module in modules} | 
 }
 #: core libraries that cost 50-500 ms to import, which `cua --help` leaves unloaded
 HEAVY_CORE = {"PIL", "numpy", "imagehash", "pyarrow", "playwright"}
+#: what `cua train sft` leaves unloaded until a collection starts sandboxes
+BROWSER = {"playwright"}
 #: "path: imported module" -> why it is local although neither rule above asks for it
 ALLOWED: dict[str, str] = {}
 
@@ -115,8 +119,9 @@ class Graph:
         return self._brings[module]
 
 
-def needless_local_imports(graph: Graph, help_modules: set[str]) -> list[str]:
-    """``path:line: module`` of each local import that neither rule asks for."""
+def needless_local_imports(graph: Graph, help_modules: set[str], sft_modules: frozenset[str] = frozenset()
+                           ) -> list[str]:
+    """``path:line: module`` of each local import that no rule asks for."""
     wrong = []
     for name, imports in graph.local.items():
         path = graph.modules[name].relative_to(ROOT).as_posix()
@@ -124,17 +129,17 @@ def needless_local_imports(graph: Graph, help_modules: set[str]) -> list[str]:
         for line, targets in imports:
             for target in targets:
                 brought = graph.brings(target) - has
-                if brought & EXTRA_MODULES or (name in help_modules and brought & HEAVY_CORE):
+                if brought & EXTRA_MODULES or (name in help_modules and brought & HEAVY_CORE) or (
+                        name in sft_modules and brought & BROWSER):
                     continue
                 if f"{path}: {target}" not in ALLOWED:
                     wrong.append(f"{path}:{line}: {target}")
     return wrong
 
 
-@pytest.fixture(scope="module")
-def help_modules() -> list[str]:
-    """What ``cua --help`` loads: ``harness.cli`` and the commands of every entry point."""
-    code = "import json, sys, harness.cli; print(json.dumps(sorted(sys.modules)))"
+def _loaded_by(imports: str) -> list[str]:
+    """Every module a fresh interpreter has loaded after ``import {imports}``."""
+    code = f"import json, sys, {imports}; print(json.dumps(sorted(sys.modules)))"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=120)
@@ -142,13 +147,32 @@ def help_modules() -> list[str]:
     return json.loads(result.stdout)
 
 
+@pytest.fixture(scope="module")
+def help_modules() -> list[str]:
+    """What ``cua --help`` loads: ``harness.cli`` and the commands of every entry point."""
+    return _loaded_by("harness.cli")
+
+
+@pytest.fixture(scope="module")
+def sft_modules() -> list[str]:
+    """What ``cua train sft`` loads before it trains: the CLI, then ``run_sft``'s import."""
+    return _loaded_by("harness.cli, trainers.cli, trainers.training.sft")
+
+
 def test_cua_help_loads_no_extra_and_no_heavy_library(help_modules: list[str]) -> None:
     assert sorted({m.split(".")[0] for m in help_modules} & (EXTRA_MODULES | HEAVY_CORE)) == []
 
 
-def test_functions_import_only_extras_and_what_the_cli_keeps_lazy(help_modules: list[str]) -> None:
+def test_cua_train_sft_loads_no_playwright(sft_modules: list[str]) -> None:
+    assert "trainers.training.sft" in sft_modules
+    assert sorted({m.split(".")[0] for m in sft_modules} & BROWSER) == []
+
+
+def test_functions_import_only_extras_and_what_the_cli_keeps_lazy(help_modules: list[str],
+                                                                  sft_modules: list[str]) -> None:
     ours = {m for m in help_modules if m.split(".")[0] in PACKAGES}
-    assert needless_local_imports(Graph(), ours) == [], "move these imports to the module's top"
+    sft = frozenset(m for m in sft_modules if m.split(".")[0] in PACKAGES)
+    assert needless_local_imports(Graph(), ours, sft) == [], "move these imports to the module's top"
 
 
 def test_every_allowed_local_import_is_still_there() -> None:

@@ -31,9 +31,21 @@ from sandboxes.base import Sandbox, SandboxRequest
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
+    from sandboxes.desktop.sandbox import DesktopSandbox
 
 #: How long validate waits for the shell to finish a command the agent entered.
 COMMAND_WAIT_S = 2.0
+
+#: The shell's rc file (in the episode's state dir, not its home): the home's own ~/.bashrc as
+#: an interactive bash reads it, then a prompt that ends by naming xterm's icon after the
+#: prompt's number ("xterm prompt 3"; openbox draws no icon name). xterm handles the prompt's
+#: bytes in order, so a new icon name means that prompt is on the screen: the shell is ready,
+#: or the command entered has ended.
+SHELL_RC = r"""[ -f ~/.bashrc ] && . ~/.bashrc
+PROMPT_COMMAND="${PROMPT_COMMAND:+$PROMPT_COMMAND; }((++CUA_PROMPTS))"
+PS1="${PS1}\[\e]1;xterm prompt \${CUA_PROMPTS}\a\]"
+"""
+PROMPT_ICON = "xterm prompt "
 
 
 @dataclass(frozen=True)
@@ -108,15 +120,25 @@ class XtermTask(Task):
         self.fields: dict[str, str] = {}
         self._plan: list[Action] = []
         self._home: Path | None = None
+        self._window_id = 0
+        self._prompts = 0  # the number of the shell's last prompt seen on the screen
 
     async def setup(self, sandbox: Sandbox, *, seed: int | None, resources: TaskResources) -> TaskSetup:
         desktop = require_desktop(sandbox, self.id)
         await desktop.reset()
         self._home = desktop.home
         self.fields = self.goal.prepare(desktop.home, random.Random(seed))
-        proc = desktop.launch(["xterm", "-geometry", "100x30+0+0", "-fa", "DejaVu Sans Mono",
-                               "-fs", "11"])
-        window = await desktop.wait_for_window(lambda w: w.pid == proc.pid, "xterm")
+        rcfile = desktop.state_dir / "bashrc"
+        rcfile.write_text(SHELL_RC, encoding="utf-8")
+        proc = desktop.launch(["xterm", "-geometry", "100x30+0+0", "-fa", "DejaVu Sans Mono", "-fs", "11",
+                               "+bc", "-T", "xterm", "-e", "bash", "--rcfile", str(rcfile)])
+        # Ready is the shell's first prompt drawn in the focused window: the window maps, the
+        # prompt and openbox's focus come later, by more than settle's quiet window on a
+        # loaded machine (two seeded resets screenshotted different screens).
+        window = await desktop.wait_for_window(
+            lambda w: w.pid == proc.pid and w.icon_name == f"{PROMPT_ICON}1" and w.focused,
+            "xterm (its shell's first prompt drawn, the window focused)")
+        self._window_id, self._prompts = window.id, 1
         await desktop.settle()
         center = Click(x=window.x + window.width // 2, y=window.y + window.height // 2)
         self._plan = [center, *(TypeText(text=c + "\n") for c in self.goal.commands(self.fields)), Done()]
@@ -125,10 +147,11 @@ class XtermTask(Task):
 
     async def validate(self, sandbox: Sandbox, action: Action | None) -> Validation:
         assert self._home is not None
-        entered = (isinstance(action, TypeText) and "\n" in action.text) or (
+        lines = action.text.count("\n") if isinstance(action, TypeText) else int(
             isinstance(action, Key) and action.keys[-1] == "enter")
-        success = await _holds(lambda: self.goal.check(self._home, self.fields),  # type: ignore[arg-type]
-                               COMMAND_WAIT_S if entered else 0.0)
+        if lines:
+            await self._wait_for_prompt(require_desktop(sandbox, self.id), self._prompts + lines)
+        success = self.goal.check(self._home, self.fields)
         done = success or isinstance(action, Done)
         return Validation(reward=float(success), raw_reward=float(success), done=done, success=success,
                           message="the files are as asked" if success else "not yet")
@@ -137,15 +160,21 @@ class XtermTask(Task):
         return self._plan.pop(0) if self._plan else Done()
 
 
-async def _holds(check: Callable[[], bool], wait_s: float) -> bool:
-    """Whether ``check`` holds now or within ``wait_s`` (polled)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait_s
-    while not check():
-        if loop.time() >= deadline:
-            return False
-        await asyncio.sleep(0.01)
-    return True
+    async def _wait_for_prompt(self, desktop: DesktopSandbox, number: int) -> None:
+        """Wait until the shell's prompt ``number`` is drawn (the lines entered have run), then
+        settle; a command still running after ``COMMAND_WAIT_S`` is judged as it stands."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + COMMAND_WAIT_S
+        while True:
+            icons = [w.icon_name for w in await desktop.windows() if w.id == self._window_id]
+            shown = icons[0].removeprefix(PROMPT_ICON) if icons else ""
+            self._prompts = max(self._prompts, int(shown) if shown.isdigit() else 0)
+            if self._prompts >= number:
+                await desktop.settle()
+                return
+            if loop.time() >= deadline:
+                return
+            await asyncio.sleep(0.01)
 
 
 # ---- the suite ---------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 ``Screen.grab`` reads the root window's pixels through mss; ``settle`` waits until they
 stop changing for a quiet window (what an action's effect takes to be drawn);
 ``windows`` lists the window manager's client windows (``_NET_CLIENT_LIST``) with their
-titles, pids and root-relative geometry.
+titles, icon names, pids, root-relative geometry and which one has the focus
+(``_NET_ACTIVE_WINDOW``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Window:
     width: int
     height: int
     viewable: bool  # mapped, and so are its ancestors: input reaches it
+    focused: bool = False  # the window manager's active window: typing goes to it
+    icon_name: str = ""  # not drawn by openbox; an app may signal through it (the xterm tasks)
 
 
 class Screen:
@@ -44,7 +47,8 @@ class Screen:
         self._mss = mss.MSS(display=display_name)
         self._x = Display(display_name)
         self._atoms = {name: self._x.intern_atom(name) for name in (
-            "_NET_CLIENT_LIST", "_NET_WM_NAME", "_NET_WM_PID", "_NET_SUPPORTING_WM_CHECK", "UTF8_STRING")}
+            "_NET_CLIENT_LIST", "_NET_ACTIVE_WINDOW", "_NET_WM_NAME", "_NET_WM_ICON_NAME", "_NET_WM_PID",
+            "_NET_SUPPORTING_WM_CHECK", "UTF8_STRING")}
 
     def close(self) -> None:
         self._mss.close()
@@ -106,6 +110,8 @@ class Screen:
         """The window manager's client windows, oldest first."""
         root = self._x.screen().root
         prop = root.get_full_property(self._atoms["_NET_CLIENT_LIST"], X.AnyPropertyType)
+        active = root.get_full_property(self._atoms["_NET_ACTIVE_WINDOW"], X.AnyPropertyType)
+        active_id = int(active.value[0]) if active is not None and len(active.value) else None
         out = []
         for wid in (prop.value if prop is not None else ()):
             window = self._x.create_resource_object("window", int(wid))
@@ -113,19 +119,21 @@ class Screen:
                 geometry = window.get_geometry()
                 origin = window.translate_coords(root, 0, 0)
                 viewable = window.get_attributes().map_state == X.IsViewable
-                out.append(Window(id=int(wid), title=self._title(window), pid=self._pid(window),
-                                  x=-origin.x, y=-origin.y, width=geometry.width, height=geometry.height,
-                                  viewable=viewable))
+                out.append(Window(id=int(wid), title=self._text(window, "_NET_WM_NAME", Xatom.WM_NAME),
+                                  pid=self._pid(window), x=-origin.x, y=-origin.y, width=geometry.width,
+                                  height=geometry.height, viewable=viewable, focused=int(wid) == active_id,
+                                  icon_name=self._text(window, "_NET_WM_ICON_NAME", Xatom.WM_ICON_NAME)))
             except Exception:  # noqa: BLE001 - a window that closed while we looked
                 continue
         return out
 
-    def _title(self, window: object) -> str:
-        prop = window.get_full_property(self._atoms["_NET_WM_NAME"], self._atoms["UTF8_STRING"])  # type: ignore[attr-defined]
+    def _text(self, window: object, utf8_name: str, fallback: int) -> str:
+        """A text property: its EWMH UTF-8 form, else the ICCCM one (Latin-1)."""
+        prop = window.get_full_property(self._atoms[utf8_name], self._atoms["UTF8_STRING"])  # type: ignore[attr-defined]
         if prop is not None:
             value = prop.value
             return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-        prop = window.get_full_property(Xatom.WM_NAME, X.AnyPropertyType)  # type: ignore[attr-defined]
+        prop = window.get_full_property(fallback, X.AnyPropertyType)  # type: ignore[attr-defined]
         if prop is None:
             return ""
         value = prop.value

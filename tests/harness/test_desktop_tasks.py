@@ -4,9 +4,12 @@ reaches success 1.0, and the evaluators refuse what does not meet the goal."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 import secrets
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -16,9 +19,9 @@ from harness.agents.oracle import OracleAgent
 from harness.env_providers import EnvOptions
 from harness.errors import TaskError
 from harness.rollout import rollout
-from harness.tasks.desktop import task_names
+from harness.tasks.desktop import SHELL_GOALS, task_names
 from harness.tasks.registry import make_task, suite_task_ids
-from sandboxes.procs import is_alive
+from sandboxes.procs import is_alive, read_proc
 from tests.harness.test_eval import _app
 
 
@@ -82,6 +85,44 @@ async def test_xterm_evaluator_refuses_wrong_content_and_early_done(desktop_envs
         assert reward == 0.0 and not info.success and not terminated
         _, reward, terminated, _, info = await env.step(Done())
         assert terminated and not info.success and reward == 0.0
+    finally:
+        await desktop_envs.release(env)
+
+
+async def test_xterm_reset_shows_the_drawn_prompt_however_late_the_shell_starts(desktop_envs, monkeypatch) -> None:
+    # A loaded machine starts the shell late; here its ~/.bashrc sleeps in the second episode
+    # (that sleep is the slow shell, not a wait): both seeded resets must show the same screen.
+    goal = SHELL_GOALS["xterm-write-file"]
+    bashrcs = iter(["", "sleep 0.5\n"])
+
+    def prepare(home: Path, rng: random.Random) -> dict[str, str]:
+        (home / ".bashrc").write_text(next(bashrcs), encoding="utf-8")
+        return goal.prepare(home, rng)
+
+    monkeypatch.setitem(SHELL_GOALS, "xterm-write-file", dataclasses.replace(goal, prepare=prepare))
+    env = await desktop_envs.open("desktop:xterm-write-file", EnvOptions())
+    try:
+        fast, _ = await env.reset(seed=0)
+        slow, _ = await env.reset(seed=0)
+        assert fast.image().tobytes() == slow.image().tobytes(), "a late shell's reset showed another screen"
+        (window,) = await env.sandbox.windows()
+        assert window.title == "xterm" and window.icon_name == "xterm prompt 1" and window.focused
+    finally:
+        await desktop_envs.release(env)
+
+
+async def test_an_xterm_step_returns_once_the_command_ended_and_its_prompt_is_drawn(desktop_envs) -> None:
+    env = await desktop_envs.open("desktop:xterm-write-file", EnvOptions())
+    try:
+        await env.reset(seed=0)
+        (command,) = env.task.goal.commands(env.task.fields)
+        # the file is right at once; the command ends (and the next prompt is drawn) later
+        _, reward, terminated, _, _ = await env.step(TypeText(text=command + "; sleep 0.5\n"))
+        assert reward == 1.0 and terminated
+        running = {proc.comm for proc in map(read_proc, env.sandbox.app_pids()) if proc is not None}
+        assert "bash" in running and "sleep" not in running
+        (window,) = await env.sandbox.windows()
+        assert window.icon_name == "xterm prompt 2"
     finally:
         await desktop_envs.release(env)
 

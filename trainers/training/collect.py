@@ -22,7 +22,6 @@ from harness.resources import TaskResources
 from harness.runner import EpisodeRunner, RunnerConfig
 from harness.store.collect import CollectConfig, collect_async
 from harness.store.store import DB_NAME, TrajectoryStore
-from sandboxes.providers import LocalProvider
 from trainers.errors import TrainingDataError
 from trainers.training.config import CollectSpec, task_ids
 
@@ -76,6 +75,8 @@ async def _oracle_episodes(store_dir: Path, spec: CollectSpec, elements: bool, l
 
 
 async def _grow_trees(store_dir: Path, spec: CollectSpec, elements: bool) -> dict:
+    from sandboxes.providers import LocalProvider  # Playwright: SFT trains where it is absent
+
     totals = {"trees": 0, "episodes": 0, "env_steps": 0}
     async with LocalProvider() as provider, TaskResources() as resources:
         for task in task_ids(spec.tasks):
