@@ -70,10 +70,17 @@ def corpus_tasks(corpus: Path, max_depth: int) -> tuple[list[str], list[str], di
 
 
 def arm_sets(args: argparse.Namespace, name: str, seed: int, out: Path, train: list[str]) -> list[str]:
-    """The ``--set`` overrides of one arm's run: every arm the same budget (``--env-steps``,
-    capped by ``--updates``), its own reward settings, then ``--set``'s for every arm."""
+    """The ``--set`` overrides of one arm's run: the SFT model's own prompt (its
+    ``cua_agent.yaml``: a corpus built with ``element_refs: index`` trains a model that answers
+    ``[k]``), every arm the same budget (``--env-steps``, capped by ``--updates``), its own
+    reward settings, then ``--set``'s for every arm."""
+    from harness.prompts import PromptConfig
+    from trainers.agents.options import read_agent_file
+
+    prompt = [f"prompt.{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in read_agent_file(args.model).items()
+              if k in PromptConfig.model_fields and v is not None]
     budget = [f"env_steps={args.env_steps}"] if args.env_steps is not None else []
-    return [f"out={out}", f"model.path={args.model}", "init=null", f"updates={args.updates}", *budget,
+    return [f"out={out}", f"model.path={args.model}", "init=null", *prompt, f"updates={args.updates}", *budget,
             f"seed={seed}", f"tasks=[{', '.join(train)}]", f"rollout.max_steps={args.max_steps}",
             "eval=null", "signal.patience=1000", "checkpoint_every=1000", "filmstrips=0",
             *VARIANTS[name], *args.set]

@@ -103,8 +103,10 @@ class CorpusConfig(BaseModel):
                                   "when held_out is None (drawn per site: stable as sites are added)")
     concurrency: int = Field(default=2, ge=1, description="sites built at once")
     prompt: PromptConfig = Field(
-        default=PromptConfig(codec="json", observation="elements", system_prompt=False),
-        description="the prompt rows are rendered with (train with the same one)")
+        default=PromptConfig(codec="json", observation="elements", system_prompt=False, element_refs="index"),
+        description="the prompt rows are rendered with (train with the same one); element_refs: "
+        "index (set-of-marks numbers) trained a model that solves 3.6x the held-out tasks of "
+        "label's (BENCHMARKS.md, issue 21 row 1)")
     source: Path | None = Field(default=None, description="a corpus built by `cua data corpus`: "
                                 "re-export its stores in `prompt` instead of building sites (the "
                                 "same rows and held-out sites, another prompt; no browser)")
@@ -174,6 +176,8 @@ def check_recipe(config: CorpusConfig) -> None:
     path = out / RECIPE_FILE
     if path.is_file():
         before = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(before.get("prompt"), dict):  # a prompt field added since takes its default
+            before["prompt"] = PromptConfig.model_validate(before["prompt"]).model_dump(mode="json")
         changed = sorted(k for k in RECIPE_FIELDS if before.get(k) != recipe[k])
         if changed:
             raise ConfigError(f"--out: expected the recipe of the corpus in {out} to resume it, got "

@@ -1,6 +1,8 @@
 """Label renaming (``data.rename_labels``): a renamed prompt is the prompt the one prompt
 builder writes for the same page with its elements renamed, the target still names a listed
-element, and the collator trains on the renamed target."""
+element, and the collator trains on the renamed target. List shuffling
+(``data.shuffle_elements``): a shuffled prompt is the prompt of the same page with its
+elements in another order, and the target still names its element."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pytest
 from harness.prompts import PromptBuilder, PromptConfig, named_element
 from sandboxes.base import UIElement
 from trainers.errors import TrainingDataError
-from trainers.training.augment import LabelRenamer, listed_labels
+from trainers.training.augment import LabelRenamer, ListShuffler, chain, listed_labels
 from trainers.training.config import DataConfig
 from trainers.training.data import SFTCollator
 
@@ -131,3 +133,67 @@ def test_the_collator_trains_on_the_renamed_target(tiny_policy) -> None:
     prompt = tiny_policy.processor.tokenizer.decode(batch["input_ids"][0][labels == -100])
     renamed = json.loads(trained.split("<|im_end|>")[0])["element"]
     assert renamed.split(" in row ")[0] in prompt and "Quarterly report" not in prompt
+
+
+NUMBERED = PromptBuilder(PromptConfig(codec="json", observation="elements", system_prompt=False,
+                                      element_refs="index"))
+
+
+def _built(builder: PromptBuilder, page: list[UIElement]) -> list:
+    history = [({"type": "click_element", "element": "Inbox in navigation"}, (640, 400), page)]
+    return builder.build(instruction=INSTRUCTION, history=history, images=[], image_steps=[], error=None,
+                         elements=page).messages
+
+
+def _text_of(messages: list) -> str:
+    return "".join(p["text"] for m in messages for p in m["content"] if p["type"] == "text")
+
+
+@pytest.mark.parametrize("builder", [NUMBERED, BUILDER], ids=["numbers", "labels"])
+def test_a_shuffled_prompt_is_the_prompt_of_the_page_in_another_order(builder) -> None:
+    """The shuffled row equals the builder's prompt for the same elements in the drawn order
+    (numbers follow), and its target names, in the new prompt, the element it named before.
+    (Without the second "Mailbox": a last-resort "#2" stays on its line, where the builder
+    would give it to whichever copy comes second.)"""
+    start = PAGE[:7]
+    messages = _built(builder, start)
+    for k, element in enumerate(start):
+        target = builder.action_text({"type": "click", "x": 5, "y": element.y + 5}, (640, 400), start)
+        shuffler = ListShuffler(1.0, seed=k)
+        shuffled, (new_target,) = shuffler(messages, target)
+        order = _order(start, _text_of(shuffled))
+        assert sorted(order) == list(range(len(start))) and order != list(range(len(start)))
+        page = [start[i] for i in order]
+        assert _text_of(shuffled) == _text_of(_built(builder, page))
+        found, error = named_element(json.loads(new_target)["element"], page)
+        assert error is None and found is element, (k, new_target)
+    assert ListShuffler(0.0)(messages, "x") == (messages, ["x"])
+    assert ListShuffler(1.0, seed=3)(messages, "x") == ListShuffler(1.0, seed=3)(messages, "x")
+
+
+def _order(page: list[UIElement], text: str) -> list[int]:
+    """The page's elements in the order the shuffled list shows them (matched by id-free line:
+    each line of PAGE is distinct once its number is taken off)."""
+    plain = [line.split(" ", 1)[1] for line in _text_of(_built(BUILDER, page)).split("Elements:\n")[1]
+             .split("\nPrevious actions:")[0].split("\n")]
+    shown = [line.split(" ", 1)[1] for line in text.split("Elements:\n")[1].split("\nPrevious actions:")[0]
+             .split("\n")]
+    return [plain.index(line) for line in shown]
+
+
+def test_renaming_then_shuffling_chain_and_shuffling_needs_a_list(tiny_policy) -> None:
+    messages = _built(NUMBERED, PAGE)
+    target = NUMBERED.action_text({"type": "click", "x": 5, "y": PAGE[3].y + 5}, (640, 400), PAGE)
+    both = chain([LabelRenamer(1.0, ["Drafts", "Compose", "Settings", "Labels"], seed=1), ListShuffler(1.0, seed=1)])
+    shuffled, (new_target,) = both(messages, target)
+    assert "Quarterly report" not in _text_of(shuffled) and new_target != target
+    number = int(json.loads(new_target)["element"].strip("[]"))
+    line = _text_of(shuffled).split(f"\n[{number}] ")[1].split("\n")[0]
+    assert line.startswith('button "') and " in row " in line  # still the row's Archive button
+    feature = {"images": [], "prompt": json.dumps(messages), "target": target}
+    batch = SFTCollator(tiny_policy, ListShuffler(1.0, seed=0))([feature])
+    labels = batch["labels"][0]
+    assert tiny_policy.processor.tokenizer.decode(labels[labels != -100]).startswith('{"type": "click_element"')
+    assert chain([]) is None
+    with pytest.raises(ValueError, match="shuffle_elements only with an element list"):
+        DataConfig(store="s", shuffle_elements=0.5, prompt=PromptConfig(observation="screenshot"))

@@ -67,6 +67,13 @@ def test_every_arm_gets_the_same_env_step_budget_capped_by_updates(tmp_path, cap
         assert (config.env_steps, config.updates, config.seed) == (300, 20, 1)
     unbudgeted = make_parser().parse_args(["--corpus", str(tmp_path), "--model", str(tmp_path)])
     assert not any(s.startswith("env_steps=") for s in arm_sets(unbudgeted, "step", 0, tmp_path, ["t"]))
+    # every arm trains in the SFT model's own prompt (its cua_agent.yaml)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "cua_agent.yaml").write_text(
+        "codec: json\nobservation: elements\nsystem_prompt: false\nelement_refs: index\nhistory_images: 1\n")
+    sets = arm_sets(args, "step", 0, tmp_path / "step-idx", ["fsm:shop/open_mug"])
+    prompt = load_config(GRPOConfig, file=CONFIG, sets=sets).prompt
+    assert (prompt.element_refs, prompt.system_prompt, prompt.history_images) == ("index", False, 1)
     # a finished run is reused only under the same budget (the runs of 10 updates had none)
     (tmp_path / "config.yaml").write_text("updates: 10\nenv_steps: null\n")
     check_reused(unbudgeted, tmp_path)

@@ -337,6 +337,12 @@ def test_a_curriculum_pool_smaller_than_its_base_tasks_is_refused(tmp_path) -> N
         grpo_config(tmp_path, tmp_path, env_steps=0)
     with pytest.raises(ValidationError, match="penalty > 0 with effect: penalize"):
         grpo_config(tmp_path, tmp_path, no_op={"effect": "penalize"})
+    # a start model saved with its prompt is trained in that prompt
+    (tmp_path / "cua_agent.yaml").write_text("codec: json\nobservation: elements\nelement_refs: index\n")
+    with pytest.raises(ValidationError, match=r"trained with \(element_refs='index'.*got element_refs='label'"):
+        grpo_config(tmp_path, tmp_path)
+    assert grpo_config(tmp_path, tmp_path, prompt={"element_refs": "index"}).prompt.element_refs == "index"
+    (tmp_path / "cua_agent.yaml").unlink()
     # the defaults a multi-turn run gets: episode-mean, discounted step returns, no-ops end episodes
     defaults = grpo_config(tmp_path, tmp_path)
     assert defaults.loss.aggregation == "episode-mean" and 0.9 <= defaults.advantage.gamma < 1

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from harness.env_providers import EnvPlacement
 from harness.prompts import PromptConfig
 from harness.rewards import RewardMode
+from trainers.agents.options import read_agent_file
 from trainers.grpo.advantages import Normalize
 from trainers.models.policy import PolicyConfig
 from trainers.training.config import HeldoutSpec, known_tasks, task_ids
@@ -264,6 +265,20 @@ class GRPOConfig(_Strict):
                     f"expected curriculum.max_pool of at least the {base} base tasks + 2 (room for "
                     f"one task's easier variants), got {pool.max_pool}: no variant would ever "
                     f"join; set curriculum.max_pool >= {base + 2}, or leave it unset")
+        return self
+
+    @model_validator(mode="after")
+    def _the_models_own_prompt(self) -> GRPOConfig:
+        """A start model saved with its prompt (``cua_agent.yaml``, by ``cua train``) is
+        trained on in that prompt: another one (a label list for a model that answers
+        ``[k]``) would start the run from a model that cannot read its prompts."""
+        saved = read_agent_file(self.model.path)
+        differ = {k: v for k, v in saved.items() if k in PromptConfig.model_fields and getattr(self.prompt, k) != v}
+        if differ:
+            raise ValueError(
+                f"expected prompt to be the one {self.model.path} was trained with "
+                f"({', '.join(f'{k}={v!r}' for k, v in differ.items())}, its cua_agent.yaml), got "
+                f"{', '.join(f'{k}={getattr(self.prompt, k)!r}' for k in differ)}; set those prompt fields")
         return self
 
     @property

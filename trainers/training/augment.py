@@ -1,4 +1,6 @@
-"""Label renaming: training rows whose element labels only copying can predict.
+"""Augmentations of element-list training rows: label renaming and list shuffling.
+
+**Label renaming**: training rows whose element labels only copying can predict.
 
 A model trained on a few dozen sites learns their labels by heart: on a site it never saw it
 answers with a training site's label ("Inbox", "Next page") that its element list does not
@@ -22,6 +24,13 @@ they are: those that start or end with a sign (``+``, ``-``, ``$12.50``) and tho
 form escapes a character (the actions write them escaped). Prompts with images cannot be
 renamed: the screenshot would still show the old label (``DataConfig`` refuses the
 combination).
+
+**List shuffling** (``ListShuffler``): the lines of a row's element list in a random order, renumbered
+from 1 where the list numbers them (``element_refs: index``), the target's ``[k]`` following
+its element. A model trained on lists in page order learns where content usually sits (the
+corpus's lists open with navigation, so the answer is rarely ``[1]``-``[4]``) and names
+``[4]`` on MiniWoB's three-element lists (BENCHMARKS.md, issue 21 row 2); in a shuffled list
+only reading the lines says which number is the element.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import random
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from harness.prompts import Message
 from trainers.errors import TrainingDataError
@@ -146,3 +156,77 @@ def _substitution(mapping: dict[str, str]) -> Callable[[str], str]:
 
 def _text(messages: Sequence[Message]) -> str:
     return "\n".join(p["text"] for m in messages for p in m["content"] if p["type"] == "text")
+
+
+class Augment(Protocol):
+    """A row augmentation: the row's messages and replies, changed as one."""
+
+    def __call__(self, messages: Sequence[Message], *replies: str) -> tuple[list[Message], list[str]]: ...
+
+
+#: the element list of a prompt's text: ``Elements:`` and its lines, up to the next line
+#: that is not one of them
+_BLOCK = re.compile(r"(^Elements:\n)((?:(?:-|\[\d+\]) [^\n]*(?:\n|$))+)", re.MULTILINE)
+_MARK = re.compile(r"^\[(\d+)\] ")
+_REF = re.compile(r"\[(\d+)\]")
+
+
+@dataclass
+class ListShuffler:
+    """Shuffles a row's element list with probability ``probability`` (see the module
+    docstring): the last ``Elements:`` block of its messages, its numbers and the replies'
+    ``[k]`` following their lines; a previous action names a label and stays as it is."""
+
+    probability: float
+    seed: int = 0
+    _random: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.probability <= 1.0:
+            raise TrainingDataError(f"expected a shuffling probability in [0, 1], got {self.probability}")
+        self._random = random.Random(self.seed)
+
+    def __call__(self, messages: Sequence[Message], *replies: str) -> tuple[list[Message], list[str]]:
+        if self._random.random() >= self.probability:
+            return list(messages), list(replies)
+        where = [(i, j) for i, m in enumerate(messages) for j, p in enumerate(m["content"])
+                 if p["type"] == "text" and _BLOCK.search(p["text"] or "")]
+        if not where:
+            return list(messages), list(replies)
+        i, j = where[-1]
+        text = messages[i]["content"][j]["text"]
+        block = list(_BLOCK.finditer(text))[-1]
+        lines = block.group(2).rstrip("\n").split("\n")
+        order = list(range(len(lines)))
+        self._random.shuffle(order)
+        numbered = all(_MARK.match(line) for line in lines)
+        new_number = {old + 1: new + 1 for new, old in enumerate(order)}
+        shuffled = [_MARK.sub(f"[{new + 1}] ", lines[old], count=1) if numbered else lines[old]
+                    for new, old in enumerate(order)]
+        ending = "\n" if block.group(2).endswith("\n") else ""
+        text = text[:block.start(2)] + "\n".join(shuffled) + ending + text[block.end(2):]
+        out = [dict(m, content=list(m["content"])) for m in messages]
+        out[i]["content"][j] = {**messages[i]["content"][j], "text": text}
+        if not numbered:
+            return out, list(replies)  # a label names its element wherever its line is
+
+        def renumber(reply: str) -> str:
+            return _REF.sub(lambda m: f"[{new_number.get(int(m.group(1)), int(m.group(1)))}]", reply)
+
+        return out, [renumber(r) for r in replies]
+
+
+def chain(augments: Sequence[Augment]) -> Augment | None:
+    """The augmentations applied in order, as one; None where there are none."""
+    if not augments:
+        return None
+    if len(augments) == 1:
+        return augments[0]
+
+    def both(messages: Sequence[Message], *replies: str) -> tuple[list[Message], list[str]]:
+        out, texts = list(messages), list(replies)
+        for augment in augments:
+            out, texts = augment(out, *texts)
+        return out, texts
+
+    return both

@@ -71,6 +71,12 @@ class DataConfig(_Strict):
         "rows' labels, so that "
         "only copying from the list predicts it; a fresh renaming each time a row is batched. "
         "0: rows as exported. Needs observation: elements")
+    shuffle_elements: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="list shuffling (trainers.training.augment): the "
+        "probability that a training row's element list is shown in a random order, renumbered "
+        "where the list numbers its lines (element_refs: index), the target's [k] following its "
+        "element, so that only reading the list, not the usual position of content, gives the "
+        "number; a fresh order each time a row is batched. 0: rows as exported. Needs an element list")
 
     @field_validator("prompt")
     @classmethod
@@ -87,6 +93,10 @@ class DataConfig(_Strict):
             raise ValueError(f"expected data.rename_labels only with observation: elements, got "
                              f"observation: {self.prompt.observation} (its screenshots would still "
                              "show the old labels); set data.rename_labels: 0")
+        if self.shuffle_elements and self.prompt.observation == "screenshot":
+            raise ValueError("expected data.shuffle_elements only with an element list (observation: "
+                             "elements or screenshot+elements), got observation: screenshot; set "
+                             "data.shuffle_elements: 0")
         return self
 
     @model_validator(mode="after")
@@ -99,7 +109,7 @@ class DataConfig(_Strict):
                 built = read_manifest(self.corpus)["prompt"]
             except HarnessConfigError as exc:
                 raise ValueError(str(exc)) from None
-            if built != self.prompt.model_dump(mode="json"):
+            if PromptConfig.model_validate(built) != self.prompt:  # a field added since takes its default
                 raise ValueError(f"expected data.prompt to be the prompt the corpus was built with "
                                  f"({built}), got {self.prompt.model_dump(mode='json')}; a model "
                                  "trains on the prompts it will see: set data.prompt to the corpus's")

@@ -27,7 +27,7 @@ from harness.store.export import ExportConfig, export
 from harness.store.store import TrajectoryStore
 from trainers.errors import TrainingDataError
 from trainers.models.inputs import PolicyParts, completion_ids, encode_completions
-from trainers.training.augment import LabelRenamer
+from trainers.training.augment import Augment
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -145,9 +145,10 @@ def _feature_prompt(feature: dict[str, Any]) -> Prompt[bytes]:
     return Prompt(json.loads(feature["prompt"]), images, list(range(len(images))))
 
 
-def _renamed(features: list[dict[str, Any]], rename: LabelRenamer | None,
+def _renamed(features: list[dict[str, Any]], rename: Augment | None,
              *keys: str) -> tuple[list[Prompt[bytes]], list[list[str]]]:
-    """Each feature's prompt and its ``keys`` replies, renamed as one where ``rename`` is set."""
+    """Each feature's prompt and its ``keys`` replies, augmented as one where ``rename`` is set
+    (label renaming, list shuffling: ``trainers.training.augment``)."""
     prompts = [_feature_prompt(f) for f in features]
     replies = [[f[k] for k in keys] for f in features]
     if rename is None:
@@ -159,10 +160,10 @@ def _renamed(features: list[dict[str, Any]], rename: LabelRenamer | None,
 
 class SFTCollator:
     """Batches for SFT: prompt tokens as the agent encodes them, then the target's tokens;
-    labels are the target's tokens, -100 elsewhere. With ``rename`` each row's labels are
-    renamed afresh (``trainers.training.augment``)."""
+    labels are the target's tokens, -100 elsewhere. With ``rename`` each row is augmented
+    afresh (its labels renamed, its list shuffled: ``trainers.training.augment``)."""
 
-    def __init__(self, policy: PolicyParts, rename: LabelRenamer | None = None) -> None:
+    def __init__(self, policy: PolicyParts, rename: Augment | None = None) -> None:
         self.policy = policy
         self.rename = rename
 
@@ -180,7 +181,7 @@ class PreferenceCollator:
     with its rejected reply, and the mask of the reply tokens (labels renamed as in
     ``SFTCollator``, the same renaming for a pair's prompt and both replies)."""
 
-    def __init__(self, policy: PolicyParts, rename: LabelRenamer | None = None) -> None:
+    def __init__(self, policy: PolicyParts, rename: Augment | None = None) -> None:
         self.policy = policy
         self.rename = rename
 

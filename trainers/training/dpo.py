@@ -32,7 +32,7 @@ def train_dpo(config: DPOConfig, *, callbacks: tuple[Any, ...] = ()) -> Path:
         options = config.dpo
         args = run.trainer_args(TRLConfig, policy, beta=options.beta, loss_type=options.loss_type,
                                 loss_weights=options.loss_weights)
-        collator = PreferenceCollator(policy, run.renamer([p.prompt.messages for p in pairs]))
+        collator = PreferenceCollator(policy, run.augment([p.prompt.messages for p in pairs]))
         trainer = DPOTrainer(model=policy.model, ref_model=reference, args=args,
                              train_dataset=as_dataset(pairs), data_collator=collator,
                              processing_class=policy.processor, callbacks=[*run.callbacks(policy), *callbacks])

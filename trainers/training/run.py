@@ -30,7 +30,7 @@ from harness.prompts import Message
 from trainers.errors import ConfigError, ModelDirError, TrainingDataError
 from trainers.models.checkpoint import ModelInitConfig, init_checkpoint
 from trainers.models.policy import Policy, load_policy
-from trainers.training.augment import LabelRenamer
+from trainers.training.augment import Augment, LabelRenamer, ListShuffler, chain
 from trainers.training.collect import ensure_data
 from trainers.training.config import TrainConfig
 from trainers.training.data import export_rows, read_export
@@ -174,16 +174,21 @@ class Run:
             callbacks.append(heldout_callback(probe, policy, self.metrics))
         return callbacks
 
-    def renamer(self, prompts: Sequence[Sequence[Message]]) -> LabelRenamer | None:
-        """The collator's label renaming (``data.rename_labels``), its vocabulary every label
-        of the training rows; None where the rows are trained as exported."""
-        probability = self.config.data.rename_labels
-        if not probability:
-            return None
-        renamer = LabelRenamer.from_messages(prompts, probability, seed=self.config.train.seed)
-        self.metrics.write("rename_labels", probability=probability,
-                           vocabulary=len(renamer.vocabulary))
-        return renamer
+    def augment(self, prompts: Sequence[Sequence[Message]]) -> Augment | None:
+        """The collator's row augmentations: label renaming (``data.rename_labels``, its
+        vocabulary every label of the training rows), then list shuffling
+        (``data.shuffle_elements``); None where the rows are trained as exported."""
+        data, seed = self.config.data, self.config.train.seed
+        augments: list[Augment] = []
+        if data.rename_labels:
+            renamer = LabelRenamer.from_messages(prompts, data.rename_labels, seed=seed)
+            self.metrics.write("rename_labels", probability=data.rename_labels,
+                               vocabulary=len(renamer.vocabulary))
+            augments.append(renamer)
+        if data.shuffle_elements:
+            self.metrics.write("shuffle_elements", probability=data.shuffle_elements)
+            augments.append(ListShuffler(data.shuffle_elements, seed=seed + 1))
+        return chain(augments)
 
     # ---- running -------------------------------------------------------------------------
     def evaluate(self, phase: str, model_dir: Path, *, with_prompt: bool) -> None:

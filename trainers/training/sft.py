@@ -35,7 +35,7 @@ def train_sft(config: SFTConfig, *, callbacks: tuple[Any, ...] = ()) -> Path:
         examples = sft_examples(run.rows("sft"), run.out / "data" / "sft.parquet")
         run.evaluate("before", Path(config.model.path), with_prompt=True)
         policy = run.policy()
-        collator = SFTCollator(policy, run.renamer([e.prompt.messages for e in examples]))
+        collator = SFTCollator(policy, run.augment([e.prompt.messages for e in examples]))
         trainer = sft_trainer(run, policy, examples, [*run.callbacks(policy), *callbacks], collator)
         run.train(trainer, rows=len(examples))
         return run.finish(policy)
