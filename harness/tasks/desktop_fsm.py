@@ -120,6 +120,9 @@ class ChromiumFSMTask(_DesktopFSMTask):
         desktop, sites, view = await self._open_session(sandbox, seed, resources)
         self._chromium = await DesktopChromium.launch(desktop, view.url, allowed_origins=(sites.site_url,))
         await self._settle(self._chromium, sites, view.id)
+        # The page shows the session's state; the window may still be drawing (its tab strip
+        # animates the new tab, late on a loaded machine): the first screenshot waits for it.
+        await desktop.settle()
         return self._task_setup(view, view.url, (sites.site_url,))
 
     async def _shown(self, sandbox: Sandbox, sites: SiteClient, sid: str) -> None:

@@ -5,6 +5,7 @@ reaches success 1.0, and the evaluators refuse what does not meet the goal."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import random
 import secrets
@@ -12,14 +13,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from PIL import Image
 from typer.testing import CliRunner
 
+from fsm_sites.serving.client import SiteClient
 from harness.actions import Done, TypeText
 from harness.agents.oracle import OracleAgent
 from harness.env_providers import EnvOptions
 from harness.errors import TaskError
 from harness.rollout import rollout
+from harness.tasks.base import PageReader
 from harness.tasks.desktop import SHELL_GOALS, task_names
+from harness.tasks.desktop_fsm import ChromiumFSMTask
 from harness.tasks.registry import make_task, suite_task_ids
 from sandboxes.procs import is_alive, read_proc
 from tests.harness.test_eval import _app
@@ -123,6 +128,39 @@ async def test_an_xterm_step_returns_once_the_command_ended_and_its_prompt_is_dr
         assert "bash" in running and "sleep" not in running
         (window,) = await env.sandbox.windows()
         assert window.icon_name == "xterm prompt 2"
+    finally:
+        await desktop_envs.release(env)
+
+
+# A page still drawing once it shows the session's state, as Chromium's own window is while its
+# tab strip animates the new tab: a square that changes colour every frame for ~0.3 s, then goes.
+_LATE_DRAWING = """(() => { const square = document.createElement("div"); let frame = 0;
+  square.style.cssText = "position:fixed;left:0;top:0;width:40px;height:40px;z-index:99";
+  document.body.appendChild(square);
+  window.__drawn = new Promise(done => { const draw = () => {
+    if (++frame > 18) { square.remove(); done(true); return; }
+    square.style.background = `hsl(${frame * 20}, 90%, 50%)`; requestAnimationFrame(draw); };
+    requestAnimationFrame(draw); });
+  return true; })()"""
+
+
+async def test_a_chromium_fsm_reset_shows_the_window_once_it_stopped_drawing(desktop_envs, monkeypatch) -> None:
+    page_settle = ChromiumFSMTask._settle
+
+    async def settle_then_keep_drawing(self: ChromiumFSMTask, browser: PageReader, sites: SiteClient, sid: str,
+                                       marker: str | None = None) -> None:
+        await page_settle(self, browser, sites, sid, marker)
+        await browser.evaluate(_LATE_DRAWING)
+
+    monkeypatch.setattr(ChromiumFSMTask, "_settle", settle_then_keep_drawing)
+    env = await desktop_envs.open("desktop:chromium-settings-cfg_both", EnvOptions())
+    try:
+        obs, _ = await env.reset(seed=0)
+        assert await env.task._require_chromium().evaluate("window.__drawn") is True
+        await env.sandbox.settle()
+        quiet = Image.open(io.BytesIO((await env.sandbox.screenshot()).data))
+        assert obs.image().convert("RGB").tobytes() == quiet.convert("RGB").tobytes(), \
+            "the reset's screenshot caught the window mid-drawing"
     finally:
         await desktop_envs.release(env)
 
