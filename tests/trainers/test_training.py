@@ -83,7 +83,7 @@ def test_sft_collects_trains_evaluates_and_reports(tmp_path, tiny_dir, oracle_st
     assert losses[8] < losses[1] - 0.5
     assert {p.name for p in (out / "checkpoints").glob("checkpoint-*")} == {"checkpoint-4", "checkpoint-8"}
     assert yaml.safe_load((out / "model" / "cua_agent.yaml").read_text()) == {
-        **ELEMENTS, "coordinates": "pixel", "history_images": 1}
+        **ELEMENTS, "coordinates": "pixel", "history_images": 1, "element_refs": "label"}
     lines = metrics(out)
     assert [r["episodes"] for r in lines if r["event"] == "collect"] == [2]
     renaming = [r for r in lines if r["event"] == "rename_labels"]

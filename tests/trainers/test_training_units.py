@@ -53,7 +53,7 @@ def test_agent_spec_and_command_reproduce_the_evaluation() -> None:
     prompt = PromptConfig(codec="json", observation="elements", system_prompt=False)
     assert agent_spec(Path("m"), spec, prompt) == (
         "hf:m?codec=json&coordinates=pixel&history_images=1&system_prompt=false"
-        "&observation=elements&max_new_tokens=48&temperature=0.0")
+        "&observation=elements&element_refs=label&max_new_tokens=48&temperature=0.0")
     assert agent_spec(Path("m"), spec) == "hf:m?max_new_tokens=48&temperature=0.0"
     assert eval_command("hf:m?x=1&y=2", spec, Path("o")) == (
         "cua eval --suite fsm:shop/open_mug+fsm:mail/star_m1 --agent 'hf:m?x=1&y=2' --episodes 3 "
