@@ -68,7 +68,7 @@ T = TypeVar("T")
 ObservationMode = Literal["screenshot", "screenshot+elements", "elements"]
 ElementRefs = Literal["label", "index"]
 #: an element named by its number in the list (``element_refs="index"``): ``[12]``
-_INDEX = re.compile(r"\[(\d+)\]")
+ELEMENT_NUMBER = re.compile(r"\[(\d+)\]")
 #: the codec's action space in each observation mode
 ACTION_SPACES = {"screenshot": "pixels", "screenshot+elements": "pixels+elements", "elements": "elements"}
 #: A chat message: {"role": ..., "content": [{"type": "text", "text": ...} | {"type": "image"}]}
@@ -340,7 +340,7 @@ def named_element(wanted: str, elements: Sequence[UIElement]) -> tuple[UIElement
         found = next((e for e, n in named if fits(n)), None)
         if found is not None:
             return found, None
-    number = _INDEX.fullmatch(asked.strip("\"'"))
+    number = ELEMENT_NUMBER.fullmatch(asked.strip("\"'"))
     if number is not None:
         k = int(number.group(1))
         if 1 <= k <= len(elements):
@@ -382,7 +382,7 @@ def element_reference(action: AgentAction, elements: Sequence[UIElement | dict[s
     list) for ``"index"``, the name the list shows (``shown_labels``) for a ``"label"`` action
     that named a number; any other action, and a name the list does not hold (a refused
     step's), as it is."""
-    if not isinstance(action, ClickElement) or refs == "label" and not _INDEX.fullmatch(action.element.strip()):
+    if not isinstance(action, ClickElement) or refs == "label" and not ELEMENT_NUMBER.fullmatch(action.element.strip()):
         return action
     listed = _listed(elements)
     target, _ = named_element(action.element, listed)

@@ -13,7 +13,6 @@ apps also take any library goal as ``desktop:tk/SITE/GOAL`` or ``desktop:chromiu
 
 from __future__ import annotations
 
-import asyncio
 import random
 import shlex
 from collections.abc import Callable, Sequence
@@ -28,10 +27,12 @@ from harness.tasks.base import Task, TaskSetup, Validation, require_desktop
 from harness.tasks.desktop_fsm import ChromiumFSMTask, ChromiumMiniWoBTask, TkFSMTask
 from harness.tasks.fsm import library_tasks
 from sandboxes.base import Sandbox, SandboxRequest
+from sandboxes.errors import SandboxStartError
 
 if TYPE_CHECKING:
     from harness.resources import TaskResources
     from sandboxes.desktop.sandbox import DesktopSandbox
+    from sandboxes.desktop.xscreen import Window
 
 #: How long validate waits for the shell to finish a command the agent entered.
 COMMAND_WAIT_S = 2.0
@@ -163,18 +164,19 @@ class XtermTask(Task):
     async def _wait_for_prompt(self, desktop: DesktopSandbox, number: int) -> None:
         """Wait until the shell's prompt ``number`` is drawn (the lines entered have run), then
         settle; a command still running after ``COMMAND_WAIT_S`` is judged as it stands."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + COMMAND_WAIT_S
-        while True:
-            icons = [w.icon_name for w in await desktop.windows() if w.id == self._window_id]
-            shown = icons[0].removeprefix(PROMPT_ICON) if icons else ""
-            self._prompts = max(self._prompts, int(shown) if shown.isdigit() else 0)
-            if self._prompts >= number:
-                await desktop.settle()
-                return
-            if loop.time() >= deadline:
-                return
-            await asyncio.sleep(0.01)
+
+        def drawn(window: Window) -> bool:
+            if window.id != self._window_id:
+                return False
+            shown = window.icon_name.removeprefix(PROMPT_ICON)
+            self._prompts = max(self._prompts, int(shown) if shown.isdigit() else 0)  # the last one seen
+            return self._prompts >= number
+
+        try:
+            await desktop.wait_for_window(drawn, f"xterm's prompt {number}", timeout_s=COMMAND_WAIT_S)
+        except SandboxStartError:
+            return  # still running: judged as it stands
+        await desktop.settle()
 
 
 # ---- the suite ---------------------------------------------------------------------------

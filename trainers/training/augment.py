@@ -42,13 +42,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.prompts import Message
+from harness.prompts import ELEMENT_NUMBER, Message
 from trainers.errors import TrainingDataError
 
 #: an element line: ``- role "label"`` (``[k] role "label"`` in a numbered list) then an
 #: optional `` in row "row"``
 _LINE = re.compile(r'^(?:-|\[\d+\]) \S+ "((?:[^"\\]|\\.)*)"(?: in row "((?:[^"\\]|\\.)*)")?', re.MULTILINE)
-_LIST = re.compile(r"^Elements:\n((?:(?:-|\[\d+\]) [^\n]*(?:\n|$))*)", re.MULTILINE)
+#: a prompt's element list: ``Elements:`` and its lines (group 1), up to the first line that
+#: is not one of them
+_LIST = re.compile(r"^Elements:\n((?:(?:-|\[\d+\]) [^\n]*(?:\n|$))+)", re.MULTILINE)
 _NUMBERED = re.compile(r" #\d+$")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 #: a label renaming can find as a whole word: word characters at its edges (a closing ``?``,
@@ -164,11 +166,7 @@ class Augment(Protocol):
     def __call__(self, messages: Sequence[Message], *replies: str) -> tuple[list[Message], list[str]]: ...
 
 
-#: the element list of a prompt's text: ``Elements:`` and its lines, up to the next line
-#: that is not one of them
-_BLOCK = re.compile(r"(^Elements:\n)((?:(?:-|\[\d+\]) [^\n]*(?:\n|$))+)", re.MULTILINE)
 _MARK = re.compile(r"^\[(\d+)\] ")
-_REF = re.compile(r"\[(\d+)\]")
 
 
 @dataclass
@@ -190,28 +188,28 @@ class ListShuffler:
         if self._random.random() >= self.probability:
             return list(messages), list(replies)
         where = [(i, j) for i, m in enumerate(messages) for j, p in enumerate(m["content"])
-                 if p["type"] == "text" and _BLOCK.search(p["text"] or "")]
+                 if p["type"] == "text" and _LIST.search(p["text"] or "")]
         if not where:
             return list(messages), list(replies)
         i, j = where[-1]
         text = messages[i]["content"][j]["text"]
-        block = list(_BLOCK.finditer(text))[-1]
-        lines = block.group(2).rstrip("\n").split("\n")
+        block = list(_LIST.finditer(text))[-1]
+        lines = block.group(1).rstrip("\n").split("\n")
         order = list(range(len(lines)))
         self._random.shuffle(order)
         numbered = all(_MARK.match(line) for line in lines)
         new_number = {old + 1: new + 1 for new, old in enumerate(order)}
         shuffled = [_MARK.sub(f"[{new + 1}] ", lines[old], count=1) if numbered else lines[old]
                     for new, old in enumerate(order)]
-        ending = "\n" if block.group(2).endswith("\n") else ""
-        text = text[:block.start(2)] + "\n".join(shuffled) + ending + text[block.end(2):]
+        ending = "\n" if block.group(1).endswith("\n") else ""
+        text = text[:block.start(1)] + "\n".join(shuffled) + ending + text[block.end(1):]
         out = [dict(m, content=list(m["content"])) for m in messages]
         out[i]["content"][j] = {**messages[i]["content"][j], "text": text}
         if not numbered:
             return out, list(replies)  # a label names its element wherever its line is
 
         def renumber(reply: str) -> str:
-            return _REF.sub(lambda m: f"[{new_number.get(int(m.group(1)), int(m.group(1)))}]", reply)
+            return ELEMENT_NUMBER.sub(lambda m: f"[{new_number.get(int(m.group(1)), int(m.group(1)))}]", reply)
 
         return out, [renumber(r) for r in replies]
 
